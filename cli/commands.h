@@ -1,0 +1,21 @@
+// Registration of the dialtree subcommands. Each cli/<name>_cmd.cpp adds one subcommand
+// group to the CLI11 app; it parses flags and calls the libraries, nothing else.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace dialtree::cli {
+
+/// `dialtree sts convert|score`.
+void register_sts(CLI::App& app);
+/// `dialtree tokenizer train|encode|decode`.
+void register_tokenizer(CLI::App& app);
+/// `dialtree version`: versions of dialtree and LibTorch, thread counts.
+void register_version(CLI::App& app);
+
+/// Sets LibTorch's intra-op thread count (STACK.md P2: it defaults to 1 on these KVM
+/// machines): DIALTREE_NUM_THREADS, else OMP_NUM_THREADS, else the number of online CPUs.
+/// Values outside [1, CPUs] are rejected with std::invalid_argument (CASES.md C27).
+void configure_threads();
+
+}  // namespace dialtree::cli

@@ -1,0 +1,48 @@
+# All third-party dependencies come from Debian 12 packages, except SentencePiece, which
+# scripts/build-sentencepiece.sh rebuilds from Debian's own source package against the system
+# protobuf (STACK.md P3): Debian's libsentencepiece bundles protobuf-lite 3.14 and crashes any
+# process that also loads LibTorch (protobuf 3.21).
+
+find_package(nlohmann_json 3 REQUIRED)
+find_package(CLI11 REQUIRED)
+find_package(Eigen3 3.4 REQUIRED NO_MODULE)
+find_package(yaml-cpp REQUIRED)
+find_package(spdlog REQUIRED)
+find_package(fmt REQUIRED)
+find_package(Threads REQUIRED)
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(UTF8PROC REQUIRED IMPORTED_TARGET libutf8proc)
+
+# libcsv (RFC 4180 CSV parser): headers and library only, no CMake or pkg-config files.
+find_path(CSV_INCLUDE_DIR csv.h REQUIRED)
+find_library(CSV_LIBRARY csv REQUIRED)
+add_library(dialtree_libcsv INTERFACE)
+target_include_directories(dialtree_libcsv SYSTEM INTERFACE ${CSV_INCLUDE_DIR})
+target_link_libraries(dialtree_libcsv INTERFACE ${CSV_LIBRARY})
+
+# LibTorch is needed only by the torch-using targets; it reports itself as 1.13.0 (STACK.md P7).
+find_package(Torch 1.13 REQUIRED)
+
+# Private SentencePiece build (see scripts/build-sentencepiece.sh).
+set(DIALTREE_SPM_PREFIX "${CMAKE_SOURCE_DIR}/.deps/sentencepiece" CACHE PATH
+    "Prefix of the SentencePiece build made by scripts/build-sentencepiece.sh")
+find_path(SPM_INCLUDE_DIR sentencepiece_processor.h PATHS "${DIALTREE_SPM_PREFIX}/include"
+          NO_DEFAULT_PATH)
+find_library(SPM_LIBRARY sentencepiece PATHS "${DIALTREE_SPM_PREFIX}/lib" NO_DEFAULT_PATH)
+find_library(SPM_TRAIN_LIBRARY sentencepiece_train PATHS "${DIALTREE_SPM_PREFIX}/lib"
+             NO_DEFAULT_PATH)
+if(NOT SPM_INCLUDE_DIR OR NOT SPM_LIBRARY OR NOT SPM_TRAIN_LIBRARY)
+  message(FATAL_ERROR
+    "SentencePiece (rebuilt against the system protobuf) was not found in "
+    "${DIALTREE_SPM_PREFIX}. Run scripts/setup.sh (or scripts/build-sentencepiece.sh "
+    "${DIALTREE_SPM_PREFIX}) first; Debian's libsentencepiece cannot share a process with "
+    "LibTorch (STACK.md P3).")
+endif()
+find_library(PROTOBUF_LITE_LIBRARY protobuf-lite REQUIRED)
+add_library(dialtree_sentencepiece INTERFACE)
+target_include_directories(dialtree_sentencepiece SYSTEM INTERFACE ${SPM_INCLUDE_DIR})
+target_link_libraries(dialtree_sentencepiece INTERFACE ${SPM_TRAIN_LIBRARY} ${SPM_LIBRARY}
+                      ${PROTOBUF_LITE_LIBRARY} Threads::Threads)
+
+find_package(GTest REQUIRED)
+include(GoogleTest)

@@ -1,0 +1,144 @@
+#include "common/json_util.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "common/error.h"
+
+namespace dialtree {
+
+std::string json_type_name(const json& v) {
+  switch (v.type()) {
+    case json::value_t::null:
+      return "null";
+    case json::value_t::boolean:
+      return "boolean";
+    case json::value_t::string:
+      return "string";
+    case json::value_t::number_integer:
+    case json::value_t::number_unsigned:
+      return "integer";
+    case json::value_t::number_float:
+      return "number";
+    case json::value_t::object:
+      return "object";
+    case json::value_t::array:
+      return "array";
+    default:
+      return "binary";
+  }
+}
+
+namespace {
+[[noreturn]] void type_mismatch(const json& v, const JsonPlace& place, const std::string& path,
+                                const char* expected) {
+  std::string got = json_type_name(v);
+  if (v.is_string()) got += " " + v.dump();
+  throw SchemaError(place.file, place.where, path,
+                    std::string("must be ") + expected + ", got " + got);
+}
+}  // namespace
+
+std::string json_child_path(const std::string& parent, std::string_view key) {
+  return parent.empty() ? std::string(key) : parent + "." + std::string(key);
+}
+std::string json_index_path(const std::string& parent, std::size_t index) {
+  return parent + "[" + std::to_string(index) + "]";
+}
+
+const json* json_find(const json& obj, std::string_view key, const JsonPlace& place,
+                      const std::string& path) {
+  if (!obj.is_object()) type_mismatch(obj, place, path.empty() ? "(root)" : path, "an object");
+  auto it = obj.find(key);
+  return it == obj.end() ? nullptr : &*it;
+}
+
+const json& json_require(const json& obj, std::string_view key, const JsonPlace& place,
+                         const std::string& path) {
+  const json* v = json_find(obj, key, place, path);
+  if (!v) throw SchemaError(place.file, place.where, json_child_path(path, key), "is missing");
+  return *v;
+}
+
+std::string json_as_string(const json& v, const JsonPlace& place, const std::string& path) {
+  if (!v.is_string()) type_mismatch(v, place, path, "a string");
+  return v.get<std::string>();
+}
+
+std::int64_t json_as_int(const json& v, const JsonPlace& place, const std::string& path) {
+  if (!v.is_number_integer()) type_mismatch(v, place, path, "an integer");
+  return v.get<std::int64_t>();
+}
+
+bool json_as_bool(const json& v, const JsonPlace& place, const std::string& path) {
+  if (!v.is_boolean()) type_mismatch(v, place, path, "a boolean");
+  return v.get<bool>();
+}
+
+const json& json_as_array(const json& v, const JsonPlace& place, const std::string& path) {
+  if (!v.is_array()) type_mismatch(v, place, path, "an array");
+  return v;
+}
+
+const json& json_as_object(const json& v, const JsonPlace& place, const std::string& path) {
+  if (!v.is_object()) type_mismatch(v, place, path, "an object");
+  return v;
+}
+
+std::string read_file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw DataError(path, "", "", "cannot open file for reading");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) throw DataError(path, "", "", "read error");
+  return ss.str();
+}
+
+namespace {
+// 1-based line and column of byte offset `pos` in `text`.
+std::string line_col(const std::string& text, std::size_t pos) {
+  std::size_t line = 1, col = 1;
+  for (std::size_t i = 0; i < pos && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      col = 1;
+    } else {
+      ++col;
+    }
+  }
+  return "line " + std::to_string(line) + ", column " + std::to_string(col);
+}
+}  // namespace
+
+json json_parse_file(const std::string& path) {
+  const std::string text = read_file_bytes(path);
+  try {
+    return json::parse(text);
+  } catch (const json::parse_error& e) {
+    std::size_t pos = e.byte > 0 ? e.byte - 1 : 0;
+    throw DataError(path, line_col(text, pos), "", std::string("invalid JSON: ") + e.what());
+  }
+}
+
+void json_for_each_line(const std::string& path,
+                        const std::function<void(std::size_t, const json&)>& fn) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw DataError(path, "", "", "cannot open file for reading");
+  std::string line;
+  std::size_t no = 0;
+  while (std::getline(in, line)) {
+    ++no;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.find_first_not_of(" \t") == std::string::npos) continue;
+    json v;
+    try {
+      v = json::parse(line);
+    } catch (const json::parse_error& e) {
+      throw DataError(path, at_line(no), "", std::string("invalid JSON: ") + e.what());
+    }
+    fn(no, v);
+  }
+  if (in.bad()) throw DataError(path, at_line(no), "", "read error");
+}
+
+}  // namespace dialtree

@@ -1,0 +1,59 @@
+// Typed, path-aware access to nlohmann::json values (CASES.md C08): every failure names the
+// file, the record, the JSON path, the expected type and the type found.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+namespace dialtree {
+
+using json = nlohmann::json;
+
+/// Where a JSON value came from, for error messages: file and "record N" / "line N".
+struct JsonPlace {
+  std::string file;
+  std::string where;
+};
+
+/// JSON type name as a user reads it: "string", "integer", "number", "object", ...
+std::string json_type_name(const json& v);
+
+/// Child `key` of object `obj` (whose own path is `path`, "" for the root).
+/// @throws SchemaError if `obj` is not an object or `key` is missing.
+const json& json_require(const json& obj, std::string_view key, const JsonPlace& place,
+                         const std::string& path);
+/// Child `key` or nullptr when absent. @throws SchemaError if `obj` is not an object.
+const json* json_find(const json& obj, std::string_view key, const JsonPlace& place,
+                      const std::string& path);
+
+/// `v` as a string / integer / bool; `path` is v's own JSON path.
+/// @throws SchemaError naming the path, the expected and the actual type.
+std::string json_as_string(const json& v, const JsonPlace& place, const std::string& path);
+std::int64_t json_as_int(const json& v, const JsonPlace& place, const std::string& path);
+bool json_as_bool(const json& v, const JsonPlace& place, const std::string& path);
+/// Asserts `v` is an array / object and returns it. @throws SchemaError otherwise.
+const json& json_as_array(const json& v, const JsonPlace& place, const std::string& path);
+const json& json_as_object(const json& v, const JsonPlace& place, const std::string& path);
+
+/// "a.b" / "a[3]" path joining.
+std::string json_child_path(const std::string& parent, std::string_view key);
+std::string json_index_path(const std::string& parent, std::size_t index);
+
+/// Parses a whole JSON file. @throws DataError with the line and column of a syntax error, or
+/// when the file cannot be read.
+json json_parse_file(const std::string& path);
+
+/// Calls `fn(line_number, value)` for each non-blank line of a JSON-lines file (1-based line
+/// numbers). @throws DataError naming the line of a syntax error or a read failure.
+void json_for_each_line(const std::string& path,
+                        const std::function<void(std::size_t, const json&)>& fn);
+
+/// Reads a whole file into a string. @throws DataError if it cannot be opened or read.
+std::string read_file_bytes(const std::string& path);
+
+}  // namespace dialtree

@@ -1,0 +1,24 @@
+#include "data/tokenizer.h"
+
+#include <string>
+
+#include "common/error.h"
+
+namespace dialtree::data {
+
+std::vector<std::string> Tokenizer::decode_batch(
+    const std::vector<std::vector<std::int32_t>>& rows) const {
+  std::vector<std::string> out;
+  out.reserve(rows.size());
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    try {
+      out.push_back(decode(rows[r]));
+    } catch (const TokenizerError& e) {
+      // Same rejection as the single-row path, plus the row index (CASES.md C14).
+      throw TokenizerError("decode_batch: row " + std::to_string(r) + ": " + e.what());
+    }
+  }
+  return out;
+}
+
+}  // namespace dialtree::data

@@ -1,0 +1,259 @@
+#include "readers/intent_csv.h"
+
+#include <csv.h>
+
+#include <new>
+#include <stdexcept>
+#include <string_view>
+#include <utility>
+
+#include "common/error.h"
+#include "common/json_util.h"
+#include "common/utf8.h"
+
+namespace dialtree::readers {
+
+// ---------------------------------------------------------------------------------------------
+// LabelMap
+
+LabelMap::LabelMap(std::vector<std::string> names, const std::string& source)
+    : names_(std::move(names)), source_(source) {
+  ids_.reserve(names_.size());
+  for (std::size_t i = 0; i < names_.size(); ++i) {
+    const std::string& n = names_[i];
+    const std::string field = json_index_path("", i);
+    if (n.empty()) throw DataError(source_, "", field, "empty label name");
+    auto [it, inserted] = ids_.emplace(n, static_cast<int>(i));
+    if (!inserted) {
+      throw DataError(
+          source_, "", field,
+          "duplicate label '" + n + "' (first at [" + std::to_string(it->second) + "])");
+    }
+  }
+}
+
+LabelMap LabelMap::from_categories_json(const std::string& path) {
+  const json root = json_parse_file(path);
+  const JsonPlace place{path, ""};
+  const json& list = json_as_array(root, place, "(root)");
+  if (list.empty()) throw DataError(path, "", "", "categories list is empty");
+  std::vector<std::string> names;
+  names.reserve(list.size());
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    names.push_back(json_as_string(list[i], place, json_index_path("", i)));
+  }
+  return LabelMap(std::move(names), path);
+}
+
+int LabelMap::find(const std::string& name) const {
+  auto it = ids_.find(name);
+  return it == ids_.end() ? -1 : it->second;
+}
+
+// ---------------------------------------------------------------------------------------------
+// CSV
+
+namespace {
+
+constexpr std::string_view kBom = "\xEF\xBB\xBF";
+
+/// One complete CSV record as libcsv delivered it.
+struct Record {
+  std::vector<std::string> fields;
+  std::size_t line = 0;  // 1-based physical line where the record starts
+};
+
+/// State shared with the libcsv callbacks. The callbacks never throw (they run inside C code);
+/// completed records are queued and checked by the C++ caller after each csv_parse call.
+struct ParseState {
+  std::vector<std::string> fields;  // fields of the record being read
+  std::vector<Record> done;         // completed, not yet checked
+  std::size_t record_start = 0;     // line of the record being read
+  bool row_ended = false;           // a row callback fired during the last chunk
+  bool out_of_memory = false;
+};
+
+void on_field(void* data, std::size_t len, void* user) {
+  auto* st = static_cast<ParseState*>(user);
+  try {
+    st->fields.emplace_back(data ? static_cast<const char*>(data) : "", data ? len : 0);
+  } catch (...) {
+    st->out_of_memory = true;
+  }
+}
+
+void on_row(int /*terminator*/, void* user) {
+  auto* st = static_cast<ParseState*>(user);
+  try {
+    st->done.push_back(Record{std::move(st->fields), st->record_start});
+  } catch (...) {
+    st->out_of_memory = true;
+  }
+  st->fields.clear();
+  st->row_ended = true;
+}
+
+// Nothing is "space": libcsv would otherwise trim spaces and tabs around unquoted fields,
+// which RFC 4180 (and Python's csv module, which wrote these files) does not do.
+int no_space(unsigned char) {
+  return 0;
+}
+
+/// RAII owner of a libcsv parser.
+class CsvParser {
+ public:
+  CsvParser() {
+    if (csv_init(&p_, CSV_STRICT | CSV_STRICT_FINI | CSV_APPEND_NULL) != 0) {
+      throw std::bad_alloc();
+    }
+    csv_set_space_func(&p_, no_space);
+  }
+  ~CsvParser() { csv_free(&p_); }
+  CsvParser(const CsvParser&) = delete;
+  CsvParser& operator=(const CsvParser&) = delete;
+  csv_parser* get() { return &p_; }
+
+ private:
+  csv_parser p_{};
+};
+
+/// Name of the field at 0-based `index` of a record, for error messages.
+std::string field_name(std::size_t index) {
+  if (index == 0) return "text";
+  if (index == 1) return "category";
+  return "field " + std::to_string(index + 1);
+}
+
+bool is_terminator_only(std::string_view s) {
+  return s.find_first_not_of("\r\n") == std::string_view::npos;
+}
+
+std::string quoted_preview(const std::string& s) {
+  constexpr std::size_t kMax = 60;
+  if (s.size() <= kMax) return "'" + s + "'";
+  std::size_t cut = kMax;  // do not split a UTF-8 sequence
+  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
+  return "'" + s.substr(0, cut) + "...'";
+}
+
+}  // namespace
+
+IntentCsv read_intent_csv(const std::string& path, const LabelMap& labels,
+                          const IntentCsvOptions& options) {
+  int fallback_id = -1;
+  if (options.unknown_label_as) {
+    fallback_id = labels.find(*options.unknown_label_as);
+    if (fallback_id < 0) {
+      throw std::invalid_argument("IntentCsvOptions::unknown_label_as: label '" +
+                                  *options.unknown_label_as + "' is not in " +
+                                  (labels.source().empty() ? "the label map" : labels.source()));
+    }
+  }
+  const std::string label_source =
+      labels.source().empty() ? std::string("the label map") : labels.source();
+
+  std::string bytes = read_file_bytes(path);
+  std::string_view rest(bytes);
+  if (rest.substr(0, kBom.size()) == kBom) rest.remove_prefix(kBom.size());  // C01
+
+  IntentCsv out;
+  bool have_header = false;
+  // Validates the queued records and moves them into `out`.
+  auto take_records = [&](ParseState& st) {
+    if (st.out_of_memory) throw std::bad_alloc();
+    for (Record& r : st.done) {
+      if (!have_header) {
+        if (r.fields.size() != 2 || r.fields[0] != "text" || r.fields[1] != "category") {
+          std::string got;
+          for (std::size_t i = 0; i < r.fields.size(); ++i) got += (i ? "," : "") + r.fields[i];
+          throw DataError(path, at_line(r.line), "header",
+                          "expected exactly 'text,category', got " + quoted_preview(got));
+        }
+        out.header = std::move(r.fields);
+        have_header = true;
+        continue;
+      }
+      if (r.fields.size() != 2) {
+        throw DataError(path, at_line(r.line), "",
+                        "expected 2 fields (text,category), got " +
+                            std::to_string(r.fields.size()) +
+                            (r.fields.size() > 2 ? " (quote a text that has a comma)" : ""));
+      }
+      IntentExample ex;
+      ex.text = std::move(r.fields[0]);
+      ex.label = std::move(r.fields[1]);
+      ex.line = r.line;
+      ex.label_id = labels.find(ex.label);
+      if (ex.label_id < 0) {
+        if (fallback_id < 0) {
+          throw DataError(path, at_line(r.line), "category",
+                          "label '" + ex.label + "' not in " + label_source);  // C03
+        }
+        ex.label_id = fallback_id;
+      }
+      out.rows.push_back(std::move(ex));
+    }
+    st.done.clear();
+  };
+
+  CsvParser parser;
+  ParseState st;
+  bool open = false;  // a record has started and not yet ended
+  std::size_t line_no = 0;
+  while (!rest.empty()) {
+    ++line_no;
+    std::size_t nl = rest.find('\n');
+    std::string_view line = rest.substr(0, nl == std::string_view::npos ? rest.size() : nl + 1);
+    rest.remove_prefix(line.size());
+
+    std::size_t bad = utf8::first_invalid(line);
+    if (bad != std::string_view::npos) {
+      throw DataError(path, at_line(line_no), open ? field_name(st.fields.size()) : "",
+                      "invalid UTF-8 at byte " + std::to_string(bad + 1) + " of the line");
+    }
+    if (!open && is_terminator_only(line)) {
+      throw DataError(path, at_line(line_no), "",
+                      "empty line; every record needs 2 fields (text,category)");
+    }
+    // Feed the line in chunks that end right after each CR or LF, so that a row callback can
+    // only fire on a chunk's last byte: then "did this chunk end the record" is exact, and the
+    // line where each record starts is known.
+    std::size_t col = 0;
+    while (col < line.size()) {
+      std::size_t term = line.find_first_of("\r\n", col);
+      std::size_t end = term == std::string_view::npos ? line.size() : term + 1;
+      std::string_view chunk = line.substr(col, end - col);
+      if (!open && !is_terminator_only(chunk)) {
+        open = true;
+        st.record_start = line_no;
+      }
+      st.row_ended = false;
+      std::size_t used = csv_parse(parser.get(), chunk.data(), chunk.size(), on_field, on_row, &st);
+      if (used != chunk.size()) {
+        if (csv_error(parser.get()) == CSV_EPARSE) {
+          throw DataError(path, at_line(line_no), field_name(st.fields.size()),
+                          "malformed quoting at byte " + std::to_string(col + used + 1) +
+                              " of the line: a quote inside an unquoted field or text after a "
+                              "closing quote (RFC 4180: quote the field and double inner quotes)");
+        }
+        throw DataError(path, at_line(line_no), "",
+                        std::string("CSV parser failed: ") + csv_strerror(csv_error(parser.get())));
+      }
+      if (st.row_ended) open = false;
+      take_records(st);
+      col = end;
+    }
+  }
+  if (csv_fini(parser.get(), on_field, on_row, &st) != 0) {
+    throw DataError(path, at_line(st.record_start), field_name(st.fields.size()),
+                    "unterminated quoted field: the closing quote is missing, so the field runs "
+                    "to the end of the file");
+  }
+  take_records(st);
+  if (!have_header) {
+    throw DataError(path, at_line(1), "header", "file is empty; expected 'text,category'");
+  }
+  return out;
+}
+
+}  // namespace dialtree::readers

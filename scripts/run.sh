@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The main job: set up (install what is missing, build), then run dialtree on the real data in
+# ../shared/data: convert every dataset to sts/1 JSONL and train the SentencePiece tokenizer.
+# Later stages (pretraining, DialoGLUE evaluation) are appended here as they land.
+#   usage: scripts/run.sh            env: DIALTREE_SHARED (default ../shared), OUT (default out)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+scripts/setup.sh
+shared=${DIALTREE_SHARED:-$root/../shared}
+data=$shared/data
+out=${OUT:-$root/out}
+bin=${BUILD_DIR:-build}/cli/dialtree
+[[ -d $data/dialoglue ]] || { echo "run: no data in $data (set DIALTREE_SHARED)" >&2; exit 1; }
+mkdir -p "$out/sts"
+
+convert() {  # format input output
+  "$bin" sts convert --format "$1" --input "$2" --out "$out/sts/$3.jsonl"
+}
+for task in banking clinc hwu; do
+  for split in train val test; do convert intent-csv "$data/dialoglue/$task/$split.csv" "$task.$split"; done
+done
+for task in restaurant8k dstc8_sgd; do
+  for split in train val test; do convert slot-json "$data/dialoglue/$task/$split.json" "$task.$split"; done
+done
+for split in train eval test; do convert top "$data/dialoglue/top/$split.txt" "top.$split"; done
+convert sgd "$data/pretrain/sgd_train_subset" sgd.train
+convert text "$data/dialoglue/mlm_all_no_multiwoz.txt" mlm_all.train
+
+"$bin" tokenizer train --input "$data/dialoglue/mlm_all_no_multiwoz.txt" --vocab-size 8000 \
+  --out "$out/tokenizer"
+echo "run: STS files in $out/sts, tokenizer in $out/tokenizer"

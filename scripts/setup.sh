@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Install what is missing (Debian 12 packages), rebuild SentencePiece privately (STACK.md P3),
+# then configure and build dialtree into build/. Idempotent and quiet when nothing is missing.
+#   usage: scripts/setup.sh            env: BUILD_DIR (default build), JOBS (default nproc)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+build=${BUILD_DIR:-build}
+jobs=${JOBS:-$(nproc)}
+
+packages=(
+  g++ cmake ninja-build ccache pkg-config dpkg-dev protobuf-compiler libprotobuf-dev
+  libtorch-dev libopenblas0-openmp nlohmann-json3-dev libcli11-dev libeigen3-dev libyaml-cpp-dev
+  libcpp-httplib-dev libgtest-dev libgmock-dev libspdlog-dev libfmt-dev libutf8proc-dev libcsv-dev
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  [[ $(id -u) == 0 ]] || { echo "setup: run as root to install: ${missing[*]}" >&2; exit 1; }
+  echo "setup: installing ${#missing[@]} Debian packages: ${missing[*]}" >&2
+  log=$(mktemp)
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+      --no-install-recommends "${missing[@]}"; } >"$log" 2>&1 || { cat "$log" >&2; exit 1; }
+  rm -f "$log"
+fi
+# BLAS (STACK.md P1): the OpenMP OpenBLAS must provide libblas.so.3, never the pthread one
+# (its threads fight LibTorch's OpenMP pool) nor reference BLAS (55x slower).
+for lib in libblas.so.3 liblapack.so.3; do
+  alt=$lib-x86_64-linux-gnu
+  want=/usr/lib/x86_64-linux-gnu/openblas-openmp/$lib
+  if [[ -e $want && $(readlink -f /usr/lib/x86_64-linux-gnu/$lib) != "$(readlink -f "$want")" ]]; then
+    update-alternatives --quiet --set "$alt" "$want"
+  fi
+done
+
+scripts/build-sentencepiece.sh "$root/.deps/sentencepiece"
+
+if [[ ! -f $build/build.ninja ]]; then
+  log=$(mktemp)
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >"$log" 2>&1 ||
+    { cat "$log" >&2; exit 1; }
+  rm -f "$log"
+fi
+# ninja prints one status line per step; keep the terminal quiet unless something fails.
+out=$(cmake --build "$build" -j "$jobs" 2>&1) || { echo "$out" >&2; exit 1; }

@@ -1,0 +1,51 @@
+// Converters from every source reader into sts/1 dialogs. The mapping of each source onto the
+// tree domain -> intent -> slot -> [values] is documented in docs/sts-format.md.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sts/format.h"
+
+namespace dialtree::sts {
+
+/// Source formats accepted by `dialtree sts convert --format`.
+enum class SourceFormat { IntentCsv, SlotJson, Top, Multiwoz, Sgd, Text };
+
+/// "intent-csv" -> SourceFormat::IntentCsv, ... @throws std::invalid_argument listing the
+/// accepted names.
+SourceFormat parse_source_format(const std::string& name);
+/// All accepted format names, in enum order.
+const std::vector<std::string>& source_format_names();
+
+struct ConvertOptions {
+  /// Dataset name written as `source` and as the id prefix; default: the input's parent
+  /// directory name (e.g. "banking" for .../banking/train.csv), "sgd" for SGD.
+  std::optional<std::string> source;
+  /// Domain node for sources without a domain level; default DEFAULT_DOMAIN.
+  std::optional<std::string> domain;
+  /// intent-csv: categories.json path; default: categories.json beside the CSV.
+  std::optional<std::string> categories;
+};
+
+/// What a conversion read and wrote; `records` counts source records (CSV rows, JSON
+/// examples, TOP lines, dialogs, text lines), which equals the number of dialogs written.
+struct ConvertReport {
+  std::size_t records = 0;
+  std::size_t dialogs = 0;
+  std::size_t turns = 0;
+  std::size_t labelled_turns = 0;
+  std::size_t empty_labels = 0;    ///< labelled turns whose tree is empty after fix-up
+  std::size_t value_mismatch = 0;  ///< spans dropped because text and value disagree (C06)
+  std::vector<std::string> warnings;
+};
+
+/// Reads `input` (a file, or for SGD a directory of dialogues_*.json) with the matching reader
+/// and converts every record. Labels are stored after SPACE-2's fix-up (SPACE2.md §2.1).
+/// @throws DataError / SchemaError from the readers, naming file, line/record and field.
+std::vector<Dialog> convert(SourceFormat format, const std::string& input,
+                            const ConvertOptions& options = {}, ConvertReport* report = nullptr);
+
+}  // namespace dialtree::sts

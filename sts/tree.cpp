@@ -1,0 +1,125 @@
+#include "sts/tree.h"
+
+#include <algorithm>
+
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+#include "common/json_util.h"
+
+namespace dialtree::sts {
+
+void Tree::add_value(const std::string& domain, const std::string& intent, const std::string& slot,
+                     Value value) {
+  auto& values = domains[domain][intent][slot];
+  if (std::find(values.begin(), values.end(), value) == values.end()) {
+    values.push_back(std::move(value));
+  }
+}
+
+void Tree::add_intent(const std::string& domain, const std::string& intent) {
+  domains[domain][intent];
+}
+
+void Tree::add_slot(const std::string& domain, const std::string& intent, const std::string& slot) {
+  domains[domain][intent][slot];
+}
+
+Tree fix_up(Tree tree) {
+  for (const auto& [domain, intents] : tree.domains) {
+    if (intents.empty()) return Tree{};
+    for (const auto& [intent, slots] : intents) {
+      if (intent == kDefaultIntent && slots.empty()) return Tree{};
+    }
+  }
+  return tree;
+}
+
+nlohmann::ordered_json to_json(const Tree& tree) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
+  for (const auto& [domain, intents] : tree.domains) {
+    nlohmann::ordered_json& jd = out[domain] = nlohmann::ordered_json::object();
+    for (const auto& [intent, slots] : intents) {
+      nlohmann::ordered_json& ji = jd[intent] = nlohmann::ordered_json::object();
+      for (const auto& [slot, values] : slots) {
+        nlohmann::ordered_json& js = ji[slot] = nlohmann::ordered_json::array();
+        for (const Value& v : values) {
+          nlohmann::ordered_json jv = {{"value", v.value}};
+          if (v.span) jv["span"] = {v.span->first, v.span->second};
+          js.push_back(std::move(jv));
+        }
+      }
+    }
+  }
+  return out;
+}
+
+namespace {
+Value value_from_json(const nlohmann::json& j, const JsonPlace& place, const std::string& path) {
+  Value v;
+  if (j.is_string()) {
+    v.value = j.get<std::string>();
+  } else if (j.is_number_integer() || j.is_number_float() || j.is_boolean()) {
+    v.value = j.dump();  // SPACE2.md §3.1: values are converted to strings
+  } else if (j.is_object()) {
+    const nlohmann::json& jv = json_require(j, "value", place, path);
+    std::string vpath = json_child_path(path, "value");
+    if (jv.is_number() || jv.is_boolean()) {
+      v.value = jv.dump();
+    } else {
+      v.value = json_as_string(jv, place, vpath);
+    }
+    if (const nlohmann::json* js = json_find(j, "span", place, path); js && !js->is_null()) {
+      std::string spath = json_child_path(path, "span");
+      json_as_array(*js, place, spath);
+      if (js->size() != 2) {
+        throw SchemaError(place.file, place.where, spath,
+                          "must be [start, end], got " + std::to_string(js->size()) + " elements");
+      }
+      std::int64_t s = json_as_int((*js)[0], place, json_index_path(spath, 0));
+      std::int64_t e = json_as_int((*js)[1], place, json_index_path(spath, 1));
+      if (s < 0 || e <= s) {
+        throw DataError(place.file, place.where, spath,
+                        "invalid span [" + std::to_string(s) + ", " + std::to_string(e) +
+                            "]: need 0 <= start < end");
+      }
+      v.span = std::make_pair(static_cast<std::size_t>(s), static_cast<std::size_t>(e));
+    }
+    for (const auto& [key, _] : j.items()) {
+      if (key != "value" && key != "span") {
+        throw SchemaError(place.file, place.where, json_child_path(path, key),
+                          "unknown key (a value has only \"value\" and \"span\")");
+      }
+    }
+  } else {
+    throw SchemaError(place.file, place.where, path,
+                      "must be a value object, string or number, got " + json_type_name(j));
+  }
+  return v;
+}
+}  // namespace
+
+Tree tree_from_json(const nlohmann::json& j, const std::string& file, const std::string& where,
+                    const std::string& path) {
+  const JsonPlace place{file, where};
+  Tree tree;
+  for (const auto& [domain, jd] : json_as_object(j, place, path).items()) {
+    const std::string dpath = json_child_path(path, domain);
+    IntentMap& intents = tree.domains[domain];
+    for (const auto& [intent, ji] : json_as_object(jd, place, dpath).items()) {
+      const std::string ipath = json_child_path(dpath, intent);
+      SlotMap& slots = intents[intent];
+      for (const auto& [slot, js] : json_as_object(ji, place, ipath).items()) {
+        const std::string spath = json_child_path(ipath, slot);
+        std::vector<Value>& values = slots[slot];
+        const nlohmann::json& arr = json_as_array(js, place, spath);
+        for (std::size_t k = 0; k < arr.size(); ++k) {
+          values.push_back(value_from_json(arr[k], place, json_index_path(spath, k)));
+        }
+      }
+    }
+  }
+  return tree;
+}
+
+}  // namespace dialtree::sts
