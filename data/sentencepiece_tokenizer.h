@@ -115,7 +115,8 @@ struct SentencePieceTrainOptions {
   /// Seed of the line sample. Training is otherwise deterministic: the same inputs, options
   /// and num_threads give a byte-identical model.
   std::uint64_t seed = 42;
-  /// Let SentencePiece print its INFO log to stderr (off: warnings and errors only).
+  /// Let SentencePiece print its INFO log to stderr (off: warnings and errors only). This sets
+  /// SentencePiece's process-wide log level.
   bool verbose = false;
 };
 
@@ -136,8 +137,8 @@ struct SentencePieceTrainResult {
 /// last, so a folder with a tokenizer.json is a complete bundle).
 ///
 /// The inputs are scanned first: blank lines (only whitespace, control or format characters)
-/// are ignored, lines longer than
-/// max_sentence_length bytes are skipped and counted (spdlog warning with the count).
+/// are ignored; lines longer than max_sentence_length bytes are skipped and counted (spdlog
+/// warning with the count).
 /// @throws TokenizerError if an input cannot be read or holds invalid UTF-8 (naming file and
 ///   line), if no usable line is left (e.g. "3 of 3 lines exceed max_sentence_length=4192 (set
 ///   --max-sentence-length)", CASES.md C15), on an unknown model type or normalisation rule,

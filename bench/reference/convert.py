@@ -3,6 +3,7 @@
 bench/ to compare speed and, byte for byte, output. Standard library only.
 
 usage: convert.py FORMAT INPUT OUTPUT
+       convert.py --all DATA_DIR OUT_DIR    (the suite of bench/suite.h, timed per file)
 """
 import csv
 import glob
@@ -10,6 +11,7 @@ import json
 import os
 import re
 import sys
+import time
 
 DD, DI = "DEFAULT_DOMAIN", "DEFAULT_INTENT"
 
@@ -165,16 +167,51 @@ def text(path):
                 yield record(f"{split}/{split}/{n}", split, [turn("user", line)])
 
 
-def main():
-    fmt, inp, out = sys.argv[1:4]
-    conv = {"intent-csv": intent_csv, "slot-json": slot_json, "top": top, "sgd": sgd,
-            "text": text}[fmt]
+CONVERTERS = {"intent-csv": intent_csv, "slot-json": slot_json, "top": top, "sgd": sgd,
+              "text": text}
+
+
+def suite():
+    """The (format, input, output) list of bench/suite.h."""
+    out = []
+    for task in ("banking", "clinc", "hwu"):
+        for split in ("train", "val", "test"):
+            out.append(("intent-csv", f"dialoglue/{task}/{split}.csv", f"{task}.{split}.jsonl"))
+    for task in ("restaurant8k", "dstc8_sgd"):
+        for split in ("train", "val", "test"):
+            out.append(("slot-json", f"dialoglue/{task}/{split}.json", f"{task}.{split}.jsonl"))
+    for split in ("train", "eval", "test"):
+        out.append(("top", f"dialoglue/top/{split}.txt", f"top.{split}.jsonl"))
+    out.append(("sgd", "pretrain/sgd_train_subset", "sgd.train.jsonl"))
+    out.append(("text", "dialoglue/mlm_all_no_multiwoz.txt", "mlm_all.jsonl"))
+    return out
+
+
+def convert(fmt, inp, out):
     n = 0
     with open(out + ".tmp", "w", encoding="utf-8", newline="\n") as f:
-        for rec in conv(inp):
+        for rec in CONVERTERS[fmt](inp):
             f.write(json.dumps(rec, ensure_ascii=False, separators=(",", ":")) + "\n")
             n += 1
     os.replace(out + ".tmp", out)
+    return n
+
+
+def main():
+    if sys.argv[1] == "--all":
+        data, outdir = sys.argv[2:4]
+        os.makedirs(outdir, exist_ok=True)
+        total, total_s = 0, 0.0
+        for fmt, inp, out in suite():
+            t0 = time.perf_counter()
+            n = convert(fmt, os.path.join(data, inp), os.path.join(outdir, out))
+            s = time.perf_counter() - t0
+            print(f"{inp:<36} {n:8d} records {s:7.3f} s {n / s:10.0f} records/s")
+            total, total_s = total + n, total_s + s
+        print(f"{'TOTAL':<36} {total:8d} records {total_s:7.3f} s {total / total_s:10.0f} records/s")
+        return
+    fmt, inp, out = sys.argv[1:4]
+    n = convert(fmt, inp, out)
     print(f"{inp}: {n} records -> {out}")
 
 

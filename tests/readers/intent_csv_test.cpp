@@ -261,6 +261,14 @@ TEST(IntentCsvRfc4180, QuotesNewlinesLineEndsAndSpaces) {
 
 // --- malformed input: one clear error naming the place ------------------------------------------
 
+// "é" (2 bytes) repeated.
+const std::string kEacute22 = [] {
+  std::string s;
+  for (int i = 0; i < 22; ++i) s += "\xC3\xA9";
+  return s;
+}();
+const std::string kEacute25 = kEacute22 + "\xC3\xA9\xC3\xA9\xC3\xA9";
+
 struct BadCsv {
   const char* name;
   std::string bytes;
@@ -296,14 +304,10 @@ INSTANTIATE_TEST_SUITE_P(
                "comma)"},
         BadCsv{"one_field", "text,category\r\nno label here\r\n",
                "line 2: expected 2 fields (text,category), got 1"},
-        BadCsv{"long_bad_header",
-               "text,category,\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9"
-               "\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9"
-               "\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\n",
-               "line 1: field 'header': expected exactly 'text,category', got 'text,category,"
-               "\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9"
-               "\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9"
-               "\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9...'"},
+        BadCsv{"long_bad_header",  // cut at 60 bytes, backed off to a code point boundary
+               std::string("text,category,x") + kEacute25 + "\n",
+               "line 1: field 'header': expected exactly 'text,category', got 'text,category,x" +
+                   kEacute22 + "...'"},
         BadCsv{"wrong_header", "text,label\na,greet\n",
                "line 1: field 'header': expected exactly 'text,category', got 'text,label'"},
         BadCsv{"no_header", "hello,greet\n",

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Benchmarks on the real data, each side by side with its Python reference in one run:
+#   1. readers + STS conversion of every file in ../shared/data (bench/suite.h): records/s of
+#      bench_convert vs bench/reference/convert.py, whole-process timing with hyperfine, and a
+#      byte-for-byte comparison of the 20 output files;
+#   2. SentencePiece encode throughput of dialtree's tokenizer vs Debian's python3-sentencepiece
+#      on the same model and lines, with an id checksum that must agree.
+# usage: bench/run.sh      env: DIALTREE_SHARED (default ../shared), RUNS (hyperfine runs, 5)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+scripts/setup.sh
+need=()
+for p in python3 python3-sentencepiece hyperfine; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || need+=("$p")
+done
+if ((${#need[@]})); then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+py=/usr/bin/python3  # the system interpreter, which has python3-sentencepiece (STACK.md P10)
+data=${DIALTREE_SHARED:-$root/../shared}/data
+build=${BUILD_DIR:-build}
+out=$root/out/bench
+runs=${RUNS:-5}
+mkdir -p "$out"
+
+echo "== 1. readers + STS conversion, all of $data (in-process timing)"
+"$build/bench/bench_convert" "$data" "$out/cpp" | tee "$out/convert.cpp.txt"
+"$py" bench/reference/convert.py --all "$data" "$out/py" | tee "$out/convert.py.txt"
+cpp=$(awk '/^TOTAL/ {print $(NF-1)}' "$out/convert.cpp.txt")
+ref=$(awk '/^TOTAL/ {print $(NF-1)}' "$out/convert.py.txt")
+awk -v a="$cpp" -v b="$ref" 'BEGIN {printf "records/s: dialtree %.0f, python %.0f, ratio %.2fx\n", a, b, a / b}'
+diffs=0
+for f in "$out"/cpp/*.jsonl; do cmp -s "$f" "$out/py/$(basename "$f")" || { echo "DIFFERS: $(basename "$f")"; diffs=1; }; done
+((diffs)) || echo "outputs: all $(ls "$out"/cpp/*.jsonl | wc -l) files byte-identical to the Python reference"
+
+echo "== 1b. the same, whole processes (hyperfine, $runs runs)"
+hyperfine -N --warmup 1 --runs "$runs" --export-markdown "$out/convert.hyperfine.md" \
+  -n dialtree "$build/bench/bench_convert $data $out/cpp" \
+  -n python "$py bench/reference/convert.py --all $data $out/py" | grep -vE '^\s*$'
+
+echo "== 2. SentencePiece encode (1 thread)"
+tok=$out/tokenizer
+[[ -f $tok/tokenizer.json ]] ||
+  "$build/cli/dialtree" tokenizer train --input "$data/dialoglue/mlm_all_no_multiwoz.txt" \
+    --vocab-size 8000 --out "$tok"
+text=$data/dialoglue/mlm_all_no_multiwoz.txt
+a=$("$build/bench/bench_spm_encode" "$tok" "$text" 5); echo "$a"
+b=$("$py" bench/reference/spm_encode.py "$tok" "$text" 5); echo "$b"
+sa=$(sed -E 's/.*: ([0-9]+) sentences.*/\1/' <<<"$a"); sb=$(sed -E 's/.*: ([0-9]+) sentences.*/\1/' <<<"$b")
+ca=${a##*checksum }; cb=${b##*checksum }
+awk -v a="$sa" -v b="$sb" 'BEGIN {printf "sentences/s ratio dialtree/python %.2fx\n", a / b}'
+[[ $ca == "$cb" ]] && echo "ids: identical checksums ($ca)" || { echo "ids DIFFER: $ca vs $cb"; exit 1; }
