@@ -4,6 +4,7 @@
 # process that also loads LibTorch (protobuf 3.21).
 
 find_package(nlohmann_json 3 REQUIRED)
+find_package(simdjson 3 REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(Eigen3 3.4 REQUIRED NO_MODULE)
 find_package(yaml-cpp REQUIRED)

@@ -111,12 +111,17 @@ std::string line_col(const std::string& text, std::size_t pos) {
 }  // namespace
 
 json json_parse_file(const std::string& path) {
-  const std::string text = read_file_bytes(path);
+  return json_parse_text(read_file_bytes(path), path);
+}
+
+json json_parse_text(const std::string& text, const std::string& path) {
   try {
     return json::parse(text);
   } catch (const json::parse_error& e) {
     std::size_t pos = e.byte > 0 ? e.byte - 1 : 0;
     throw DataError(path, line_col(text, pos), "", std::string("invalid JSON: ") + e.what());
+  } catch (const json::exception& e) {  // e.g. a number out of range (1e400)
+    throw DataError(path, "", "", std::string("invalid JSON: ") + e.what());
   }
 }
 
@@ -134,6 +139,8 @@ void json_for_each_line(const std::string& path,
     try {
       v = json::parse(line);
     } catch (const json::parse_error& e) {
+      throw DataError(path, at_line(no), "", std::string("invalid JSON: ") + e.what());
+    } catch (const json::exception& e) {
       throw DataError(path, at_line(no), "", std::string("invalid JSON: ") + e.what());
     }
     fn(no, v);

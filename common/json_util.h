@@ -48,6 +48,10 @@ std::string json_index_path(const std::string& parent, std::size_t index);
 /// when the file cannot be read.
 json json_parse_file(const std::string& path);
 
+/// Parses `text`, the contents of the file `path` (named in errors only).
+/// @throws DataError with the line and column of a syntax error, as json_parse_file does.
+json json_parse_text(const std::string& text, const std::string& path);
+
 /// Calls `fn(line_number, value)` for each non-blank line of a JSON-lines file (1-based line
 /// numbers). @throws DataError naming the line of a syntax error or a read failure.
 void json_for_each_line(const std::string& path,

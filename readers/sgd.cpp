@@ -1,11 +1,13 @@
 #include "readers/sgd.h"
 
 #include <algorithm>
+#include <array>
 #include <filesystem>
 #include <iterator>
 
 #include "common/error.h"
 #include "common/json_util.h"
+#include "common/simdjson_util.h"
 #include "common/utf8.h"
 
 namespace dialtree::readers {
@@ -13,50 +15,67 @@ namespace dialtree::readers {
 namespace {
 
 namespace fs = std::filesystem;
+namespace dom = simdjson::dom;
 
-std::vector<std::string> string_list(const json& v, const JsonPlace& place,
-                                     const std::string& path) {
-  json_as_array(v, place, path);
+std::vector<std::string> string_list(dom::element v, const JsonPlace& place,
+                                     const JsonPathRef& path) {
+  const dom::array arr = sj_as_array(v, place, path);
   std::vector<std::string> out;
-  out.reserve(v.size());
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    out.push_back(json_as_string(v[i], place, json_index_path(path, i)));
+  out.reserve(arr.size());
+  std::size_t i = 0;
+  for (dom::element e : arr) {
+    const JsonPathRef ep(path, i++);
+    out.emplace_back(sj_as_string(e, place, ep));
   }
   return out;
 }
 
-std::string req_string(const json& obj, const char* key, const JsonPlace& place,
-                       const std::string& path) {
-  return json_as_string(json_require(obj, key, place, path), place, json_child_path(path, key));
+// The string member `key` (found or not in the object at `path`).
+std::string_view req_string(const std::optional<dom::element>& found, std::string_view key,
+                            const JsonPlace& place, const JsonPathRef& path) {
+  const JsonPathRef p(path, key);
+  return sj_as_string(sj_require(found, key, place, path), place, p);
 }
 
-std::size_t req_offset(const json& obj, const char* key, const JsonPlace& place,
-                       const std::string& path) {
-  const std::string p = json_child_path(path, key);
-  std::int64_t v = json_as_int(json_require(obj, key, place, path), place, p);
-  if (v < 0) throw DataError(place.file, place.where, p, "negative offset " + std::to_string(v));
+// The non-negative integer member `key` (found or not in the object at `path`).
+std::size_t req_offset(const std::optional<dom::element>& found, std::string_view key,
+                       const JsonPlace& place, const JsonPathRef& path) {
+  const JsonPathRef p(path, key);
+  std::int64_t v = sj_as_int(sj_require(found, key, place, path), place, p);
+  if (v < 0) {
+    throw DataError(place.file, place.where, p.str(), "negative offset " + std::to_string(v));
+  }
   return static_cast<std::size_t>(v);
 }
 
-SgdAction parse_action(const json& v, const JsonPlace& place, const std::string& path) {
-  json_as_object(v, place, path);
+SgdAction parse_action(dom::element v, const JsonPlace& place, const JsonPathRef& path) {
+  static constexpr std::array<std::string_view, 3> kKeys{"act", "slot", "values"};
+  const auto m = sj_find_all(sj_as_object(v, place, path), kKeys);
   SgdAction a;
-  a.act = req_string(v, "act", place, path);
-  a.slot = req_string(v, "slot", place, path);
-  a.values =
-      string_list(json_require(v, "values", place, path), place, json_child_path(path, "values"));
+  a.act = req_string(m[0], kKeys[0], place, path);
+  a.slot = req_string(m[1], kKeys[1], place, path);
+  const JsonPathRef vpath(path, kKeys[2]);
+  a.values = string_list(sj_require(m[2], kKeys[2], place, path), place, vpath);
   return a;
 }
 
-void parse_state(const json& v, const JsonPlace& place, const std::string& path, SgdFrame& f) {
-  json_as_object(v, place, path);
-  f.active_intent = req_string(v, "active_intent", place, path);
-  f.requested_slots = string_list(json_require(v, "requested_slots", place, path), place,
-                                  json_child_path(path, "requested_slots"));
-  const std::string sv_path = json_child_path(path, "slot_values");
-  const json& sv = json_as_object(json_require(v, "slot_values", place, path), place, sv_path);
-  for (auto it = sv.begin(); it != sv.end(); ++it) {
-    f.slot_values[it.key()] = string_list(it.value(), place, json_child_path(sv_path, it.key()));
+void parse_state(dom::element v, const JsonPlace& place, const JsonPathRef& path, SgdFrame& f) {
+  static constexpr std::array<std::string_view, 3> kKeys{"active_intent", "requested_slots",
+                                                         "slot_values"};
+  const auto m = sj_find_all(sj_as_object(v, place, path), kKeys);
+  f.active_intent = std::string(req_string(m[0], kKeys[0], place, path));
+  const JsonPathRef rpath(path, kKeys[1]);
+  f.requested_slots = string_list(sj_require(m[1], kKeys[1], place, path), place, rpath);
+  const JsonPathRef sv_path(path, kKeys[2]);
+  const dom::object sv = sj_as_object(sj_require(m[2], kKeys[2], place, path), place, sv_path);
+  // Slots in name order, the last of a repeated name winning, as nlohmann's std::map-based
+  // objects give them (this also decides which of two bad slots an error names).
+  std::map<std::string_view, dom::element> by_slot;
+  for (dom::key_value_pair kv : sv) by_slot[kv.key] = kv.value;
+  for (const auto& [slot, values] : by_slot) {
+    const JsonPathRef p(sv_path, slot);
+    f.slot_values.emplace_hint(f.slot_values.end(), std::string(slot),
+                               string_list(values, place, p));
   }
 }
 
@@ -66,69 +85,126 @@ std::string quote_join(const std::vector<std::string>& values) {
   return s;
 }
 
-}  // namespace
+// True if some action of `actions` gives a value for `slot` and none of them equals `text`
+// (the C06 mismatch).
+bool mismatches_actions(const std::vector<SgdAction>& actions, const std::string& slot,
+                        std::string_view text) {
+  bool any = false;
+  for (const SgdAction& a : actions) {
+    if (a.slot != slot) continue;
+    for (const std::string& v : a.values) {
+      if (v == text) return false;
+      any = true;
+    }
+  }
+  return any;
+}
 
-std::vector<SgdDialog> read_sgd_file(const std::string& path, SgdLoadReport* report) {
-  const json root = json_parse_file(path);
-  const json& list = json_as_array(root, JsonPlace{path, ""}, "(root)");
+// Every value the frame's actions give for `slot`, in action order.
+std::vector<std::string> action_values(const std::vector<SgdAction>& actions,
+                                       const std::string& slot) {
+  std::vector<std::string> values;
+  for (const SgdAction& a : actions) {
+    if (a.slot == slot) values.insert(values.end(), a.values.begin(), a.values.end());
+  }
+  return values;
+}
+
+// Code points [start, end) of `s` as a view; requires valid UTF-8 and end <= length(s).
+std::string_view codepoint_view(std::string_view s, std::size_t start, std::size_t end) {
+  std::size_t cp = 0, b0 = s.size(), i = 0;
+  for (; i < s.size(); ++i) {
+    if ((static_cast<unsigned char>(s[i]) & 0xC0) == 0x80) continue;
+    if (cp == start) b0 = i;
+    if (cp == end) break;
+    ++cp;
+  }
+  return s.substr(b0, i - b0);
+}
+
+std::vector<SgdDialog> read_file(const std::string& path, SgdLoadReport* report,
+                                 SjFileParser& parser) {
+  static constexpr std::array<std::string_view, 3> kDialogKeys{"dialogue_id", "services", "turns"};
+  static constexpr std::array<std::string_view, 3> kTurnKeys{"speaker", "utterance", "frames"};
+  static constexpr std::array<std::string_view, 4> kFrameKeys{"service", "actions", "state",
+                                                              "slots"};
+  static constexpr std::array<std::string_view, 3> kSlotKeys{"slot", "start", "exclusive_end"};
+  const dom::element root = parser.parse(path);
+  const JsonPathRef root_path("(root)");
+  const dom::array list = sj_as_array(root, JsonPlace{path, ""}, root_path);
   const std::string file_name = fs::path(path).filename().string();
   std::vector<SgdDialog> out;
   out.reserve(list.size());
-  for (std::size_t di = 0; di < list.size(); ++di) {
-    const json& dj = list[di];
-    JsonPlace place{path, at_record(di)};
-    json_as_object(dj, place, "(record)");
+  std::size_t di = 0;
+  for (dom::element dj : list) {
+    JsonPlace place{path, at_record(di++)};
+    const JsonPathRef top("(record)");
+    const auto dm = sj_find_all(sj_as_object(dj, place, top), kDialogKeys);
     SgdDialog d;
-    d.dialogue_id = req_string(dj, "dialogue_id", place, "");
+    d.dialogue_id = req_string(dm[0], kDialogKeys[0], place, top);
     place.where += " (dialogue " + d.dialogue_id + ")";
-    d.services = string_list(json_require(dj, "services", place, ""), place, "services");
-    const json& turns = json_as_array(json_require(dj, "turns", place, ""), place, "turns");
+    const JsonPathRef services_path(top, kDialogKeys[1]);
+    d.services = string_list(sj_require(dm[1], kDialogKeys[1], place, top), place, services_path);
+    const JsonPathRef turns_path(top, kDialogKeys[2]);
+    const dom::array turns =
+        sj_as_array(sj_require(dm[2], kDialogKeys[2], place, top), place, turns_path);
     d.turns.reserve(turns.size());
-    for (std::size_t ti = 0; ti < turns.size(); ++ti) {
-      const std::string tpath = json_index_path("turns", ti);
-      const json& tj = json_as_object(turns[ti], place, tpath);
+    std::size_t turn_no = 0;
+    for (dom::element tel : turns) {
+      const std::size_t ti = turn_no++;
+      const JsonPathRef tpath(turns_path, ti);
+      const auto tm = sj_find_all(sj_as_object(tel, place, tpath), kTurnKeys);
       SgdTurn t;
-      t.speaker = req_string(tj, "speaker", place, tpath);
+      t.speaker = req_string(tm[0], kTurnKeys[0], place, tpath);
       if (t.speaker != "USER" && t.speaker != "SYSTEM") {
-        throw DataError(path, place.where, json_child_path(tpath, "speaker"),
+        throw DataError(path, place.where, JsonPathRef(tpath, "speaker").str(),
                         "must be \"USER\" or \"SYSTEM\", got \"" + t.speaker + "\"");
       }
-      t.utterance = req_string(tj, "utterance", place, tpath);
+      t.utterance = req_string(tm[1], kTurnKeys[1], place, tpath);
       const std::size_t utt_len = utf8::length(t.utterance);  // JSON strings are valid UTF-8
-      const std::string fspath = json_child_path(tpath, "frames");
-      const json& frames = json_as_array(json_require(tj, "frames", place, tpath), place, fspath);
-      for (std::size_t fi = 0; fi < frames.size(); ++fi) {
-        const std::string fpath = json_index_path(fspath, fi);
-        const json& fj = json_as_object(frames[fi], place, fpath);
+      const JsonPathRef fspath(tpath, kTurnKeys[2]);
+      const dom::array frames =
+          sj_as_array(sj_require(tm[2], kTurnKeys[2], place, tpath), place, fspath);
+      t.frames.reserve(frames.size());
+      std::size_t fi = 0;
+      for (dom::element fel : frames) {
+        const JsonPathRef fpath(fspath, fi++);
+        const auto fm = sj_find_all(sj_as_object(fel, place, fpath), kFrameKeys);
         SgdFrame f;
-        f.service = req_string(fj, "service", place, fpath);
+        f.service = req_string(fm[0], kFrameKeys[0], place, fpath);
 
-        const std::string apath = json_child_path(fpath, "actions");
-        const json& actions =
-            json_as_array(json_require(fj, "actions", place, fpath), place, apath);
-        for (std::size_t ai = 0; ai < actions.size(); ++ai) {
-          f.actions.push_back(parse_action(actions[ai], place, json_index_path(apath, ai)));
+        const JsonPathRef apath(fpath, kFrameKeys[1]);
+        const dom::array actions =
+            sj_as_array(sj_require(fm[1], kFrameKeys[1], place, fpath), place, apath);
+        f.actions.reserve(actions.size());
+        std::size_t ai = 0;
+        for (dom::element ael : actions) {
+          const JsonPathRef p(apath, ai++);
+          f.actions.push_back(parse_action(ael, place, p));
         }
 
-        if (const json* st = json_find(fj, "state", place, fpath)) {
+        if (const std::optional<dom::element>& st = fm[2]) {
+          const JsonPathRef stpath(fpath, kFrameKeys[2]);
           if (t.speaker != "USER") {
-            throw DataError(path, place.where, json_child_path(fpath, "state"),
+            throw DataError(path, place.where, stpath.str(),
                             "dialogue state on a SYSTEM turn (only user frames carry one)");
           }
-          parse_state(*st, place, json_child_path(fpath, "state"), f);
+          parse_state(*st, place, stpath, f);
         }
 
-        const std::string spath = json_child_path(fpath, "slots");
-        const json& slots = json_as_array(json_require(fj, "slots", place, fpath), place, spath);
-        for (std::size_t si = 0; si < slots.size(); ++si) {
-          const std::string p = json_index_path(spath, si);
-          const json& sj = json_as_object(slots[si], place, p);
+        const JsonPathRef spath(fpath, kFrameKeys[3]);
+        const dom::array slots =
+            sj_as_array(sj_require(fm[3], kFrameKeys[3], place, fpath), place, spath);
+        std::size_t si = 0;
+        for (dom::element sel : slots) {
+          const JsonPathRef p(spath, si++);
+          const auto sm = sj_find_all(sj_as_object(sel, place, p), kSlotKeys);
           SgdSlotSpan span;
-          span.slot = req_string(sj, "slot", place, p);
-          span.start = req_offset(sj, "start", place, p);
-          span.end = req_offset(sj, "exclusive_end", place, p);
+          span.slot = req_string(sm[0], kSlotKeys[0], place, p);
+          span.start = req_offset(sm[1], kSlotKeys[1], place, p);
+          span.end = req_offset(sm[2], kSlotKeys[2], place, p);
           if (span.start >= span.end || span.end > utt_len) {
-            throw DataError(path, place.where, json_child_path(p, "exclusive_end"),
+            throw DataError(path, place.where, JsonPathRef(p, "exclusive_end").str(),
                             "span [" + std::to_string(span.start) + ", " +
                                 std::to_string(span.end) +
                                 ") is not inside the utterance (need start < exclusive_end <= " +
@@ -136,17 +212,14 @@ std::vector<SgdDialog> read_sgd_file(const std::string& path, SgdLoadReport* rep
           }
           // C06: the span text must equal one of the values the frame's actions give for this
           // slot; otherwise the span is dropped and reported, never kept silently.
-          std::vector<std::string> values;
-          for (const SgdAction& a : f.actions) {
-            if (a.slot == span.slot) values.insert(values.end(), a.values.begin(), a.values.end());
-          }
-          const std::string text = utf8::substr(t.utterance, span.start, span.end);
-          if (!values.empty() && std::find(values.begin(), values.end(), text) == values.end()) {
+          const std::string_view text = codepoint_view(t.utterance, span.start, span.end);
+          if (mismatches_actions(f.actions, span.slot, text)) {
             if (report) {
               ++report->value_mismatch;
               report->mismatches.push_back(file_name + ": dialogue " + d.dialogue_id + " turn " +
                                            std::to_string(ti) + ": slot " + span.slot + ": '" +
-                                           text + "' vs " + quote_join(values));
+                                           std::string(text) + "' vs " +
+                                           quote_join(action_values(f.actions, span.slot)));
             }
             continue;
           }
@@ -163,6 +236,13 @@ std::vector<SgdDialog> read_sgd_file(const std::string& path, SgdLoadReport* rep
     out.push_back(std::move(d));
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<SgdDialog> read_sgd_file(const std::string& path, SgdLoadReport* report) {
+  SjFileParser parser;
+  return read_file(path, report, parser);
 }
 
 std::vector<SgdDialog> read_sgd(const std::string& path, SgdLoadReport* report) {
@@ -182,9 +262,10 @@ std::vector<SgdDialog> read_sgd(const std::string& path, SgdLoadReport* report) 
   if (ec) throw DataError(path, "", "", "cannot list directory: " + ec.message());
   if (files.empty()) throw DataError(path, "", "", "no dialogues_*.json file in this directory");
   std::sort(files.begin(), files.end());
+  SjFileParser parser;  // reused: its buffers grow to the largest file once
   std::vector<SgdDialog> out;
   for (const std::string& f : files) {
-    std::vector<SgdDialog> part = read_sgd_file(f, report);
+    std::vector<SgdDialog> part = read_file(f, report, parser);
     out.insert(out.end(), std::make_move_iterator(part.begin()),
                std::make_move_iterator(part.end()));
   }

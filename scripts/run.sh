@@ -7,7 +7,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 scripts/setup.sh
-shared=${DIALTREE_SHARED:-$root/../shared}
+shared=$(cd "${DIALTREE_SHARED:-$root/../shared}" && pwd -P)
 data=$shared/data
 out=${OUT:-$root/out}
 bin=${BUILD_DIR:-build}/cli/dialtree

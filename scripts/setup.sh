@@ -12,6 +12,7 @@ packages=(
   g++ cmake ninja-build ccache pkg-config dpkg-dev protobuf-compiler libprotobuf-dev
   libtorch-dev libopenblas0-openmp nlohmann-json3-dev libcli11-dev libeigen3-dev libyaml-cpp-dev
   libcpp-httplib-dev libgtest-dev libgmock-dev libspdlog-dev libfmt-dev libutf8proc-dev libcsv-dev
+  libsimdjson-dev
 )
 missing=()
 for p in "${packages[@]}"; do

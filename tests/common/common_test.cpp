@@ -1,0 +1,106 @@
+// common/: UTF-8 slicing by code points, atomic writes, JSON access errors (CASES.md C08).
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "common/atomic_file.h"
+#include "common/error.h"
+#include "common/json_util.h"
+#include "common/utf8.h"
+#include "test_paths.h"
+
+namespace dialtree {
+namespace {
+
+TEST(Utf8, SubstrCountsCodePointsLikePython) {
+  const std::string s = "caf\xC3\xA9 \xF0\x9F\x98\x80 ok";  // "café 😀 ok"
+  EXPECT_EQ(utf8::length(s), 9u);
+  EXPECT_EQ(utf8::substr(s, 0, 4), "caf\xC3\xA9");
+  EXPECT_EQ(utf8::substr(s, 5, 6), "\xF0\x9F\x98\x80");
+  EXPECT_EQ(utf8::substr(s, 7, 9), "ok");
+  EXPECT_EQ(utf8::substr(s, 9, 9), "");
+  EXPECT_EQ(utf8::substr(s, 3, 3), "");
+  EXPECT_THROW(utf8::substr(s, 0, 10), std::out_of_range);
+  EXPECT_THROW(utf8::substr(s, 5, 4), std::out_of_range);
+  EXPECT_EQ(utf8::encode(utf8::decode(s)), s);
+  const auto offs = utf8::codepoint_offsets(s);
+  ASSERT_EQ(offs.size(), 10u);
+  EXPECT_EQ(offs[4], 5u);   // after the 2-byte é
+  EXPECT_EQ(offs[6], 10u);  // after the 4-byte emoji
+}
+
+TEST(Utf8, RejectsMalformedSequences) {
+  EXPECT_TRUE(utf8::is_valid("plain ascii"));
+  EXPECT_TRUE(utf8::is_valid("\xE2\x80\x93"));       // en dash
+  EXPECT_FALSE(utf8::is_valid("\xC0\xAF"));          // overlong '/'
+  EXPECT_FALSE(utf8::is_valid("\xED\xA0\x80"));      // surrogate U+D800
+  EXPECT_FALSE(utf8::is_valid("\xF4\x90\x80\x80"));  // > U+10FFFF
+  EXPECT_EQ(utf8::first_invalid("ab\xE2\x80"), 2u);  // truncated sequence
+  EXPECT_EQ(utf8::first_invalid("ok\xFF"), 2u);
+}
+
+TEST(AtomicFile, CommitReplacesAndAbandonLeavesTargetAndNoTemp) {
+  testing::TempDir tmp;
+  const std::string target = tmp.file("out.txt");
+  write_file_atomic(target, "first");
+  {
+    AtomicFile f(target);
+    f.stream() << "second, never committed";
+  }  // destroyed without commit
+  std::ifstream in(target);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "first");
+  std::size_t files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(tmp.path())) {
+    (void)e;
+    ++files;
+  }
+  EXPECT_EQ(files, 1u) << "a temporary file was left behind";
+  EXPECT_THROW(write_file_atomic(tmp.file("no/such/dir/x"), "x"), std::runtime_error);
+}
+
+TEST(JsonUtil, WrongTypesNamePathAndBothTypes) {
+  const json j = json::parse(R"({"labels":[{"valueSpan":{"startIndex":"3"}}], "n": 1.5})");
+  const JsonPlace place{"train.json", "record 0"};
+  const json& span = j["labels"][0]["valueSpan"];
+  try {
+    json_as_int(json_require(span, "startIndex", place, "labels[0].valueSpan"), place,
+                "labels[0].valueSpan.startIndex");
+    FAIL();
+  } catch (const SchemaError& e) {
+    EXPECT_STREQ(e.what(),
+                 "train.json: record 0: field 'labels[0].valueSpan.startIndex': must be an "
+                 "integer, got string \"3\"");
+  }
+  try {
+    json_require(span, "endIndex", place, "labels[0].valueSpan");
+    FAIL();
+  } catch (const SchemaError& e) {
+    EXPECT_STREQ(e.what(),
+                 "train.json: record 0: field 'labels[0].valueSpan.endIndex': is missing");
+  }
+  EXPECT_THROW(json_as_int(j["n"], place, "n"), SchemaError);
+  EXPECT_EQ(json_type_name(j["n"]), "number");
+}
+
+TEST(JsonUtil, SyntaxErrorsNameLineAndColumn) {
+  testing::TempDir tmp;
+  {
+    std::ofstream f(tmp.file("bad.json"));
+    f << "[\n  {\"a\": 1},\n  {\"a\": }\n]\n";
+    std::ofstream g(tmp.file("big.json"));
+    g << "[1e400]";
+  }
+  try {
+    json_parse_file(tmp.file("bad.json"));
+    FAIL();
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.json: line 3, column"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(json_parse_file(tmp.file("big.json")), DataError);
+  EXPECT_THROW(json_parse_file(tmp.file("missing.json")), DataError);
+}
+
+}  // namespace
+}  // namespace dialtree
