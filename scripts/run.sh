@@ -17,13 +17,18 @@ mkdir -p "$out/sts"
 convert() {  # format input output
   "$bin" sts convert --format "$1" --input "$2" --out "$out/sts/$3.jsonl"
 }
+# Every split; pretraining reads only train_10 (few-shot) and the SGD subset, never val or test.
 for task in banking clinc hwu; do
-  for split in train val test; do convert intent-csv "$data/dialoglue/$task/$split.csv" "$task.$split"; done
+  for split in train train_10 val test; do
+    convert intent-csv "$data/dialoglue/$task/$split.csv" "$task.$split"
+  done
 done
 for task in restaurant8k dstc8_sgd; do
-  for split in train val test; do convert slot-json "$data/dialoglue/$task/$split.json" "$task.$split"; done
+  for split in train train_10 val test; do
+    convert slot-json "$data/dialoglue/$task/$split.json" "$task.$split"
+  done
 done
-for split in train eval test; do convert top "$data/dialoglue/top/$split.txt" "top.$split"; done
+for split in train train_10 eval test; do convert top "$data/dialoglue/top/$split.txt" "top.$split"; done
 convert sgd "$data/pretrain/sgd_train_subset" sgd.train
 convert text "$data/dialoglue/mlm_all_no_multiwoz.txt" mlm_all.train
 
