@@ -10,6 +10,8 @@ namespace dialtree::cli {
 void register_sts(CLI::App& app);
 /// `dialtree tokenizer train|encode|decode`.
 void register_tokenizer(CLI::App& app);
+/// `dialtree train CONFIG [key=value ...]` and `dialtree print-config CONFIG [key=value ...]`.
+void register_train(CLI::App& app);
 /// `dialtree version`: versions of dialtree and LibTorch, thread counts.
 void register_version(CLI::App& app);
 

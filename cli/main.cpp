@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", DIALTREE_VERSION);
   dialtree::cli::register_sts(app);
   dialtree::cli::register_tokenizer(app);
+  dialtree::cli::register_train(app);
   dialtree::cli::register_version(app);
   try {
     dialtree::cli::configure_threads();

@@ -1,0 +1,39 @@
+// Collation of serialised dialog examples (data/serialize.h, SPACE2.md §1.5 step 7) into the
+// padded int64 tensors of one encoder forward pass (model/batch.h).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "data/serialize.h"
+#include "model/batch.h"
+
+namespace dialtree::model {
+
+/// Label value of a position that is not an MLM target (PyTorch's cross-entropy ignore_index).
+inline constexpr std::int64_t kIgnoreLabel = -100;
+
+/// An encoder batch plus its MLM targets.
+struct CollatedBatch {
+  EncoderInputs inputs;
+  torch::Tensor mlm_labels;  ///< int64 [B, L]; kIgnoreLabel on non-targets and padding;
+                             ///< undefined when collate() was given no labels
+};
+
+/// Right-pads `examples` with 0 to the longest one (L = max length, 0 for an empty batch or
+/// all-empty examples) into int64 [B, L] CPU tensors; attention_mask is 1 on real tokens.
+/// B = examples.size() (B = 1 stays [1, L]).
+/// @throws std::invalid_argument naming the example (index and dialog id) if its four id
+///   arrays differ in length.
+EncoderInputs collate(const std::vector<data::SerializedExample>& examples);
+
+/// collate() plus MLM labels: `labels[b]` has one entry per token of example b (a target id,
+/// or kIgnoreLabel); padding gets kIgnoreLabel.
+/// @throws std::invalid_argument as collate(), or naming the example if labels.size() !=
+///   examples.size() or a label vector's length differs from its example's.
+CollatedBatch collate(const std::vector<data::SerializedExample>& examples,
+                      const std::vector<std::vector<std::int32_t>>& labels);
+
+}  // namespace dialtree::model

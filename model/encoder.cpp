@@ -1,0 +1,279 @@
+#include "model/encoder.h"
+
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <sstream>
+#include <stdexcept>
+
+namespace dialtree::model {
+namespace {
+
+/// Child module `name` of `parent`, created as an empty container when missing. Empty
+/// containers reproduce HF's nesting ("attention.self.query") without any forward code.
+torch::nn::Module& child(torch::nn::Module& parent, const std::string& name) {
+  for (const auto& item : parent.named_children()) {
+    if (item.key() == name) return *item.value();
+  }
+  return *parent.register_module(name, std::make_shared<torch::nn::Module>());
+}
+
+/// Registers an uninitialised float parameter at dotted path `path` below `root`
+/// (e.g. "encoder.layer.0.attention.self.query.weight") and returns its handle.
+torch::Tensor add_param(torch::nn::Module& root, const std::string& path,
+                        std::vector<std::int64_t> shape) {
+  torch::nn::Module* m = &root;
+  std::size_t start = 0;
+  for (std::size_t dot = path.find('.'); dot != std::string::npos; dot = path.find('.', start)) {
+    m = &child(*m, path.substr(start, dot - start));
+    start = dot + 1;
+  }
+  return m->register_parameter(path.substr(start), torch::empty(shape, torch::kFloat32));
+}
+
+void check_ids(const torch::Tensor& t, const char* name, std::int64_t limit, const char* table) {
+  if (t.numel() == 0) return;
+  const auto [lo, hi] = torch::aminmax(t);
+  const std::int64_t lo_v = lo.item<std::int64_t>(), hi_v = hi.item<std::int64_t>();
+  if (lo_v < 0 || hi_v >= limit) {
+    std::ostringstream msg;
+    msg << "EncoderInputs." << name << ": ids must be in [0, " << limit << ") (" << table
+        << "), got range [" << lo_v << ", " << hi_v << "]";
+    throw std::invalid_argument(msg.str());
+  }
+}
+
+void check_inputs(const EncoderInputs& in, const EncoderConfig& c) {
+  const std::pair<const char*, const torch::Tensor*> all[] = {
+      {"input_ids", &in.input_ids},
+      {"attention_mask", &in.attention_mask},
+      {"position_ids", &in.position_ids},
+      {"role_ids", &in.role_ids},
+      {"turn_ids", &in.turn_ids}};
+  for (const auto& [name, t] : all) {
+    if (!t->defined())
+      throw std::invalid_argument(std::string("EncoderInputs.") + name + " is undefined");
+    if (t->scalar_type() != torch::kInt64 || t->dim() != 2) {
+      std::ostringstream msg;
+      msg << "EncoderInputs." << name << ": must be int64 [B, L], got " << t->scalar_type() << " "
+          << t->sizes();
+      throw std::invalid_argument(msg.str());
+    }
+    if (t->sizes() != in.input_ids.sizes()) {
+      std::ostringstream msg;
+      msg << "EncoderInputs." << name << ": shape " << t->sizes() << " differs from input_ids "
+          << in.input_ids.sizes();
+      throw std::invalid_argument(msg.str());
+    }
+  }
+  check_ids(in.input_ids, "input_ids", c.vocab_size, "vocab_size");
+  check_ids(in.position_ids, "position_ids", c.max_position_embeddings, "max_position_embeddings");
+  check_ids(in.role_ids, "role_ids", c.type_vocab_size, "type_vocab_size");
+  check_ids(in.turn_ids, "turn_ids", c.max_turns + 1, "max_turns + 1");
+}
+
+/// LayerNorm in the parameters' dtype. Under CPU autocast (LibTorch 1.13 does not list
+/// layer_norm) a bf16 input meets fp32 weights, which the kernel rejects; normalising in fp32 is
+/// also the accurate choice.
+torch::Tensor layer_norm(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b,
+                         double eps) {
+  const torch::Tensor in = x.scalar_type() == w.scalar_type() ? x : x.to(w.scalar_type());
+  return torch::layer_norm(in, {w.size(0)}, w, b, eps);
+}
+
+}  // namespace
+
+void init_bert_style(torch::nn::Module& module, double std) {
+  torch::NoGradGuard no_grad;
+  for (auto& item : module.named_parameters(/*recurse=*/true)) {
+    const std::string& name = item.key();
+    torch::Tensor& p = item.value();
+    const bool ln_gain = name.size() >= 16 && name.rfind("LayerNorm.weight") == name.size() - 16;
+    if (ln_gain) {
+      p.fill_(1.0);
+    } else if (p.dim() >= 2) {
+      p.normal_(0.0, std);
+    } else {
+      p.zero_();
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// DialogEncoder
+
+DialogEncoderImpl::DialogEncoderImpl(EncoderConfig config) : config_(std::move(config)) {
+  config_.validate();
+  const std::int64_t H = config_.hidden_size, F = config_.intermediate_size;
+  word_ = add_param(*this, "embeddings.word_embeddings.weight", {config_.vocab_size, H});
+  position_ = add_param(*this, "embeddings.position_embeddings.weight",
+                        {config_.max_position_embeddings, H});
+  role_ = add_param(*this, "embeddings.token_type_embeddings.weight", {config_.type_vocab_size, H});
+  turn_ = add_param(*this, "embeddings.turn_embeddings.weight", {config_.max_turns + 1, H});
+  emb_ln_w_ = add_param(*this, "embeddings.LayerNorm.weight", {H});
+  emb_ln_b_ = add_param(*this, "embeddings.LayerNorm.bias", {H});
+  for (std::int64_t n = 0; n < config_.num_hidden_layers; ++n) {
+    const std::string p = "encoder.layer." + std::to_string(n) + ".";
+    TransformerLayerWeights w;
+    w.query_w = add_param(*this, p + "attention.self.query.weight", {H, H});
+    w.query_b = add_param(*this, p + "attention.self.query.bias", {H});
+    w.key_w = add_param(*this, p + "attention.self.key.weight", {H, H});
+    w.key_b = add_param(*this, p + "attention.self.key.bias", {H});
+    w.value_w = add_param(*this, p + "attention.self.value.weight", {H, H});
+    w.value_b = add_param(*this, p + "attention.self.value.bias", {H});
+    w.attn_out_w = add_param(*this, p + "attention.output.dense.weight", {H, H});
+    w.attn_out_b = add_param(*this, p + "attention.output.dense.bias", {H});
+    w.attn_ln_w = add_param(*this, p + "attention.output.LayerNorm.weight", {H});
+    w.attn_ln_b = add_param(*this, p + "attention.output.LayerNorm.bias", {H});
+    w.inter_w = add_param(*this, p + "intermediate.dense.weight", {F, H});
+    w.inter_b = add_param(*this, p + "intermediate.dense.bias", {F});
+    w.out_w = add_param(*this, p + "output.dense.weight", {H, F});
+    w.out_b = add_param(*this, p + "output.dense.bias", {H});
+    w.out_ln_w = add_param(*this, p + "output.LayerNorm.weight", {H});
+    w.out_ln_b = add_param(*this, p + "output.LayerNorm.bias", {H});
+    layers_.push_back(std::move(w));
+  }
+  reset_parameters();
+}
+
+void DialogEncoderImpl::reset_parameters() {
+  init_bert_style(*this, config_.initializer_range);
+}
+
+torch::Tensor DialogEncoderImpl::embed(const EncoderInputs& in, bool prepend_cls) {
+  check_inputs(in, config_);
+  torch::Tensor e = torch::embedding(word_, in.input_ids) +
+                    torch::embedding(position_, in.position_ids) +
+                    torch::embedding(role_, in.role_ids) + torch::embedding(turn_, in.turn_ids);
+  e = torch::dropout(e, config_.embedding_dropout_prob, is_training());
+  if (prepend_cls) {
+    const std::int64_t B = in.input_ids.size(0);
+    // The bare [CLS] head vector: the raw word-embedding row, no position/role/turn, no dropout.
+    const torch::Tensor head = word_[config_.cls_token_id].view({1, 1, -1}).expand({B, 1, -1});
+    e = torch::cat({head.to(e.scalar_type()), e}, 1);
+  }
+  return layer_norm(e, emb_ln_w_, emb_ln_b_, config_.layer_norm_eps);
+}
+
+torch::Tensor DialogEncoderImpl::attention_block(const TransformerLayerWeights& w,
+                                                 const torch::Tensor& x, const torch::Tensor& bias,
+                                                 const torch::Tensor& keep) {
+  const std::int64_t B = x.size(0), T = x.size(1), nh = config_.num_attention_heads,
+                     d = config_.head_dim();
+  const double scale = 1.0 / std::sqrt(static_cast<double>(d));
+  auto heads = [&](const torch::Tensor& t) { return t.view({B, T, nh, d}).transpose(1, 2); };
+  const torch::Tensor q = heads(torch::linear(x, w.query_w, w.query_b) * scale);
+  const torch::Tensor k = heads(torch::linear(x, w.key_w, w.key_b));
+  const torch::Tensor v = heads(torch::linear(x, w.value_w, w.value_b));
+  // [B, nh, T, T]; masked keys -inf, then rows without any visible key zeroed (no NaN).
+  torch::Tensor probs = torch::softmax(torch::matmul(q, k.transpose(-2, -1)) + bias, -1) * keep;
+  probs = torch::dropout(probs, config_.attention_probs_dropout_prob, is_training());
+  return torch::matmul(probs, v).transpose(1, 2).reshape({B, T, nh * d});
+}
+
+torch::Tensor DialogEncoderImpl::forward(const EncoderInputs& in, bool prepend_cls) {
+  torch::Tensor x = embed(in, prepend_cls);
+  // Attention masks over the (possibly extended) sequence.
+  torch::Tensor m = in.attention_mask.ne(0);  // [B, L] bool
+  if (prepend_cls) {
+    // [CLS] copies token 0's mask (SPACE2.md §1.2); an empty sequence has a masked [CLS].
+    const torch::Tensor head =
+        m.size(1) > 0 ? m.slice(1, 0, 1) : torch::zeros({m.size(0), 1}, m.options());
+    m = torch::cat({head, m}, 1);
+  }
+  const torch::Tensor pair = m.unsqueeze(2).logical_and(m.unsqueeze(1)).unsqueeze(1);  // [B,1,T,T]
+  // Additive logit bias: -inf for masked pairs of real query rows; padding query rows get no
+  // bias (finite softmax) and are zeroed by `keep` afterwards.
+  const torch::Tensor bias_mask =
+      pair.logical_or(m.logical_not().view({m.size(0), 1, m.size(1), 1}));
+  const auto opts = x.options().dtype(torch::kFloat32);
+  const torch::Tensor bias =
+      torch::zeros(bias_mask.sizes(), opts)
+          .masked_fill_(bias_mask.logical_not(), -std::numeric_limits<float>::infinity());
+  const torch::Tensor keep = pair.to(torch::kFloat32);
+
+  const double eps = config_.layer_norm_eps;
+  const double p_hidden = config_.hidden_dropout_prob, p_ffn = config_.ffn_dropout_prob;
+  const bool train = is_training();
+  for (const auto& w : layers_) {
+    torch::Tensor a = torch::linear(attention_block(w, x, bias, keep), w.attn_out_w, w.attn_out_b);
+    x = layer_norm(x + torch::dropout(a, p_hidden, train), w.attn_ln_w, w.attn_ln_b, eps);
+    torch::Tensor f =
+        torch::dropout(torch::gelu(torch::linear(x, w.inter_w, w.inter_b)), p_ffn, train);
+    f = torch::linear(f, w.out_w, w.out_b);
+    x = layer_norm(x + torch::dropout(f, p_hidden, train), w.out_ln_w, w.out_ln_b, eps);
+  }
+  return x;
+}
+
+// ---------------------------------------------------------------------------------------------
+// SpaceModel
+
+SpaceModelImpl::SpaceModelImpl(EncoderConfig config) {
+  config.validate();
+  const std::int64_t H = config.hidden_size;
+  const std::int64_t K = static_cast<std::int64_t>(config.projection_views.size());
+  const std::int64_t P = config.projection_dim;
+  const std::int64_t V = config.vocab_size;
+  const std::int64_t num_labels = config.num_labels, num_tags = config.num_tags;
+  bert_ = register_module("bert", DialogEncoder(std::move(config)));
+  mlm_dense_w_ = add_param(*this, "cls.predictions.transform.dense.weight", {H, H});
+  mlm_dense_b_ = add_param(*this, "cls.predictions.transform.dense.bias", {H});
+  mlm_ln_w_ = add_param(*this, "cls.predictions.transform.LayerNorm.weight", {H});
+  mlm_ln_b_ = add_param(*this, "cls.predictions.transform.LayerNorm.bias", {H});
+  mlm_bias_ = add_param(*this, "cls.predictions.bias", {V});
+  proj_w_ = add_param(*this, "projection.dense.weight", {K * P, H});
+  proj_b_ = add_param(*this, "projection.dense.bias", {K * P});
+  if (num_labels > 0) {
+    intent_w_ = add_param(*this, "intent_classifier.weight", {num_labels, H});
+    intent_b_ = add_param(*this, "intent_classifier.bias", {num_labels});
+  }
+  if (num_tags > 0) {
+    tag_w_ = add_param(*this, "token_classifier.weight", {num_tags, H});
+    tag_b_ = add_param(*this, "token_classifier.bias", {num_tags});
+  }
+  reset_parameters();
+}
+
+void SpaceModelImpl::reset_parameters() {
+  init_bert_style(*this, config().initializer_range);
+}
+
+torch::Tensor SpaceModelImpl::cls_vector(const torch::Tensor& hidden) {
+  if (hidden.dim() != 3 || hidden.size(1) < 1) {
+    std::ostringstream msg;
+    msg << "cls_vector: expected hidden states [B, L+1, H], got " << hidden.sizes();
+    throw std::invalid_argument(msg.str());
+  }
+  return hidden.select(1, 0);
+}
+
+torch::Tensor SpaceModelImpl::mlm_logits(const torch::Tensor& hidden) {
+  torch::Tensor t = torch::gelu(torch::linear(hidden, mlm_dense_w_, mlm_dense_b_));
+  t = layer_norm(t, mlm_ln_w_, mlm_ln_b_, config().layer_norm_eps);
+  return torch::linear(t, bert_->word_embeddings(), mlm_bias_);
+}
+
+torch::Tensor SpaceModelImpl::project(const torch::Tensor& cls) {
+  if (cls.dim() != 2 || cls.size(1) != config().hidden_size) {
+    std::ostringstream msg;
+    msg << "project: expected [B, " << config().hidden_size << "], got " << cls.sizes();
+    throw std::invalid_argument(msg.str());
+  }
+  const std::int64_t K = static_cast<std::int64_t>(config().projection_views.size());
+  return torch::tanh(torch::linear(cls, proj_w_, proj_b_))
+      .view({cls.size(0), K, config().projection_dim});
+}
+
+torch::Tensor SpaceModelImpl::intent_logits(const torch::Tensor& cls) {
+  if (!has_intent_head())
+    throw std::logic_error("intent_logits: model has no intent head (num_labels = 0)");
+  return torch::linear(cls, intent_w_, intent_b_);
+}
+
+torch::Tensor SpaceModelImpl::tag_logits(const torch::Tensor& token_hidden) {
+  if (!has_tag_head()) throw std::logic_error("tag_logits: model has no tagger (num_tags = 0)");
+  return torch::linear(token_hidden, tag_w_, tag_b_);
+}
+
+}  // namespace dialtree::model

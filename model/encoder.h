@@ -1,0 +1,145 @@
+// The SPACE-2 dialog encoder (SPACE2.md §1.1, §1.2) and its heads (§1.6), in LibTorch.
+//
+// A BERT-style post-LN transformer with SPACE-2's role and turn embeddings and the prepended
+// bare [CLS] head vector. Parameter names follow Hugging Face `BertForPreTraining` where the part
+// exists in BERT, so importing a BERT checkpoint is a rename table:
+//
+//   bert.embeddings.{word,position,token_type,turn}_embeddings.weight  (token_type = role table)
+//   bert.embeddings.LayerNorm.{weight,bias}
+//   bert.encoder.layer.N.attention.self.{query,key,value}.{weight,bias}
+//   bert.encoder.layer.N.attention.output.{dense,LayerNorm}.{weight,bias}
+//   bert.encoder.layer.N.intermediate.dense.{weight,bias}
+//   bert.encoder.layer.N.output.{dense,LayerNorm}.{weight,bias}
+//   cls.predictions.transform.{dense,LayerNorm}.{weight,bias}, cls.predictions.bias
+//     (the MLM decoder weight is tied to word_embeddings and not stored twice)
+//   projection.dense.{weight,bias}
+//   intent_classifier.{weight,bias}   (only when num_labels > 0)
+//   token_classifier.{weight,bias}    (only when num_tags > 0)
+//
+// Choices, documented here once:
+// * Embedding order is SPACE-2's, not BERT's: sum of the four embeddings, then dropout
+//   (embedding_dropout_prob), then the [CLS] vector is prepended (no dropout on it), then
+//   LayerNorm over all L+1 rows (SPACE2.md §1.2).
+// * Attention: logits of masked pairs are -inf (mask m_i·m_j, extended so [CLS] copies token 0's
+//   row and column); rows with no visible key (padding queries) get probability 0 everywhere, so
+//   padding rows produce no NaN in the forward or the backward pass.
+// * FFN has SPACE-2's extra dropout after the GELU (ffn_dropout_prob), SPACE2.md §1.1.
+// * Every matrix product goes through torch::linear / torch::matmul (STACK.md P5), so the
+//   forward pass runs under CPU bf16 autocast; LayerNorm and softmax then run in fp32.
+// * Initialisation follows HF BERT: weights and embedding tables N(0, initializer_range),
+//   biases 0, LayerNorm gain 1 and shift 0 (uses torch's global RNG; seed it for determinism).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "model/batch.h"
+#include "model/config.h"
+
+namespace dialtree::model {
+
+/// Tensors of one transformer block (HF names in the comments, relative to encoder.layer.N).
+struct TransformerLayerWeights {
+  torch::Tensor query_w, query_b;        ///< attention.self.query   [H, H], [H]
+  torch::Tensor key_w, key_b;            ///< attention.self.key     [H, H], [H]
+  torch::Tensor value_w, value_b;        ///< attention.self.value   [H, H], [H]
+  torch::Tensor attn_out_w, attn_out_b;  ///< attention.output.dense  [H, H], [H]
+  torch::Tensor attn_ln_w, attn_ln_b;    ///< attention.output.LayerNorm [H], [H]
+  torch::Tensor inter_w, inter_b;        ///< intermediate.dense [F, H], [F]
+  torch::Tensor out_w, out_b;            ///< output.dense [H, F], [H]
+  torch::Tensor out_ln_w, out_ln_b;      ///< output.LayerNorm [H], [H]
+};
+
+/// The encoder body (registered as "bert" inside SpaceModel): embeddings + post-LN blocks.
+class DialogEncoderImpl : public torch::nn::Module {
+ public:
+  /// Builds and initialises the parameters. @throws std::invalid_argument if config is invalid.
+  explicit DialogEncoderImpl(EncoderConfig config);
+
+  /// Final hidden states, float [B, L+1, H] with prepend_cls (row 0 = the [CLS] head vector's
+  /// state, the "mask encoder" of SPACE2.md §1.2) or [B, L, H] without (the "plain encoder",
+  /// used for the MLM pass). Float32, or bf16 pieces under autocast (the LayerNorm output is
+  /// fp32). Rows of padding positions are finite but meaningless.
+  /// @throws std::invalid_argument naming the tensor if an input is not int64 [B, L], shapes
+  ///   differ, or an id is outside its table (vocab, position, role, turn).
+  torch::Tensor forward(const EncoderInputs& inputs, bool prepend_cls = true);
+
+  /// The embedding output that enters block 0 (after dropout and LayerNorm), same shapes as
+  /// forward(). @throws as forward().
+  torch::Tensor embed(const EncoderInputs& inputs, bool prepend_cls = true);
+
+  /// Word-embedding table [V, H] (also the tied MLM decoder weight).
+  const torch::Tensor& word_embeddings() const { return word_; }
+  const EncoderConfig& config() const { return config_; }
+  /// Re-draws every parameter with the HF BERT initialisation (see file comment).
+  void reset_parameters();
+
+ private:
+  torch::Tensor attention_block(const TransformerLayerWeights& w, const torch::Tensor& x,
+                                const torch::Tensor& bias, const torch::Tensor& keep);
+
+  EncoderConfig config_;
+  torch::Tensor word_, position_, role_, turn_, emb_ln_w_, emb_ln_b_;
+  std::vector<TransformerLayerWeights> layers_;
+};
+TORCH_MODULE(DialogEncoder);
+
+/// The full pretraining / fine-tuning model: encoder ("bert") plus the heads of SPACE2.md §1.6.
+class SpaceModelImpl : public torch::nn::Module {
+ public:
+  /// Builds and initialises the encoder and heads; the intent head exists iff num_labels > 0,
+  /// the tagger iff num_tags > 0. @throws std::invalid_argument if config is invalid.
+  explicit SpaceModelImpl(EncoderConfig config);
+
+  /// DialogEncoder::forward(): [B, L+1, H] (prepend_cls) or [B, L, H].
+  torch::Tensor forward(const EncoderInputs& inputs, bool prepend_cls = true) {
+    return bert_->forward(inputs, prepend_cls);
+  }
+
+  /// The dialog vector: row 0 of hidden states [B, L+1, H] from forward(prepend_cls=true) ->
+  /// [B, H] (keeps B == 1, CASES C35). @throws std::invalid_argument if `hidden` is not 3-D.
+  static torch::Tensor cls_vector(const torch::Tensor& hidden);
+
+  /// MLM logits (SPACE2.md §1.6): dense -> GELU -> LayerNorm, then h·E_tokᵀ + bias.
+  /// `hidden` [..., H] (e.g. the gathered target rows [N, H]) -> [..., V].
+  torch::Tensor mlm_logits(const torch::Tensor& hidden);
+
+  /// Per-view projection (SPACE2.md §1.6): tanh(Linear(H -> K·P)) reshaped to [B, K, P], view
+  /// k = config().projection_views[k]. Not L2-normalised (the loss does that).
+  /// `cls` [B, H]. @throws std::invalid_argument if cls is not [B, H].
+  torch::Tensor project(const torch::Tensor& cls);
+
+  /// Intent logits [B, num_labels] from the [CLS] state `cls` [B, H].
+  /// @throws std::logic_error if the model has no intent head (num_labels == 0).
+  torch::Tensor intent_logits(const torch::Tensor& cls);
+
+  /// Tag logits [..., num_tags] from token states [..., H] (for prepended-[CLS] outputs pass
+  /// hidden.slice(1, 1) so row j matches input token j).
+  /// @throws std::logic_error if the model has no tagger (num_tags == 0).
+  torch::Tensor tag_logits(const torch::Tensor& token_hidden);
+
+  DialogEncoder& encoder() { return bert_; }
+  const EncoderConfig& config() const { return bert_->config(); }
+  bool has_intent_head() const { return config().num_labels > 0; }
+  bool has_tag_head() const { return config().num_tags > 0; }
+  /// Re-draws every parameter (encoder and heads) with the HF BERT initialisation.
+  void reset_parameters();
+
+ private:
+  DialogEncoder bert_{nullptr};
+  torch::Tensor mlm_dense_w_, mlm_dense_b_, mlm_ln_w_, mlm_ln_b_, mlm_bias_;
+  torch::Tensor proj_w_, proj_b_;
+  torch::Tensor intent_w_, intent_b_, tag_w_, tag_b_;
+};
+TORCH_MODULE(SpaceModel);
+
+/// HF-BERT initialisation of every parameter of `module` by name: LayerNorm gains ("...LayerNorm
+/// .weight") 1, other 1-D tensors 0, matrices N(0, std). Exposed for the trainer's re-init of
+/// new heads.
+void init_bert_style(torch::nn::Module& module, double std);
+
+}  // namespace dialtree::model

@@ -1,0 +1,952 @@
+// Strict YAML reading, overrides, validation and dumping of the pretraining config (config.h).
+#include "trainer/config.h"
+
+#include <sched.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <set>
+#include <sstream>
+#include <thread>
+#include <type_traits>
+#include <variant>
+
+#include "common/error.h"
+
+namespace dialtree::trainer {
+namespace {
+
+namespace fs = std::filesystem;
+
+// ---------------------------------------------------------------------------------------------
+// Schema: one row per key, bound to its struct member. Section "" is the top level.
+
+using Target =
+    std::variant<int*, std::int64_t*, double*, bool*, std::string*, std::vector<std::string>*>;
+
+struct FieldSpec {
+  const char* section;
+  const char* name;
+  Target (*bind)(PretrainConfig&);
+};
+
+// clang-format off
+#define DT_TOP(m) FieldSpec{"", #m, [](PretrainConfig& c) -> Target { return &c.m; }}
+#define DT_SUB(s, m) FieldSpec{#s, #m, [](PretrainConfig& c) -> Target { return &c.s.m; }}
+// clang-format on
+
+const std::vector<FieldSpec>& specs() {
+  static const std::vector<FieldSpec> table = {
+      DT_TOP(output_dir),
+      DT_TOP(max_steps),
+      DT_TOP(num_train_epochs),
+      DT_TOP(per_device_train_batch_size),
+      DT_TOP(unlabelled_batch_size),
+      DT_TOP(learning_rate),
+      DT_TOP(weight_decay),
+      DT_TOP(adam_beta1),
+      DT_TOP(adam_beta2),
+      DT_TOP(adam_epsilon),
+      DT_TOP(warmup_ratio),
+      DT_TOP(lr_scheduler_type),
+      DT_TOP(max_grad_norm),
+      DT_TOP(gradient_accumulation_steps),
+      DT_TOP(seed),
+      DT_TOP(data_seed),
+      DT_TOP(logging_steps),
+      DT_TOP(save_steps),
+      DT_TOP(save_total_limit),
+      DT_TOP(resume_from_checkpoint),
+      DT_TOP(bf16),
+      DT_TOP(threads),
+      DT_SUB(model, vocab_size),
+      DT_SUB(model, hidden_size),
+      DT_SUB(model, num_hidden_layers),
+      DT_SUB(model, num_attention_heads),
+      DT_SUB(model, intermediate_size),
+      DT_SUB(model, hidden_dropout_prob),
+      DT_SUB(model, attention_probs_dropout_prob),
+      DT_SUB(model, embedding_dropout_prob),
+      DT_SUB(model, ffn_dropout_prob),
+      DT_SUB(model, max_position_embeddings),
+      DT_SUB(model, layer_norm_eps),
+      DT_SUB(model, type_vocab_size),
+      DT_SUB(model, initializer_range),
+      DT_SUB(model, max_turns),
+      DT_SUB(model, projection_views),
+      DT_SUB(model, projection_dim),
+      DT_SUB(data, tokenizer),
+      DT_SUB(data, labelled),
+      DT_SUB(data, unlabelled),
+      DT_SUB(data, max_len),
+      DT_SUB(data, max_utt_len),
+      DT_SUB(data, max_ctx_turn),
+      DT_SUB(data, trigger_role),
+      DT_SUB(data, contrastive_shard_size),
+      DT_SUB(loss, temperature),
+      DT_SUB(loss, base_temperature),
+      DT_SUB(loss, contrastive_weight),
+      DT_SUB(loss, self_supervised_weight),
+      DT_SUB(loss, mlm_weight),
+      DT_SUB(loss, mlm_probability),
+      DT_SUB(loss, score_mode),
+  };
+  return table;
+}
+
+#undef DT_TOP
+#undef DT_SUB
+
+const std::vector<std::string>& section_names() {
+  static const std::vector<std::string> names = {"model", "data", "loss"};
+  return names;
+}
+
+bool is_section(const std::string& name) {
+  const auto& s = section_names();
+  return std::find(s.begin(), s.end(), name) != s.end();
+}
+
+std::string full_key(const std::string& section, const std::string& name) {
+  return section.empty() ? name : section + "." + name;
+}
+
+const FieldSpec* find_spec(const std::string& section, const std::string& name) {
+  for (const auto& f : specs()) {
+    if (section == f.section && name == f.name) return &f;
+  }
+  return nullptr;
+}
+
+// Keys whose present null value means "empty" rather than a type error.
+bool nullable(const FieldSpec& f) {
+  return std::string(f.section).empty() && std::string(f.name) == "resume_from_checkpoint";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Where a value came from, for error messages.
+
+struct Origin {
+  std::string file;   // config file, or "<command line>"
+  std::string where;  // "line N" or "override 'k=v'"
+};
+
+const char kCommandLine[] = "<command line>";
+
+// Where nodes of one YAML document come from: a file (marks are lines) or one override.
+struct Source {
+  std::string file;
+  std::string override_text;  // non-empty for an override: all its nodes share one place
+  Origin at(const YAML::Node& node, const YAML::Node* fallback = nullptr) const {
+    if (!override_text.empty()) return {file, "override '" + override_text + "'"};
+    // A null value has no text of its own (its mark is where the next token starts): use the key.
+    const bool use_key = fallback != nullptr && (node.IsNull() || node.Mark().line < 0);
+    const int line = use_key ? fallback->Mark().line : node.Mark().line;
+    return {file, line < 0 ? std::string() : at_line(static_cast<std::size_t>(line) + 1)};
+  }
+};
+
+using Origins = std::map<std::string, Origin>;
+
+[[noreturn]] void fail(const Origin& at, const std::string& key, const std::string& message) {
+  throw DataError(at.file, at.where, key, message);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Key suggestions.
+
+std::string lower(std::string s) {
+  for (auto& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return s;
+}
+
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diag = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// Names other tools use for a key of ours that edit distance would not find.
+const std::map<std::string, std::string>& aliases() {
+  static const std::map<std::string, std::string> table = {
+      {"lr", "learning_rate"},
+      {"fp16", "bf16"},
+      {"warmup_steps", "warmup_ratio"},
+      {"dataloader_seed", "data_seed"},
+      {"num_layers", "model.num_hidden_layers"},
+      {"dropout", "model.hidden_dropout_prob"},
+      {"tau", "loss.temperature"},
+      {"mlm_ratio", "loss.mlm_weight"},
+      {"num_threads", "threads"},
+  };
+  return table;
+}
+
+// The closest valid key to `name` found in `section` (any section may hold the answer), or "".
+std::string closest_key(const std::string& section, const std::string& name) {
+  const std::string n = lower(name);
+  const auto alias = aliases().find(n);
+  if (alias != aliases().end()) return alias->second;
+  std::string best;
+  std::size_t best_score = std::numeric_limits<std::size_t>::max();
+  auto consider = [&](const std::string& cand_section, const std::string& cand_name) {
+    const std::string c = lower(cand_name);
+    std::size_t score = edit_distance(n, c);
+    const bool contained = n.size() >= 5 && (c.find(n) != std::string::npos ||
+                                             (c.size() >= 5 && n.find(c) != std::string::npos));
+    const std::size_t limit = std::max<std::size_t>(2, n.size() / 3);
+    if (score > limit && !contained) return;
+    if (contained) score = std::min<std::size_t>(score, 1);
+    if (cand_section != section) score += 1;
+    if (score < best_score) {
+      best_score = score;
+      best = full_key(cand_section, cand_name);
+    }
+  };
+  for (const auto& f : specs()) consider(f.section, f.name);
+  for (const auto& s : section_names()) consider("", s);
+  return best;
+}
+
+[[noreturn]] void unknown_key(const Origin& at, const std::string& section,
+                              const std::string& name) {
+  const std::string key = full_key(section, name);
+  std::string message = "unknown key '" + key + "'";
+  const std::string hint = closest_key(section, name);
+  if (!hint.empty()) {
+    message += " — did you mean '" + hint + "'?";
+  } else {
+    message += "; valid keys " +
+               (section.empty() ? std::string("at the top level") : "in '" + section + ":'") + ": ";
+    bool first = true;
+    for (const auto& f : specs()) {
+      if (section != f.section) continue;
+      message += (first ? "" : ", ") + std::string(f.name);
+      first = false;
+    }
+    if (section.empty()) {
+      for (const auto& s : section_names()) message += ", " + s;
+    }
+  }
+  fail(at, key, message);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scalars. yaml-cpp's as<T>() would accept quoted numbers, octal/hex integers and yes/no
+// booleans; these readers follow the YAML 1.2 core schema strictly instead.
+
+// True when the scalar was written plainly (not quoted, not a block literal, not !!str).
+bool is_plain(const YAML::Node& node) {
+  const std::string& tag = node.Tag();
+  return tag == "?" || tag == "tag:yaml.org,2002:int" || tag == "tag:yaml.org,2002:float" ||
+         tag == "tag:yaml.org,2002:bool";
+}
+
+std::string describe(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Null:
+      return "an empty value (null)";
+    case YAML::NodeType::Sequence:
+      return "a list";
+    case YAML::NodeType::Map:
+      return "a mapping";
+    case YAML::NodeType::Scalar:
+      if (!is_plain(node)) return "the string \"" + node.Scalar() + "\"";
+      return "'" + node.Scalar() + "'";
+    default:
+      return "an undefined value";
+  }
+}
+
+bool is_digits(const std::string& s, std::size_t from, std::size_t to) {
+  if (from >= to) return false;
+  for (std::size_t i = from; i < to; ++i) {
+    if (!std::isdigit(static_cast<unsigned char>(s[i]))) return false;
+  }
+  return true;
+}
+
+// Parses a plain decimal integer; on failure returns false and sets `why` (may stay empty).
+bool parse_integer(const std::string& s, long long* out, std::string* why) {
+  const std::size_t start = (!s.empty() && (s[0] == '+' || s[0] == '-')) ? 1 : 0;
+  if (!is_digits(s, start, s.size())) return false;
+  if (s.size() - start > 1 && s[start] == '0') {
+    *why = "leading zeros are ambiguous: YAML 1.1 reads them as octal";
+    return false;
+  }
+  errno = 0;
+  char* end = nullptr;
+  const long long v = std::strtoll(s.c_str(), &end, 10);
+  if (errno == ERANGE) {
+    *why = "too large for a 64-bit integer";
+    return false;
+  }
+  *out = v;
+  return true;
+}
+
+// Parses a YAML 1.2 core float (integers included), finite only.
+bool parse_real(const std::string& s, double* out, std::string* why) {
+  std::size_t i = (!s.empty() && (s[0] == '+' || s[0] == '-')) ? 1 : 0;
+  const std::size_t int_begin = i;
+  while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i;
+  bool digits = i > int_begin;
+  if (i < s.size() && s[i] == '.') {
+    const std::size_t frac_begin = ++i;
+    while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i;
+    digits = digits || i > frac_begin;
+  }
+  if (!digits) {
+    const std::string l = lower(s.substr(int_begin));
+    if (l == ".inf" || l == ".nan") *why = "it must be a finite number";
+    return false;
+  }
+  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    ++i;
+    if (i < s.size() && (s[i] == '+' || s[i] == '-')) ++i;
+    if (!is_digits(s, i, s.size())) return false;
+    i = s.size();
+  }
+  if (i != s.size()) return false;
+  errno = 0;
+  const double v = std::strtod(s.c_str(), nullptr);
+  if (errno == ERANGE && std::isinf(v)) {
+    *why = "too large";
+    return false;
+  }
+  *out = v;
+  return true;
+}
+
+bool parse_boolean(const std::string& s, bool* out) {
+  if (s == "true" || s == "True" || s == "TRUE") {
+    *out = true;
+    return true;
+  }
+  if (s == "false" || s == "False" || s == "FALSE") {
+    *out = false;
+    return true;
+  }
+  return false;
+}
+
+struct ValueContext {
+  const Source& source;
+  const YAML::Node& key_node;  // for the line of a null value
+  std::string key;             // full key path
+  bool nullable;
+};
+
+[[noreturn]] void wrong_type(const ValueContext& ctx, const YAML::Node& node,
+                             const std::string& expected, const std::string& why = {}) {
+  std::string message = "expected " + expected + ", found " + describe(node);
+  if (!why.empty()) message += " (" + why + ")";
+  fail(ctx.source.at(node, &ctx.key_node), ctx.key, message);
+}
+
+void read_value(const ValueContext& ctx, const YAML::Node& node, int* out) {
+  long long v = 0;
+  std::string why;
+  if (!node.IsScalar() || !is_plain(node) || !parse_integer(node.Scalar(), &v, &why)) {
+    wrong_type(ctx, node, "an integer", why);
+  }
+  if (v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max()) {
+    wrong_type(ctx, node, "an integer", "too large for a 32-bit integer");
+  }
+  *out = static_cast<int>(v);
+}
+
+void read_value(const ValueContext& ctx, const YAML::Node& node, std::int64_t* out) {
+  long long v = 0;
+  std::string why;
+  if (!node.IsScalar() || !is_plain(node) || !parse_integer(node.Scalar(), &v, &why)) {
+    wrong_type(ctx, node, "an integer", why);
+  }
+  *out = static_cast<std::int64_t>(v);
+}
+
+void read_value(const ValueContext& ctx, const YAML::Node& node, double* out) {
+  std::string why;
+  if (!node.IsScalar() || !is_plain(node) || !parse_real(node.Scalar(), out, &why)) {
+    wrong_type(ctx, node, "a number", why);
+  }
+}
+
+void read_value(const ValueContext& ctx, const YAML::Node& node, bool* out) {
+  if (!node.IsScalar() || !is_plain(node) || !parse_boolean(node.Scalar(), out)) {
+    wrong_type(ctx, node, "a boolean (true or false)");
+  }
+}
+
+void read_value(const ValueContext& ctx, const YAML::Node& node, std::string* out) {
+  if (node.IsNull() && ctx.nullable) {
+    out->clear();
+    return;
+  }
+  if (!node.IsScalar()) wrong_type(ctx, node, "a string");
+  *out = node.Scalar();
+}
+
+void read_value(const ValueContext& ctx, const YAML::Node& node, std::vector<std::string>* out) {
+  if (!node.IsSequence()) {
+    wrong_type(ctx, node, "a list of strings",
+               node.IsNull() ? "write [] for an empty list" : "write [a, b] or one '- a' per line");
+  }
+  std::vector<std::string> items;
+  for (std::size_t i = 0; i < node.size(); ++i) {
+    const YAML::Node item = node[i];
+    if (!item.IsScalar()) {
+      ValueContext element{ctx.source, ctx.key_node, ctx.key + "[" + std::to_string(i) + "]",
+                           false};
+      wrong_type(element, item, "a string");
+    }
+    items.push_back(item.Scalar());
+  }
+  *out = std::move(items);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Decoding a document (or one override) into the struct.
+
+std::string key_name(const Source& source, const YAML::Node& key, const std::string& section) {
+  if (!key.IsScalar()) {
+    fail(source.at(key), section, "keys must be plain names, found " + describe(key));
+  }
+  return key.Scalar();
+}
+
+void read_field(const Source& source, const FieldSpec& spec, const YAML::Node& key_node,
+                const YAML::Node& value, PretrainConfig& config, Origins& origins) {
+  ValueContext ctx{source, key_node, full_key(spec.section, spec.name), nullable(spec)};
+  std::visit([&](auto* target) { read_value(ctx, value, target); }, spec.bind(config));
+  origins[ctx.key] = source.at(value, &key_node);
+}
+
+void read_section(const Source& source, const std::string& section, const YAML::Node& map,
+                  PretrainConfig& config, Origins& origins) {
+  std::set<std::string> seen;
+  for (const auto& kv : map) {
+    const std::string name = key_name(source, kv.first, section);
+    const Origin at = source.at(kv.first);
+    if (!seen.insert(name).second) {
+      fail(at, full_key(section, name), "duplicate key '" + full_key(section, name) + "'");
+    }
+    if (section.empty() && is_section(name)) {
+      if (kv.second.IsNull()) continue;  // an empty section: every key keeps its default
+      if (!kv.second.IsMap()) {
+        fail(at, name, "expected a mapping of '" + name + "' keys, found " + describe(kv.second));
+      }
+      read_section(source, name, kv.second, config, origins);
+      continue;
+    }
+    const FieldSpec* spec = find_spec(section, name);
+    if (spec == nullptr) unknown_key(at, section, name);
+    read_field(source, *spec, kv.first, kv.second, config, origins);
+  }
+}
+
+void read_document(const Source& source, const YAML::Node& doc, PretrainConfig& config,
+                   Origins& origins) {
+  if (doc.IsNull()) return;
+  if (!doc.IsMap()) {
+    fail(source.at(doc), "",
+         "the config must be a mapping of keys to values, found " + describe(doc));
+  }
+  read_section(source, "", doc, config, origins);
+}
+
+std::string trim(const std::string& s) {
+  const auto b = s.find_first_not_of(" \t");
+  if (b == std::string::npos) return {};
+  const auto e = s.find_last_not_of(" \t");
+  return s.substr(b, e - b + 1);
+}
+
+void apply_override(const std::string& text, PretrainConfig& config, Origins& origins) {
+  const Source source{kCommandLine, text};
+  const Origin at{kCommandLine, "override '" + text + "'"};
+  const auto eq = text.find('=');
+  const std::string key = eq == std::string::npos ? std::string() : trim(text.substr(0, eq));
+  if (key.empty()) fail(at, "", "an override must look like key.sub=value");
+  YAML::Node value;
+  try {
+    value = YAML::Load(text.substr(eq + 1));
+  } catch (const YAML::Exception& e) {
+    fail(at, key, "the value is not valid YAML: " + e.msg);
+  }
+  std::vector<std::string> parts;
+  for (std::size_t from = 0;;) {
+    const auto dot = key.find('.', from);
+    parts.push_back(key.substr(from, dot == std::string::npos ? std::string::npos : dot - from));
+    if (dot == std::string::npos) break;
+    from = dot + 1;
+  }
+  if (parts.size() == 1 && is_section(parts[0])) {
+    if (!value.IsMap()) {
+      fail(at, key, "expected a mapping of '" + key + "' keys, found " + describe(value));
+    }
+    read_section(source, parts[0], value, config, origins);
+    return;
+  }
+  const FieldSpec* spec = nullptr;
+  if (parts.size() == 1) {
+    spec = find_spec("", parts[0]);
+    if (spec == nullptr) unknown_key(at, "", parts[0]);
+  } else if (parts.size() == 2 && is_section(parts[0])) {
+    spec = find_spec(parts[0], parts[1]);
+    if (spec == nullptr) unknown_key(at, parts[0], parts[1]);
+  } else {
+    // No such section (or too deep): suggest from the part that names the key.
+    const bool in_section = is_section(parts[0]);
+    const std::string hint =
+        closest_key(in_section ? parts[0] : "", parts[in_section ? 1 : parts.size() - 1]);
+    fail(at, key,
+         "unknown key '" + key + "'" + (hint.empty() ? "" : " — did you mean '" + hint + "'?"));
+  }
+  read_field(source, *spec, value, value, config, origins);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Validation.
+
+std::string format_real(double v) {
+  char buf[40];
+  for (int precision = 1; precision <= 17; ++precision) {
+    std::snprintf(buf, sizeof buf, "%.*g", precision, v);
+    if (std::strtod(buf, nullptr) == v) break;
+  }
+  std::string s = buf;
+  if (s.find_first_of("ni") != std::string::npos) return s;  // inf/nan (never valid here)
+  // Moderate magnitudes without an exponent: 100000.0 rather than 1.0e+5.
+  const double magnitude = std::fabs(v);
+  if (magnitude >= 1e-4 && magnitude < 1e15 && s.find('e') != std::string::npos) {
+    const int digits = static_cast<int>(std::floor(std::log10(magnitude))) + 1;
+    const int precision = std::max(
+        digits, static_cast<int>(s.find('e')) - (s[0] == '-') - (s.find('.') != std::string::npos));
+    std::snprintf(buf, sizeof buf, "%.*g", precision, v);
+    s = buf;
+  }
+  const auto e = s.find('e');
+  std::string mantissa = e == std::string::npos ? s : s.substr(0, e);
+  if (mantissa.find('.') == std::string::npos) mantissa += ".0";
+  if (e == std::string::npos) return mantissa;
+  // "1e-05" -> "1.0e-5": a dot and a signed exponent also read as a float in YAML 1.1 (PyYAML).
+  const char sign = s[e + 1];
+  std::string digits = s.substr(e + 2);
+  digits.erase(0, std::min(digits.find_first_not_of('0'), digits.size() - 1));
+  return mantissa + "e" + sign + digits;
+}
+
+class Validator {
+ public:
+  Validator(const PretrainConfig& config, const Origins& origins, std::string file)
+      : c_(config), origins_(origins), file_(std::move(file)) {}
+
+  // Fails at `key`'s origin; a key left at its default is reported against the config file.
+  [[noreturn]] void fail_at(const std::string& key, const std::string& message) const {
+    const auto it = origins_.find(key);
+    if (it != origins_.end()) fail(it->second, key, message);
+    fail(Origin{file_, ""}, key, message + " (the default value)");
+  }
+
+  // A required string key that is absent or empty.
+  void required(const std::string& key, const std::string& value, const std::string& what) const {
+    if (!value.empty()) return;
+    const auto it = origins_.find(key);
+    fail(it != origins_.end() ? it->second : Origin{file_, ""}, key, "is required: " + what);
+  }
+
+  // Of two keys in a cross-field rule, the one the user set (the second if both or neither).
+  std::string blame(const std::string& a, const std::string& b) const {
+    return origins_.count(b) != 0 || origins_.count(a) == 0 ? b : a;
+  }
+
+  void integer(const std::string& key, long long v, long long lo, long long hi,
+               const std::string& note = {}) const {
+    if (v >= lo && v <= hi) return;
+    std::string range = hi == std::numeric_limits<long long>::max()
+                            ? ">= " + std::to_string(lo)
+                            : "in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+    fail_at(key, "must be " + range + (note.empty() ? "" : " (" + note + ")") + ", got " +
+                     std::to_string(v));
+  }
+
+  void at_least(const std::string& key, long long v, long long lo,
+                const std::string& note = {}) const {
+    integer(key, v, lo, std::numeric_limits<long long>::max(), note);
+  }
+
+  // Checks lo <(=) v <(=) hi; pass an infinite hi for no upper bound.
+  void real(const std::string& key, double v, double lo, bool lo_closed, double hi,
+            bool hi_closed) const {
+    const bool ok = (lo_closed ? v >= lo : v > lo) && (hi_closed ? v <= hi : v < hi);
+    if (ok) return;
+    std::string range;
+    if (std::isinf(hi)) {
+      range = std::string(lo_closed ? ">= " : "> ") + format_real(lo);
+    } else {
+      range = std::string("in ") + (lo_closed ? "[" : "(") + format_real(lo) + ", " +
+              format_real(hi) + (hi_closed ? "]" : ")");
+    }
+    fail_at(key, "must be " + range + ", got " + format_real(v));
+  }
+
+  void one_of(const std::string& key, const std::string& v,
+              const std::vector<std::string>& allowed) const {
+    if (std::find(allowed.begin(), allowed.end(), v) != allowed.end()) return;
+    std::string list;
+    for (const auto& a : allowed) list += (list.empty() ? "'" : ", '") + a + "'";
+    fail_at(key, "must be one of " + list + ", got '" + v + "'");
+  }
+
+  void paths(const std::string& key, const std::vector<std::string>& list) const {
+    std::set<std::string> seen;
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      if (list[i].empty()) fail_at(key, "entry " + std::to_string(i) + " is an empty path");
+      if (!seen.insert(list[i]).second) fail_at(key, "'" + list[i] + "' is listed twice");
+    }
+  }
+
+  void run() const;
+
+ private:
+  const PretrainConfig& c_;
+  const Origins& origins_;
+  std::string file_;
+};
+
+void Validator::run() const {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  constexpr long long kMaxSize = 1LL << 20;
+  const auto& m = c_.model;
+  const auto& d = c_.data;
+  const auto& l = c_.loss;
+
+  // Top level.
+  required("output_dir", c_.output_dir, "the run directory");
+  at_least("max_steps", c_.max_steps, 0, "0 = train for num_train_epochs");
+  integer("num_train_epochs", c_.num_train_epochs, 1, 1000000);
+  integer("per_device_train_batch_size", c_.per_device_train_batch_size, 1, kMaxSize);
+  integer("unlabelled_batch_size", c_.unlabelled_batch_size, 1, kMaxSize);
+  real("learning_rate", c_.learning_rate, 0, false, kInf, false);
+  real("weight_decay", c_.weight_decay, 0, true, kInf, false);
+  real("adam_beta1", c_.adam_beta1, 0, true, 1, false);
+  real("adam_beta2", c_.adam_beta2, 0, true, 1, false);
+  real("adam_epsilon", c_.adam_epsilon, 0, false, kInf, false);
+  real("warmup_ratio", c_.warmup_ratio, 0, true, 1, true);
+  one_of("lr_scheduler_type", c_.lr_scheduler_type, {"linear"});
+  real("max_grad_norm", c_.max_grad_norm, 0, true, kInf, false);
+  integer("gradient_accumulation_steps", c_.gradient_accumulation_steps, 1, kMaxSize);
+  at_least("seed", c_.seed, 0);
+  at_least("data_seed", c_.data_seed, 0);
+  at_least("logging_steps", c_.logging_steps, 1);
+  at_least("save_steps", c_.save_steps, 0, "0 = save only the final model");
+  at_least("save_total_limit", c_.save_total_limit, 0, "0 = keep every checkpoint");
+  const int cpus = available_cpus();
+  integer("threads", c_.threads, 1, cpus,
+          "this process may use " + std::to_string(cpus) + " CPU" + (cpus == 1 ? "" : "s"));
+
+  // model:
+  integer("model.vocab_size", m.vocab_size, 0, 1 << 24, "0 = the tokenizer's size");
+  integer("model.hidden_size", m.hidden_size, 1, 1 << 16);
+  integer("model.num_hidden_layers", m.num_hidden_layers, 1, 1024);
+  integer("model.num_attention_heads", m.num_attention_heads, 1, 1024);
+  if (m.hidden_size % m.num_attention_heads != 0) {
+    fail_at(blame("model.hidden_size", "model.num_attention_heads"),
+            "model.hidden_size (" + std::to_string(m.hidden_size) +
+                ") must be divisible by model.num_attention_heads (" +
+                std::to_string(m.num_attention_heads) + ")");
+  }
+  integer("model.intermediate_size", m.intermediate_size, 1, 1 << 18);
+  real("model.hidden_dropout_prob", m.hidden_dropout_prob, 0, true, 1, false);
+  real("model.attention_probs_dropout_prob", m.attention_probs_dropout_prob, 0, true, 1, false);
+  real("model.embedding_dropout_prob", m.embedding_dropout_prob, 0, true, 1, false);
+  real("model.ffn_dropout_prob", m.ffn_dropout_prob, 0, true, 1, false);
+  integer("model.max_position_embeddings", m.max_position_embeddings, 1, kMaxSize);
+  real("model.layer_norm_eps", m.layer_norm_eps, 0, false, kInf, false);
+  integer("model.type_vocab_size", m.type_vocab_size, 2, 1024, "role ids 0 and 1 are used");
+  real("model.initializer_range", m.initializer_range, 0, false, kInf, false);
+  integer("model.max_turns", m.max_turns, 1, kMaxSize);
+  integer("model.projection_dim", m.projection_dim, 1, 1 << 16);
+  if (m.projection_views.empty()) fail_at("model.projection_views", "must name at least one view");
+  {
+    std::set<std::string> seen;
+    for (const auto& v : m.projection_views) {
+      one_of("model.projection_views", v, all_projection_views());
+      if (!seen.insert(v).second) fail_at("model.projection_views", "'" + v + "' is listed twice");
+    }
+  }
+
+  // data:
+  required("data.tokenizer", d.tokenizer, "the tokenizer directory");
+  paths("data.labelled", d.labelled);
+  paths("data.unlabelled", d.unlabelled);
+  if (d.labelled.empty() && d.unlabelled.empty()) {
+    fail_at(blame("data.labelled", "data.unlabelled"),
+            "data.labelled and data.unlabelled are both empty; give at least one input file");
+  }
+  integer("data.max_len", d.max_len, 3, kMaxSize, "at least one sub-word and two role markers");
+  integer("data.max_utt_len", d.max_utt_len, 1, kMaxSize);
+  if (d.max_utt_len + 2 > d.max_len) {
+    fail_at(blame("data.max_len", "data.max_utt_len"),
+            "data.max_utt_len (" + std::to_string(d.max_utt_len) +
+                ") plus its two role markers must fit in data.max_len (" +
+                std::to_string(d.max_len) + ")");
+  }
+  integer("data.max_ctx_turn", d.max_ctx_turn, 1, kMaxSize);
+  one_of("data.trigger_role", d.trigger_role, {"user", "system", "user_system"});
+  if (d.contrastive_shard_size != 0) {
+    integer("data.contrastive_shard_size", d.contrastive_shard_size, 2, kMaxSize,
+            "or 0 = the whole batch");
+    const std::pair<const char*, int> batches[] = {
+        {"per_device_train_batch_size", d.labelled.empty() ? 0 : c_.per_device_train_batch_size},
+        {"unlabelled_batch_size", d.unlabelled.empty() ? 0 : c_.unlabelled_batch_size}};
+    for (const auto& [key, size] : batches) {
+      if (size != 0 && size % d.contrastive_shard_size != 0) {
+        fail_at(blame(key, "data.contrastive_shard_size"),
+                "data.contrastive_shard_size (" + std::to_string(d.contrastive_shard_size) +
+                    ") must divide " + key + " (" + std::to_string(size) +
+                    "); use 0 for the whole batch");
+      }
+    }
+  }
+
+  // Cross-section: tables large enough for the serialised ids (SPACE2.md §1.2, §1.5).
+  if (m.max_position_embeddings < d.max_utt_len + 2) {
+    fail_at(blame("data.max_utt_len", "model.max_position_embeddings"),
+            "model.max_position_embeddings (" + std::to_string(m.max_position_embeddings) +
+                ") must be at least data.max_utt_len + 2 (" + std::to_string(d.max_utt_len + 2) +
+                "): positions restart in every marker-wrapped utterance");
+  }
+  if (m.max_turns < d.max_ctx_turn) {
+    fail_at(blame("data.max_ctx_turn", "model.max_turns"),
+            "model.max_turns (" + std::to_string(m.max_turns) +
+                ") must be at least data.max_ctx_turn (" + std::to_string(d.max_ctx_turn) +
+                "): every kept utterance needs a turn id");
+  }
+
+  // loss:
+  real("loss.temperature", l.temperature, 0, false, kInf, false);
+  real("loss.base_temperature", l.base_temperature, 0, false, kInf, false);
+  real("loss.contrastive_weight", l.contrastive_weight, 0, true, kInf, false);
+  real("loss.self_supervised_weight", l.self_supervised_weight, 0, true, kInf, false);
+  real("loss.mlm_weight", l.mlm_weight, 0, true, kInf, false);
+  real("loss.mlm_probability", l.mlm_probability, 0, false, 1, false);
+  one_of("loss.score_mode", l.score_mode, {"per_view", "combined"});
+  const bool any_term = l.mlm_weight > 0 || (!d.labelled.empty() && l.contrastive_weight > 0) ||
+                        (!d.unlabelled.empty() && l.self_supervised_weight > 0);
+  if (!any_term) {
+    fail_at("loss.mlm_weight", "every loss term has weight 0 for the given inputs");
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Dumping.
+
+// True when a string written plainly would read back as something else (null, bool, number).
+bool looks_typed(const std::string& s) {
+  if (s.empty() || s != trim(s)) return true;
+  static const std::set<std::string> words = {"null", "~",     "true",  "false", "yes",
+                                              "no",   "on",    "off",   "y",     "n",
+                                              ".inf", "-.inf", "+.inf", ".nan"};
+  if (words.count(lower(s)) != 0) return true;
+  // Anything number-like (YAML 1.1 also reads 0x1f, 0o17, 1_000, 1:30 as numbers).
+  const std::size_t i = (s[0] == '+' || s[0] == '-') ? 1 : 0;
+  return i < s.size() &&
+         (std::isdigit(static_cast<unsigned char>(s[i])) ||
+          (s[i] == '.' && i + 1 < s.size() && std::isdigit(static_cast<unsigned char>(s[i + 1]))));
+}
+
+void emit(YAML::Emitter& out, const Target& target) {
+  std::visit(
+      [&](auto* value) {
+        using T = std::remove_pointer_t<decltype(value)>;
+        if constexpr (std::is_same_v<T, int> || std::is_same_v<T, std::int64_t>) {
+          out << std::to_string(*value);
+        } else if constexpr (std::is_same_v<T, double>) {
+          out << format_real(*value);
+        } else if constexpr (std::is_same_v<T, bool>) {
+          out << (*value ? "true" : "false");
+        } else if constexpr (std::is_same_v<T, std::string>) {
+          if (looks_typed(*value)) out << YAML::DoubleQuoted;
+          out << *value;
+        } else {
+          // Short names (projection views) and empty lists on one line, paths one per line.
+          const bool flow = std::all_of(value->begin(), value->end(),
+                                        [](const auto& s) { return s.size() <= 4; });
+          if (flow) out << YAML::Flow;
+          out << YAML::BeginSeq;
+          for (const auto& s : *value) {
+            if (looks_typed(s)) out << YAML::DoubleQuoted;
+            out << s;
+          }
+          out << YAML::EndSeq;
+        }
+      },
+      target);
+}
+
+std::string read_file(const std::string& path) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
+    throw DataError(path, "", "", "cannot read the config: it is a directory");
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw DataError(path, "", "", std::string("cannot read the config: ") + std::strerror(errno));
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) throw DataError(path, "", "", "cannot read the config: read error");
+  return text.str();
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+
+int available_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) {
+    const int n = CPU_COUNT(&set);
+    if (n > 0) return n;
+  }
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+const std::vector<std::string>& all_projection_views() {
+  static const std::vector<std::string> views = {"D",  "I",  "S",   "V",   "DI",
+                                                 "IS", "SV", "DIS", "ISV", "DISV"};
+  return views;
+}
+
+bool operator==(const PretrainConfig& a, const PretrainConfig& b) {
+  // bind() needs a mutable config; it is only read here.
+  auto& ma = const_cast<PretrainConfig&>(a);
+  auto& mb = const_cast<PretrainConfig&>(b);
+  for (const auto& f : specs()) {
+    const Target ta = f.bind(ma);
+    const Target tb = f.bind(mb);
+    const bool same = std::visit(
+        [&](auto* x) { return *x == *std::get<std::remove_reference_t<decltype(x)>>(tb); }, ta);
+    if (!same) return false;
+  }
+  return true;
+}
+
+PretrainConfig parse_config(const std::string& yaml_text, const std::string& source_name,
+                            const std::vector<std::string>& overrides) {
+  std::vector<YAML::Node> docs;
+  try {
+    docs = YAML::LoadAll(yaml_text);
+  } catch (const YAML::ParserException& e) {
+    const std::string where =
+        e.mark.line < 0 ? std::string() : at_line(static_cast<std::size_t>(e.mark.line) + 1);
+    std::string message = "YAML syntax error";
+    if (e.mark.column >= 0) message += " at column " + std::to_string(e.mark.column + 1);
+    throw DataError(source_name, where, "", message + ": " + e.msg);
+  } catch (const YAML::Exception& e) {
+    throw DataError(source_name, "", "", "cannot parse the YAML: " + e.msg);
+  }
+  if (docs.size() > 1) {
+    const int line = docs[1].Mark().line;
+    throw DataError(source_name,
+                    line < 0 ? std::string() : at_line(static_cast<std::size_t>(line) + 1), "",
+                    "expected one YAML document, found " + std::to_string(docs.size()));
+  }
+  PretrainConfig config;
+  Origins origins;
+  if (!docs.empty()) read_document(Source{source_name, ""}, docs[0], config, origins);
+  for (const auto& o : overrides) apply_override(o, config, origins);
+  if (origins.count("data_seed") == 0) config.data_seed = config.seed;
+  if (origins.count("threads") == 0) config.threads = available_cpus();
+  if (origins.count("model.embedding_dropout_prob") == 0) {
+    config.model.embedding_dropout_prob = config.model.hidden_dropout_prob;
+  }
+  if (origins.count("model.ffn_dropout_prob") == 0) {
+    config.model.ffn_dropout_prob = config.model.hidden_dropout_prob;
+  }
+  Validator(config, origins, source_name).run();
+  return config;
+}
+
+PretrainConfig load_config(const std::string& yaml_path,
+                           const std::vector<std::string>& overrides) {
+  return parse_config(read_file(yaml_path), yaml_path, overrides);
+}
+
+std::string dump_config(const PretrainConfig& config) {
+  auto& c = const_cast<PretrainConfig&>(config);  // bind() needs it mutable; only read
+  YAML::Emitter out;
+  out << YAML::Comment("dialtree pretraining config, resolved: every key with its effective value")
+      << YAML::Newline;
+  out << YAML::BeginMap;
+  std::string open_section;
+  for (const auto& f : specs()) {
+    const std::string section = f.section;
+    if (section != open_section) {
+      if (!open_section.empty()) out << YAML::EndMap;
+      out << YAML::Key << section << YAML::Value << YAML::BeginMap;
+      open_section = section;
+    }
+    out << YAML::Key << f.name << YAML::Value;
+    emit(out, f.bind(c));
+  }
+  if (!open_section.empty()) out << YAML::EndMap;
+  out << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
+}
+
+std::vector<std::string> config_keys() {
+  std::vector<std::string> keys;
+  for (const auto& f : specs()) keys.push_back(full_key(f.section, f.name));
+  return keys;
+}
+
+void check_inputs_exist(const PretrainConfig& config) {
+  std::error_code ec;
+  if (!fs::is_directory(config.data.tokenizer, ec)) {
+    throw DataError(config.data.tokenizer, "", "data.tokenizer",
+                    "the tokenizer directory does not exist");
+  }
+  const std::pair<const char*, const std::vector<std::string>*> lists[] = {
+      {"data.labelled", &config.data.labelled}, {"data.unlabelled", &config.data.unlabelled}};
+  for (const auto& [key, list] : lists) {
+    for (std::size_t i = 0; i < list->size(); ++i) {
+      const std::string& path = (*list)[i];
+      const std::string field = std::string(key) + "[" + std::to_string(i) + "]";
+      if (!fs::is_regular_file(path, ec)) {
+        throw DataError(path, "", field, "the input file does not exist or is not a file");
+      }
+      std::ifstream probe(path);
+      if (!probe) throw DataError(path, "", field, "the input file cannot be read");
+    }
+  }
+  if (!config.resume_from_checkpoint.empty() &&
+      !fs::is_directory(config.resume_from_checkpoint, ec)) {
+    throw DataError(config.resume_from_checkpoint, "", "resume_from_checkpoint",
+                    "the checkpoint directory does not exist");
+  }
+}
+
+}  // namespace dialtree::trainer

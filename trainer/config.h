@@ -1,0 +1,213 @@
+// The pretraining configuration (DESIGN.md "Configuration", SPACE2.md §4.3-§5): plain structs with
+// defaults, read from one YAML file plus `key.sub=value` command-line overrides, strictly.
+//
+// Strictness (CASES.md C27, C37):
+// - An unknown key is an error naming its full path and, where one is close, the valid key meant.
+// - A present key must have the right type. Quoted scalars are strings, so `num_train_epochs: "1"`
+//   is an error; integers are plain decimal digits (`12.5`, `1e3`, `010` are not integers);
+//   floats accept integers and the YAML 1.2 forms `0.07`, `.5`, `1e-5`; booleans are only
+//   true/false (`yes`, `on` are errors). A present key with an empty value (null) is an error,
+//   except for `resume_from_checkpoint`, where null means "none".
+// - Defaults apply only to keys that are absent. Duplicate keys are errors.
+// - Ranges and cross-field rules are checked after the overrides are applied.
+// Every error is a dialtree::DataError naming the file (or "<command line>"), the line (or the
+// override) and the full key path.
+//
+// Paths in `data:`, `output_dir` and `resume_from_checkpoint` are used as written: a relative path
+// is relative to the current working directory of the process (as in HF Trainer), NOT to the
+// config file's directory. The committed recipes are meant to be run from the repository root.
+// load_config() does not check that input files exist (so print-config works without data); call
+// check_inputs_exist() before training.
+//
+// Torch-free: this header and config.cpp need only yaml-cpp and common/.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dialtree::trainer {
+
+/// CPUs this process may run on (its affinity mask; at least 1): the default and the upper bound
+/// of PretrainConfig::threads.
+int available_cpus();
+
+/// `model:` — the encoder's shape, with the HF BERT config.json names where the concept exists
+/// (SPACE2.md §1). Defaults are the paper's BERT-base sizes with SPACE-2's pretraining dropout 0.2.
+struct ModelConfig {
+  /// Rows of the token embedding table; 0 = take the tokenizer's vocabulary size.
+  int vocab_size = 0;
+  /// Width d of every hidden state; must be divisible by num_attention_heads.
+  int hidden_size = 768;
+  /// Number of transformer blocks.
+  int num_hidden_layers = 12;
+  /// Attention heads per block.
+  int num_attention_heads = 12;
+  /// Inner width of the feed-forward block (4·d in BERT).
+  int intermediate_size = 3072;
+  /// Dropout on the residual branches, in [0, 1); also the default of the embedding and FFN
+  /// dropouts below. SPACE-2: 0.2.
+  double hidden_dropout_prob = 0.2;
+  /// Dropout on the attention probabilities, in [0, 1). SPACE-2: 0.2.
+  double attention_probs_dropout_prob = 0.2;
+  /// Dropout on the summed embeddings (SPACE `embed_dropout`), in [0, 1); when absent it is
+  /// resolved to hidden_dropout_prob (SPACE-2 sets all four dropouts equal).
+  double embedding_dropout_prob = 0.2;
+  /// The extra dropout after the FFN's GELU (SPACE `ff_dropout`), in [0, 1); when absent it is
+  /// resolved to hidden_dropout_prob.
+  double ffn_dropout_prob = 0.2;
+  /// Rows of the position table. Positions restart in every utterance, so it must exceed
+  /// data.max_utt_len + 1 (the utterance plus its two role markers).
+  int max_position_embeddings = 512;
+  /// LayerNorm epsilon (> 0).
+  double layer_norm_eps = 1e-12;
+  /// Rows of the role (token-type) table; roles use ids 0 and 1, so at least 2.
+  int type_vocab_size = 2;
+  /// Standard deviation of the N(0, σ) initialisation of new parameters (> 0).
+  double initializer_range = 0.02;
+  /// Largest turn id: ids 1..max_turns count back from the current utterance and id 0 is padding,
+  /// so the turn table has max_turns + 1 rows (as in model/config.h); at least data.max_ctx_turn
+  /// (SPACE-2: 16, a 17-row table).
+  int max_turns = 16;
+  /// Projection views trained by the contrastive loss: a non-empty subset, without repeats, of
+  /// D, I, S, V, DI, IS, SV, DIS, ISV, DISV (SPACE2.md §3.2); default all ten, in that order.
+  std::vector<std::string> projection_views = {"D",  "I",  "S",   "V",   "DI",
+                                               "IS", "SV", "DIS", "ISV", "DISV"};
+  /// Output width of each view's projection (SPACE-2: 768 = hidden size).
+  int projection_dim = 768;
+};
+
+/// `data:` — inputs and dialog serialisation (SPACE2.md §1.5, §4.5).
+struct DataConfig {
+  /// Tokenizer directory (a SentencePiece model or a WordPiece vocab.txt). Required.
+  std::string tokenizer;
+  /// Labelled sts/1 JSONL files (each its own dataset: batches never mix datasets).
+  std::vector<std::string> labelled;
+  /// Unlabelled sts/1 JSONL or plain-text files. At least one of labelled/unlabelled is non-empty.
+  std::vector<std::string> unlabelled;
+  /// Sequence length cap after left truncation (SPACE-2: 256).
+  int max_len = 256;
+  /// Sub-words kept per utterance, its last ones (SPACE-2: 50). At most max_len - 2.
+  int max_utt_len = 50;
+  /// Utterances kept per example, the current one included (SPACE-2: 16).
+  int max_ctx_turn = 16;
+  /// Roles whose turns become examples: "user", "system" or "user_system" (SPACE-2: "user").
+  std::string trigger_role = "user";
+  /// Examples per contrastive-loss shard: SPACE-2 computes the loss per GPU replica, i.e. over
+  /// shards of 16 of its 128-example batches (SPACE2.md §4.5). 0 = the whole batch; otherwise
+  /// >= 2 and a divisor of both batch sizes.
+  int contrastive_shard_size = 16;
+};
+
+/// `loss:` — the objective of SPACE2.md §4.3:
+/// L = contrastive_weight·L_sup + self_supervised_weight·L_self + mlm_weight·(MLM_l + MLM_u).
+struct LossConfig {
+  /// Contrastive temperature τ (> 0).
+  double temperature = 0.07;
+  /// Base temperature τ_base (> 0); the loss is scaled by τ/τ_base.
+  double base_temperature = 0.07;
+  /// Weight of the soft-mask contrastive loss on labelled batches (>= 0).
+  double contrastive_weight = 1.0;
+  /// Weight of the self-supervised (identity-mask) contrastive loss on unlabelled batches (>= 0).
+  double self_supervised_weight = 1.0;
+  /// Weight of the token-mean MLM loss on both streams (>= 0).
+  double mlm_weight = 0.1;
+  /// Probability that a sub-word is chosen for random masking, in (0, 1).
+  double mlm_probability = 0.15;
+  /// "per_view": one contrastive loss per projection view with that view's scores, averaged
+  /// (SPACE-2); "combined": one loss with the views' scores averaged.
+  std::string score_mode = "per_view";
+};
+
+/// The whole pretraining run. Top-level keys use the HF TrainingArguments names. Defaults are the
+/// paper's recipe (SPACE2.md §4.4, §5), except output_dir and data.tokenizer, which are required.
+struct PretrainConfig {
+  /// Run directory (config.yaml, metrics.jsonl, checkpoint-*/, final/). Required.
+  std::string output_dir;
+  /// Total optimisation steps; 0 = num_train_epochs epochs. When > 0 it overrides
+  /// num_train_epochs.
+  std::int64_t max_steps = 0;
+  /// Epochs, each max(#labelled batches, #unlabelled batches) steps (SPACE2.md §4.5). >= 1.
+  int num_train_epochs = 60;
+  /// Labelled examples per step (SPACE-2: 128).
+  int per_device_train_batch_size = 128;
+  /// Unlabelled examples per step (SPACE-2: 128).
+  int unlabelled_batch_size = 128;
+  /// Peak learning rate of AdamW (SPACE-2: 1e-5).
+  double learning_rate = 1e-5;
+  /// AdamW decoupled weight decay (SPACE-2: 0).
+  double weight_decay = 0.0;
+  /// AdamW β1, in [0, 1).
+  double adam_beta1 = 0.9;
+  /// AdamW β2, in [0, 1).
+  double adam_beta2 = 0.999;
+  /// AdamW ε (SPACE-2 / transformers 2.9 default: 1e-6), > 0.
+  double adam_epsilon = 1e-6;
+  /// Fraction of the total steps spent in linear warm-up, in [0, 1].
+  double warmup_ratio = 0.1;
+  /// Learning-rate schedule; only "linear" (warm-up, then linear decay to 0) is supported.
+  std::string lr_scheduler_type = "linear";
+  /// Gradient-norm clipping threshold; 0 = no clipping (SPACE-2: 5.0).
+  double max_grad_norm = 5.0;
+  /// Micro-batches accumulated per optimiser step (SPACE-2: 1).
+  int gradient_accumulation_steps = 1;
+  /// Seed of model initialisation, dropout and masking (SPACE-2: 11), >= 0.
+  std::int64_t seed = 11;
+  /// Seed of the data order; when absent it is resolved to `seed`. Kept apart from `seed` and
+  /// never time-based, so the batch order depends on nothing else (CASES.md C34). >= 0.
+  std::int64_t data_seed = 11;
+  /// Log metrics every this many steps (>= 1).
+  std::int64_t logging_steps = 10;
+  /// Save a checkpoint every this many steps; 0 = only the final model.
+  std::int64_t save_steps = 0;
+  /// Checkpoints kept (oldest pruned first); 0 = keep all.
+  int save_total_limit = 0;
+  /// Checkpoint directory to resume from; empty = start fresh.
+  std::string resume_from_checkpoint;
+  /// Compute matrix products in bfloat16 (autocast); weights and optimiser state stay fp32.
+  bool bf16 = false;
+  /// Intra-op threads, in [1, available_cpus()] (CASES.md C27); default available_cpus().
+  int threads = available_cpus();
+  /// The encoder (`model:`).
+  ModelConfig model;
+  /// Inputs and serialisation (`data:`).
+  DataConfig data;
+  /// The objective (`loss:`).
+  LossConfig loss;
+};
+
+/// Field-by-field equality over every configuration key.
+bool operator==(const PretrainConfig& a, const PretrainConfig& b);
+/// Negation of operator==.
+inline bool operator!=(const PretrainConfig& a, const PretrainConfig& b) {
+  return !(a == b);
+}
+
+/// Reads `yaml_path`, applies `overrides` (each "key.sub=value", the value parsed as a YAML
+/// scalar or flow collection, e.g. `data.labelled=[a.jsonl,b.jsonl]`; later ones win), resolves
+/// the defaults that depend on the machine or on other keys (threads, data_seed) and validates.
+/// @throws DataError for a missing or unreadable file, a YAML syntax error, more than one YAML
+///   document, an unknown key, a wrong type, a malformed override or a failed validation rule.
+PretrainConfig load_config(const std::string& yaml_path,
+                           const std::vector<std::string>& overrides = {});
+
+/// As load_config(), from YAML text; `source_name` stands in for the file name in errors.
+PretrainConfig parse_config(const std::string& yaml_text, const std::string& source_name,
+                            const std::vector<std::string>& overrides = {});
+
+/// The resolved configuration as YAML: every key with its effective value, in schema order, with
+/// a leading comment. parse_config(dump_config(c), ...) == c for every valid c.
+std::string dump_config(const PretrainConfig& config);
+
+/// Every valid full key path in schema order, e.g. "learning_rate", "model.hidden_size".
+std::vector<std::string> config_keys();
+
+/// The ten projection view names in SPACE-2's order (SPACE2.md §3.2).
+const std::vector<std::string>& all_projection_views();
+
+/// Checks that data.tokenizer is a directory and that every data.labelled / data.unlabelled entry
+/// is a readable regular file, and (when set) that resume_from_checkpoint is a directory.
+/// @throws DataError naming the missing path and its key, e.g. field 'data.labelled[2]'.
+void check_inputs_exist(const PretrainConfig& config);
+
+}  // namespace dialtree::trainer

@@ -1,0 +1,640 @@
+#include "trainer/pretrain.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include <ATen/autocast_mode.h>
+#include <fmt/core.h>
+#include <torch/torch.h>
+#include <nlohmann/json.hpp>
+
+#include "common/atomic_file.h"
+#include "common/error.h"
+#include "common/json_util.h"
+#include "data/masking.h"
+#include "data/tokenizer_factory.h"
+#include "losses/contrastive.h"
+#include "losses/mlm.h"
+#include "losses/objective.h"
+#include "model/bundle.h"
+#include "model/collate.h"
+#include "model/encoder.h"
+#include "trainer/batching.h"
+#include "trainer/pretrain_data.h"
+
+namespace dialtree::trainer {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* kStateFormat = "dialtree-trainer-state/1";
+
+// ---------------------------------------------------------------------------------------------
+// Configuration mapping
+
+model::EncoderConfig encoder_config(const PretrainConfig& c, const data::Tokenizer& tok) {
+  const ModelConfig& m = c.model;
+  model::EncoderConfig e;
+  e.vocab_size = m.vocab_size > 0 ? m.vocab_size : tok.vocab_size();
+  if (e.vocab_size < tok.vocab_size()) {
+    throw DataError("", "", "model.vocab_size",
+                    fmt::format("{} is smaller than the tokenizer's vocabulary ({})", e.vocab_size,
+                                tok.vocab_size()));
+  }
+  e.hidden_size = m.hidden_size;
+  e.num_hidden_layers = m.num_hidden_layers;
+  e.num_attention_heads = m.num_attention_heads;
+  e.intermediate_size = m.intermediate_size;
+  e.hidden_dropout_prob = m.hidden_dropout_prob;
+  e.attention_probs_dropout_prob = m.attention_probs_dropout_prob;
+  e.embedding_dropout_prob = m.embedding_dropout_prob;
+  e.ffn_dropout_prob = m.ffn_dropout_prob;
+  e.max_position_embeddings = m.max_position_embeddings;
+  e.layer_norm_eps = m.layer_norm_eps;
+  e.type_vocab_size = m.type_vocab_size;
+  e.initializer_range = m.initializer_range;
+  e.max_turns = m.max_turns;
+  e.projection_views = m.projection_views;
+  e.projection_dim = m.projection_dim;
+  e.pad_token_id = tok.special().pad;
+  e.cls_token_id = tok.special().cls;
+  if (m.max_position_embeddings < c.data.max_utt_len + 2) {
+    throw DataError("", "", "model.max_position_embeddings",
+                    fmt::format("{} is too small: positions restart per utterance and reach "
+                                "data.max_utt_len + 2 = {}",
+                                m.max_position_embeddings, c.data.max_utt_len + 2));
+  }
+  e.validate();
+  return e;
+}
+
+data::SerializeOptions serialize_options(const DataConfig& d) {
+  data::SerializeOptions o;
+  o.max_len = static_cast<std::size_t>(d.max_len);
+  o.max_utt_len = static_cast<std::size_t>(d.max_utt_len);
+  o.max_ctx_turn = static_cast<std::size_t>(d.max_ctx_turn);
+  o.trigger_role = d.trigger_role;
+  return o;
+}
+
+// ---------------------------------------------------------------------------------------------
+// One stream (labelled or unlabelled) and its losses
+
+struct Stream {
+  std::vector<PretrainDataset> datasets;
+  std::unique_ptr<BatchStream> batches;
+  bool labelled = false;
+  bool active() const { return batches != nullptr; }
+};
+
+Stream make_stream(const std::vector<std::string>& files, bool labelled, int batch_size,
+                   std::uint64_t seed, const data::Tokenizer& tok,
+                   const data::SerializeOptions& opt) {
+  Stream s;
+  s.labelled = labelled;
+  if (files.empty()) return s;
+  s.datasets = load_pretrain_data(files, labelled, tok, opt);
+  if (s.datasets.empty()) {
+    throw DataError(files.front(), "", labelled ? "data.labelled" : "data.unlabelled",
+                    "no training example (no non-empty trigger-role turn)");
+  }
+  s.batches = std::make_unique<BatchStream>(dataset_sizes(s.datasets),
+                                            static_cast<std::size_t>(batch_size), seed);
+  return s;
+}
+
+// Indices of the model's projection views in sts::View order.
+std::vector<std::size_t> view_indices(const std::vector<std::string>& names) {
+  std::vector<std::size_t> out;
+  for (const auto& n : names) {
+    const auto& all = sts::view_names();
+    const auto it = std::find(all.begin(), all.end(), n);
+    if (it == all.end()) throw DataError("", "", "model.projection_views", "unknown view " + n);
+    out.push_back(static_cast<std::size_t>(it - all.begin()));
+  }
+  return out;
+}
+
+torch::Tensor to_tensor(const sts::ScoreMatrix& m) {
+  return torch::from_blob(const_cast<float*>(m.data()), {m.rows(), m.cols()}, torch::kFloat32)
+      .clone();
+}
+
+// Soft targets of a labelled batch: [K, B, B] (per-view) or [B, B] (combined), SPACE2.md §3.5.
+torch::Tensor soft_masks(const std::vector<const PretrainExample*>& batch,
+                         const std::vector<std::size_t>& views, const std::string& mode) {
+  std::vector<sts::ViewSets> sets;
+  sets.reserve(batch.size());
+  for (const auto* ex : batch) sets.push_back(ex->views);
+  if (mode == "combined") return to_tensor(sts::batch_combined(sets));
+  const sts::BatchScores scores = sts::batch_scores(sets);
+  std::vector<torch::Tensor> per_view;
+  per_view.reserve(views.size());
+  for (std::size_t k : views) per_view.push_back(to_tensor(scores.views[k]));
+  return torch::stack(per_view);
+}
+
+model::EncoderInputs doubled(const model::EncoderInputs& in) {
+  auto twice = [](const torch::Tensor& t) { return torch::cat({t, t}, 0); };
+  return {twice(in.input_ids), twice(in.attention_mask), twice(in.position_ids), twice(in.role_ids),
+          twice(in.turn_ids)};
+}
+
+struct StreamLosses {
+  torch::Tensor contrastive;  // 0-d
+  torch::Tensor mlm;          // 0-d
+};
+
+// The contrastive pass (two dropout views in one 2B forward, SPACE2.md §4.1) and the separate
+// MLM pass on a masked copy (plain encoder, no [CLS], §4.2) of one batch.
+StreamLosses batch_losses(model::SpaceModel& net, const std::vector<const PretrainExample*>& batch,
+                          const torch::Tensor& masks, const PretrainConfig& cfg,
+                          const data::Tokenizer& tok, std::mt19937_64& rng, bool labelled) {
+  std::vector<data::SerializedExample> tokens;
+  tokens.reserve(batch.size());
+  for (const auto* ex : batch) tokens.push_back(ex->tokens);
+  const auto b = static_cast<std::int64_t>(batch.size());
+
+  const model::EncoderInputs in = model::collate(tokens);
+  const torch::Tensor hidden = net->forward(doubled(in), /*prepend_cls=*/true);
+  losses::ContrastiveOptions copt;
+  copt.temperature = cfg.loss.temperature;
+  copt.base_temperature = cfg.loss.base_temperature;
+  copt.shard_size = cfg.data.contrastive_shard_size;
+  StreamLosses out;
+  {
+    // The projection head and the contrastive loss run in fp32 even under bf16 autocast: at
+    // τ = 0.07 a bf16 cosine (8-bit mantissa) would quantise the logits in steps of ~0.06.
+    const bool was_on = at::autocast::is_cpu_enabled();
+    at::autocast::set_cpu_enabled(false);
+    const torch::Tensor proj =
+        net->project(model::SpaceModelImpl::cls_vector(hidden).to(torch::kFloat32));
+    out.contrastive =
+        losses::multi_view_supcon_loss(proj.slice(0, 0, b), proj.slice(0, b, 2 * b), masks, copt);
+    at::autocast::set_cpu_enabled(was_on);
+  }
+
+  data::MlmMaskingOptions mopt;
+  mopt.mask_prob = cfg.loss.mlm_probability;
+  std::vector<std::vector<std::int32_t>> labels;
+  labels.reserve(batch.size());
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    static const std::vector<std::uint8_t> kNoSpans;
+    data::MaskedTokens m =
+        data::mask_for_mlm(batch[i]->tokens, labelled ? batch[i]->span_flags : kNoSpans,
+                           tok.special(), tok.vocab_size(), rng, mopt);
+    tokens[i].input_ids = std::move(m.input_ids);
+    labels.push_back(std::move(m.labels));
+  }
+  const model::CollatedBatch masked = model::collate(tokens, labels);
+  const torch::Tensor plain = net->forward(masked.inputs, /*prepend_cls=*/false);
+  const torch::Tensor targets = masked.mlm_labels.ne(model::kIgnoreLabel);
+  const torch::Tensor rows = plain.index({targets});  // [N, H]: only the MLM targets
+  out.mlm = losses::mlm_loss(net->mlm_logits(rows), masked.mlm_labels.index({targets}));
+  return out;
+}
+
+std::vector<const PretrainExample*> resolve(const Stream& s, const BatchRef& r) {
+  std::vector<const PretrainExample*> out;
+  out.reserve(r.examples.size());
+  for (std::size_t i : r.examples) out.push_back(&s.datasets[r.dataset].examples[i]);
+  return out;
+}
+
+// bf16 autocast on CPU for the forward pass (STACK.md §3); weights stay fp32.
+class AutocastScope {
+ public:
+  explicit AutocastScope(bool on) : on_(on) {
+    if (on_) {
+      at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
+      at::autocast::set_cpu_enabled(true);
+    }
+  }
+  ~AutocastScope() {
+    if (on_) {
+      at::autocast::set_cpu_enabled(false);
+      at::autocast::clear_cache();
+    }
+  }
+
+ private:
+  bool on_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Schedule, logging window, state
+
+// HF get_linear_schedule_with_warmup: factor of optimiser step `step` (0-based).
+double lr_factor(std::int64_t step, std::int64_t warmup, std::int64_t total) {
+  if (step < warmup)
+    return static_cast<double>(step) / static_cast<double>(std::max<std::int64_t>(1, warmup));
+  return std::max(0.0, static_cast<double>(total - step) /
+                           static_cast<double>(std::max<std::int64_t>(1, total - warmup)));
+}
+
+// Sums of the logged quantities since the last log line (saved in checkpoints, so a resumed
+// run logs the same means).
+struct LogWindow {
+  double loss = 0, sup = 0, self = 0, mlm_l = 0, mlm_u = 0, grad_norm = 0;
+  std::int64_t steps = 0, examples = 0;
+  double seconds = 0;
+
+  json to_json() const {
+    return {{"loss", loss},   {"sup", sup},           {"self", self},
+            {"mlm_l", mlm_l}, {"mlm_u", mlm_u},       {"grad_norm", grad_norm},
+            {"steps", steps}, {"examples", examples}, {"seconds", seconds}};
+  }
+  static LogWindow from_json(const json& j) {
+    LogWindow w;
+    w.loss = j.at("loss"), w.sup = j.at("sup"), w.self = j.at("self");
+    w.mlm_l = j.at("mlm_l"), w.mlm_u = j.at("mlm_u"), w.grad_norm = j.at("grad_norm");
+    w.steps = j.at("steps"), w.examples = j.at("examples"), w.seconds = j.at("seconds");
+    return w;
+  }
+};
+
+json position_json(const StreamPosition& p) {
+  return {{"epoch", p.epoch}, {"next_batch", p.next_batch}};
+}
+StreamPosition position_from(const json& j) {
+  return {j.at("epoch").get<std::uint64_t>(), j.at("next_batch").get<std::size_t>()};
+}
+
+std::string rng_text(const std::mt19937_64& rng) {
+  std::ostringstream ss;
+  ss << rng;
+  return ss.str();
+}
+
+struct Run {
+  const PretrainConfig& cfg;
+  std::unique_ptr<data::Tokenizer> tok;
+  model::EncoderConfig ecfg;
+  model::SpaceModel net{nullptr};
+  std::unique_ptr<torch::optim::AdamW> opt;
+  Stream lab, unl;
+  std::vector<std::size_t> views;
+  std::mt19937_64 mask_rng;
+  std::int64_t step = 0, total = 0, warmup = 0, steps_per_epoch = 0;
+  LogWindow window;
+  std::string last_checkpoint;
+  explicit Run(const PretrainConfig& c) : cfg(c) {}
+};
+
+std::vector<torch::optim::OptimizerParamGroup> param_groups(model::SpaceModel& net, double wd) {
+  // HF convention: no weight decay on biases and LayerNorm gains (1-D parameters).
+  std::vector<torch::Tensor> decay, no_decay;
+  for (auto& p : net->parameters()) (p.dim() >= 2 ? decay : no_decay).push_back(p);
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  groups.emplace_back(decay, std::make_unique<torch::optim::AdamWOptions>(
+                                 torch::optim::AdamWOptions().weight_decay(wd)));
+  groups.emplace_back(no_decay, std::make_unique<torch::optim::AdamWOptions>(
+                                    torch::optim::AdamWOptions().weight_decay(0.0)));
+  return groups;
+}
+
+void set_lr(torch::optim::AdamW& opt, double lr) {
+  for (auto& g : opt.param_groups()) static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
+}
+
+std::vector<std::pair<std::int64_t, fs::path>> list_checkpoints(const fs::path& dir) {
+  std::vector<std::pair<std::int64_t, fs::path>> out;
+  if (!fs::is_directory(dir)) return out;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    if (e.is_directory() && name.rfind("checkpoint-", 0) == 0 &&
+        name.find_first_not_of("0123456789", 11) == std::string::npos && name.size() > 11) {
+      out.emplace_back(std::stoll(name.substr(11)), e.path());
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+void save_checkpoint(Run& r) {
+  const fs::path out = fs::path(r.cfg.output_dir);
+  const fs::path final_dir = out / ("checkpoint-" + std::to_string(r.step));
+  const fs::path tmp = out / (".checkpoint-" + std::to_string(r.step) + ".tmp");
+  std::error_code ec;
+  fs::remove_all(tmp, ec);
+  model::BundleInfo info;
+  info.recipe = {{"config_yaml", dump_config(r.cfg)}, {"step", r.step}};
+  model::save_bundle(tmp.string(), *r.net, r.cfg.data.tokenizer, info);
+  torch::save(*r.opt, (tmp / "optimizer.pt").string());
+  {
+    auto gen = at::detail::getDefaultCPUGenerator();
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    torch::Tensor state = gen.get_state();
+    torch::save(state, (tmp / "rng_state.pt").string());
+  }
+  const json state = {
+      {"format", kStateFormat},
+      {"global_step", r.step},
+      {"total_steps", r.total},
+      {"labelled_position", r.lab.active() ? position_json(r.lab.batches->position()) : json()},
+      {"unlabelled_position", r.unl.active() ? position_json(r.unl.batches->position()) : json()},
+      {"mask_rng", rng_text(r.mask_rng)},
+      {"log_window", r.window.to_json()},
+      {"seed", r.cfg.seed},
+      {"data_seed", r.cfg.data_seed}};
+  write_file_atomic(tmp / "trainer_state.json", state.dump(2) + "\n");
+  fs::remove_all(final_dir, ec);
+  fs::rename(tmp, final_dir);
+  r.last_checkpoint = final_dir.string();
+  if (r.cfg.save_total_limit > 0) {
+    auto all = list_checkpoints(out);
+    while (all.size() > static_cast<std::size_t>(r.cfg.save_total_limit)) {
+      fs::remove_all(all.front().second, ec);
+      all.erase(all.begin());
+    }
+  }
+}
+
+void load_checkpoint(Run& r, const std::string& dir) {
+  const fs::path d(dir);
+  const std::string state_path = (d / "trainer_state.json").string();
+  const json state = json_parse_file(state_path);
+  const JsonPlace place{state_path, ""};
+  const std::string format =
+      json_as_string(json_require(state, "format", place, ""), place, "format");
+  if (format != kStateFormat) {
+    throw DataError(state_path, "", "format", "unsupported trainer state '" + format + "'");
+  }
+  if (json_as_int(json_require(state, "data_seed", place, ""), place, "data_seed") !=
+      r.cfg.data_seed) {
+    throw DataError(state_path, "", "data_seed",
+                    "the checkpoint was made with another data_seed; resuming would change the "
+                    "batch order (CASES.md C34)");
+  }
+  const model::SafetensorsContents weights =
+      model::load_safetensors((d / model::kWeightsFile).string());
+  model::load_model_tensors(*r.net, weights.tensors, (d / model::kWeightsFile).string());
+  torch::load(*r.opt, (d / "optimizer.pt").string());
+  {
+    torch::Tensor gen_state;
+    torch::load(gen_state, (d / "rng_state.pt").string());
+    auto gen = at::detail::getDefaultCPUGenerator();
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    gen.set_state(gen_state);
+  }
+  r.step = json_as_int(json_require(state, "global_step", place, ""), place, "global_step");
+  if (r.lab.active()) r.lab.batches->seek(position_from(state.at("labelled_position")));
+  if (r.unl.active()) r.unl.batches->seek(position_from(state.at("unlabelled_position")));
+  std::istringstream rs(
+      json_as_string(json_require(state, "mask_rng", place, ""), place, "mask_rng"));
+  rs >> r.mask_rng;
+  if (!rs) throw DataError(state_path, "", "mask_rng", "unreadable RNG state");
+  r.window = LogWindow::from_json(state.at("log_window"));
+}
+
+// Keeps only the metrics lines of steps <= `step` (a resumed run rewrites its future).
+void truncate_metrics(const fs::path& path, std::int64_t step) {
+  if (!fs::exists(path)) return;
+  std::ifstream in(path);
+  std::string kept, line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    try {
+      if (json::parse(line).value("step", std::int64_t{0}) <= step) kept += line + "\n";
+    } catch (const json::exception&) {
+      // a line cut by a crash: dropped
+    }
+  }
+  write_file_atomic(path, kept);
+}
+
+std::string read_first_line_with(const std::string& file, const std::string& key) {
+  std::ifstream in(file);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(key, 0) == 0) {
+      const auto colon = line.find(':');
+      std::string v = colon == std::string::npos ? "" : line.substr(colon + 1);
+      v.erase(0, v.find_first_not_of(" \t"));
+      return v;
+    }
+  }
+  return "";
+}
+
+void write_env(const Run& r) {
+  const std::string flags = read_first_line_with("/proc/cpuinfo", "flags");
+  json cpu_flags = json::array();
+  for (const char* f : {"avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile"}) {
+    if ((" " + flags + " ").find(std::string(" ") + f + " ") != std::string::npos) {
+      cpu_flags.push_back(f);
+    }
+  }
+  std::error_code ec;
+  const json env = {
+      {"libtorch", TORCH_VERSION},
+      {"intra_op_threads", at::get_num_threads()},
+      {"inter_op_threads", at::get_num_interop_threads()},
+      {"cpu_model", read_first_line_with("/proc/cpuinfo", "model name")},
+      {"cpu_flags", cpu_flags},
+      {"blas", fs::read_symlink("/etc/alternatives/libblas.so.3-x86_64-linux-gnu", ec).string()},
+      {"bf16", r.cfg.bf16},
+      {"model_parameters", [&] {
+         std::int64_t n = 0;
+         for (const auto& p : r.net->parameters()) n += p.numel();
+         return n;
+       }()}};
+  write_file_atomic(fs::path(r.cfg.output_dir) / "env.json", env.dump(2) + "\n");
+}
+
+std::string duration_text(double s) {
+  const auto t = static_cast<long>(s);
+  return t >= 3600 ? fmt::format("{}h{:02}m", t / 3600, (t % 3600) / 60)
+                   : fmt::format("{}m{:02}s", t / 60, t % 60);
+}
+
+}  // namespace
+
+PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<bool>* stop,
+                               const std::function<void(const std::string&)>& log) {
+  auto say = [&](const std::string& s) {
+    if (log) log(s);
+  };
+  check_inputs_exist(config);
+  at::set_num_threads(config.threads);
+  torch::manual_seed(static_cast<std::uint64_t>(config.seed));
+
+  Run r(config);
+  r.tok = data::load_tokenizer(config.data.tokenizer);
+  r.ecfg = encoder_config(config, *r.tok);
+  r.net = model::SpaceModel(r.ecfg);
+  r.net->train();
+  r.views = view_indices(r.ecfg.projection_views);
+  r.mask_rng.seed(splitmix64(static_cast<std::uint64_t>(config.seed) ^ 0x6d61736bull));
+
+  const auto t_load = std::chrono::steady_clock::now();
+  const data::SerializeOptions sopt = serialize_options(config.data);
+  const auto data_seed = static_cast<std::uint64_t>(config.data_seed);
+  r.lab = make_stream(config.data.labelled, true, config.per_device_train_batch_size, data_seed,
+                      *r.tok, sopt);
+  r.unl = make_stream(config.data.unlabelled, false, config.unlabelled_batch_size,
+                      splitmix64(data_seed), *r.tok, sopt);
+  auto count = [](const Stream& s) {
+    std::size_t n = 0;
+    for (const auto& d : s.datasets) n += d.examples.size();
+    return n;
+  };
+  say(fmt::format(
+      "data: {} labelled examples in {} datasets, {} unlabelled in {} ({:.1f} s)", count(r.lab),
+      r.lab.datasets.size(), count(r.unl), r.unl.datasets.size(),
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t_load).count()));
+
+  const std::int64_t accum = config.gradient_accumulation_steps;
+  const std::size_t batches = std::max(r.lab.active() ? r.lab.batches->batches_per_epoch() : 0,
+                                       r.unl.active() ? r.unl.batches->batches_per_epoch() : 0);
+  r.steps_per_epoch =
+      std::max<std::int64_t>(1, (static_cast<std::int64_t>(batches) + accum - 1) / accum);
+  r.total = config.max_steps > 0 ? config.max_steps : config.num_train_epochs * r.steps_per_epoch;
+  r.warmup =
+      static_cast<std::int64_t>(std::ceil(config.warmup_ratio * static_cast<double>(r.total)));
+
+  auto groups = param_groups(r.net, config.weight_decay);
+  torch::optim::AdamWOptions defaults(config.learning_rate);
+  defaults.betas({config.adam_beta1, config.adam_beta2})
+      .eps(config.adam_epsilon)
+      .weight_decay(config.weight_decay);
+  r.opt = std::make_unique<torch::optim::AdamW>(std::move(groups), defaults);
+  for (auto& g : r.opt->param_groups()) {
+    auto& o = static_cast<torch::optim::AdamWOptions&>(g.options());
+    o.betas({config.adam_beta1, config.adam_beta2}).eps(config.adam_epsilon);
+  }
+
+  const fs::path out(config.output_dir);
+  fs::create_directories(out);
+  if (!config.resume_from_checkpoint.empty()) {
+    load_checkpoint(r, config.resume_from_checkpoint);
+    say(fmt::format("resumed from {} at step {}", config.resume_from_checkpoint, r.step));
+  }
+  write_file_atomic(out / "config.yaml", dump_config(config));
+  write_env(r);
+  const fs::path metrics_path = out / "metrics.jsonl";
+  truncate_metrics(metrics_path, r.step);
+  std::ofstream metrics(metrics_path, std::ios::app);
+  say(
+      fmt::format("model: {} layers x {} hidden, vocab {}; {} steps ({} per epoch), warm-up {}, "
+                  "{} threads, bf16 {}",
+                  r.ecfg.num_hidden_layers, r.ecfg.hidden_size, r.ecfg.vocab_size, r.total,
+                  r.steps_per_epoch, r.warmup, at::get_num_threads(), config.bf16 ? "on" : "off"));
+
+  const losses::ObjectiveWeights weights{config.loss.contrastive_weight, config.loss.mlm_weight,
+                                         config.loss.self_supervised_weight};
+  PretrainResult result;
+  const auto run_start = std::chrono::steady_clock::now();
+  const std::int64_t first_step = r.step;
+  while (r.step < r.total) {
+    if (stop && stop->load()) {
+      result.interrupted = true;
+      break;
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    set_lr(*r.opt, config.learning_rate * lr_factor(r.step, r.warmup, r.total));
+    r.opt->zero_grad();
+    losses::Objective last{};
+    std::int64_t examples = 0;
+    double sup = 0, self = 0, mlm_l = 0, mlm_u = 0, total_loss = 0;
+    for (std::int64_t micro = 0; micro < accum; ++micro) {
+      losses::ObjectiveParts parts;
+      {
+        AutocastScope autocast(config.bf16);
+        if (r.lab.active()) {
+          const auto batch = resolve(r.lab, r.lab.batches->next());
+          const torch::Tensor masks = soft_masks(batch, r.views, config.loss.score_mode);
+          const StreamLosses l =
+              batch_losses(r.net, batch, masks, config, *r.tok, r.mask_rng, true);
+          parts.sup = l.contrastive, parts.mlm_labelled = l.mlm;
+          examples += static_cast<std::int64_t>(batch.size());
+        }
+        if (r.unl.active()) {
+          const auto batch = resolve(r.unl, r.unl.batches->next());
+          const StreamLosses l =
+              batch_losses(r.net, batch, torch::Tensor(), config, *r.tok, r.mask_rng, false);
+          parts.self = l.contrastive, parts.mlm_unlabelled = l.mlm;
+          examples += static_cast<std::int64_t>(batch.size());
+        }
+      }
+      last = losses::combine_objective(parts, weights);
+      (last.total / static_cast<double>(accum)).backward();
+      total_loss += last.total_value / accum, sup += last.sup / accum, self += last.self / accum;
+      mlm_l += last.mlm_labelled / accum, mlm_u += last.mlm_unlabelled / accum;
+    }
+    double grad_norm;
+    if (config.max_grad_norm > 0) {
+      grad_norm = torch::nn::utils::clip_grad_norm_(r.net->parameters(), config.max_grad_norm);
+    } else {
+      double sq = 0;
+      for (const auto& p : r.net->parameters()) {
+        if (p.grad().defined()) sq += p.grad().pow(2).sum().item<double>();
+      }
+      grad_norm = std::sqrt(sq);
+    }
+    const double lr_used = config.learning_rate * lr_factor(r.step, r.warmup, r.total);
+    r.opt->step();
+    ++r.step;
+    const double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    LogWindow& w = r.window;
+    w.loss += total_loss, w.sup += sup, w.self += self, w.mlm_l += mlm_l, w.mlm_u += mlm_u;
+    w.grad_norm += grad_norm, w.steps += 1, w.examples += examples, w.seconds += secs;
+
+    if (r.step % config.logging_steps == 0 || r.step == r.total) {
+      const double n = static_cast<double>(w.steps);
+      const json rec = {
+          {"step", r.step},
+          {"epoch", static_cast<double>(r.step) / static_cast<double>(r.steps_per_epoch)},
+          {"loss", w.loss / n},
+          {"contrastive", w.sup / n},
+          {"self_supervised", w.self / n},
+          {"mlm_labelled", w.mlm_l / n},
+          {"mlm_unlabelled", w.mlm_u / n},
+          {"learning_rate", lr_used},
+          {"grad_norm", w.grad_norm / n},
+          {"examples_per_second", static_cast<double>(w.examples) / w.seconds}};
+      metrics << rec.dump() << "\n" << std::flush;
+      const double elapsed =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
+      const double per_step = elapsed / static_cast<double>(r.step - first_step);
+      say(
+          fmt::format("step {}/{}  loss {:.4f} (contrastive {:.4f}, self {:.4f}, mlm {:.3f}/{:.3f})"
+                      "  lr {:.2e}  |g| {:.2f}  {:.1f} ex/s  ETA {}",
+                      r.step, r.total, w.loss / n, w.sup / n, w.self / n, w.mlm_l / n, w.mlm_u / n,
+                      lr_used, w.grad_norm / n, static_cast<double>(w.examples) / w.seconds,
+                      duration_text(per_step * static_cast<double>(r.total - r.step))));
+      w = LogWindow{};
+    }
+    if (config.save_steps > 0 && r.step % config.save_steps == 0 && r.step < r.total) {
+      save_checkpoint(r);
+      say("saved " + r.last_checkpoint);
+    }
+  }
+  result.steps_done = r.step;
+  if (result.interrupted) {
+    if (r.last_checkpoint != (out / ("checkpoint-" + std::to_string(r.step))).string()) {
+      save_checkpoint(r);
+    }
+    result.last_checkpoint = r.last_checkpoint;
+    say(fmt::format("stopped at step {}; resume with resume_from_checkpoint={}", r.step,
+                    r.last_checkpoint));
+    return result;
+  }
+  r.net->eval();
+  model::BundleInfo info;
+  info.recipe = {{"config_yaml", dump_config(config)}, {"steps", r.step}};
+  result.final_dir = (out / "final").string();
+  model::save_bundle(result.final_dir, *r.net, config.data.tokenizer, info);
+  result.last_checkpoint = r.last_checkpoint;
+  say("saved " + result.final_dir);
+  return result;
+}
+
+}  // namespace dialtree::trainer

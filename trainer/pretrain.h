@@ -1,0 +1,39 @@
+// SPACE-2 pretraining (SPACE2.md §4): the labelled and unlabelled streams, the per-step
+// objective, AdamW with linear warm-up and decay, checkpoints, resume, and the run directory
+// (DESIGN.md "Run directory"). Torch stays inside pretrain.cpp.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "trainer/config.h"
+
+namespace dialtree::trainer {
+
+/// How a run ended.
+struct PretrainResult {
+  std::int64_t steps_done = 0;  ///< optimiser steps completed (including resumed ones)
+  bool interrupted = false;     ///< stopped by a stop request (SIGINT / SIGTERM)
+  std::string final_dir;        ///< final/ bundle (empty when interrupted)
+  std::string last_checkpoint;  ///< newest checkpoint written, if any
+};
+
+/// Runs (or resumes) a pretraining described by `config`:
+///  - writes `output_dir/config.yaml` (resolved), `env.json`, appends to `metrics.jsonl`;
+///  - every step: one labelled batch (10-view soft-mask contrastive loss + MLM) and one
+///    unlabelled batch (self-supervised contrastive + MLM), batches never mixing datasets;
+///  - `checkpoint-<step>/` every save_steps (bundle + optimizer.pt + rng_state.pt +
+///    trainer_state.json), written to a temporary folder and renamed, pruned to
+///    save_total_limit; `final/` bundle at the end;
+///  - stops after the step in progress when `*stop` becomes true, saving a checkpoint first.
+/// Resuming from a checkpoint continues with the same learning rate, batch positions and RNG
+/// states, so the remaining steps equal those of an uninterrupted run (CASES.md C32, C34).
+/// @param stop  polled between steps (may be null)
+/// @param log   receives human-readable progress lines (may be empty)
+/// @throws DataError for bad inputs (files, tokenizer, checkpoint), std::runtime_error on I/O.
+PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<bool>* stop,
+                               const std::function<void(const std::string&)>& log);
+
+}  // namespace dialtree::trainer

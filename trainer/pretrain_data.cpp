@@ -1,0 +1,88 @@
+#include "trainer/pretrain_data.h"
+
+#include <map>
+
+#include "data/masking.h"
+#include "sts/convert.h"
+#include "sts/format.h"
+
+namespace dialtree::trainer {
+
+namespace {
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+}  // namespace
+
+std::vector<PretrainDataset> load_pretrain_data(const std::vector<std::string>& files,
+                                                bool labelled, const data::Tokenizer& tokenizer,
+                                                const data::SerializeOptions& options) {
+  std::map<std::string, PretrainDataset> by_source;
+  auto add_dialog = [&](const sts::Dialog& dialog) {
+    sts::Dialog kept{dialog.id, dialog.source, {}};
+    kept.turns.reserve(dialog.turns.size());
+    for (const sts::Turn& t : dialog.turns) {
+      if (!t.text.empty()) kept.turns.push_back(t);
+    }
+    if (kept.turns.empty()) return;
+    PretrainDataset& ds = by_source[dialog.source];
+    ds.name = dialog.source;
+    // Value-mention flags of every turn, when any turn of the dialog mentions a value.
+    std::vector<std::vector<std::uint8_t>> turn_flags;
+    if (labelled) {
+      bool any = false;
+      std::vector<std::vector<data::CharSpan>> spans(kept.turns.size());
+      for (std::size_t t = 0; t < kept.turns.size(); ++t) {
+        if (kept.turns[t].label) {
+          spans[t] = data::label_mention_spans(kept.turns[t].text, *kept.turns[t].label);
+        }
+        any = any || !spans[t].empty();
+      }
+      if (any) {
+        for (std::size_t t = 0; t < kept.turns.size(); ++t) {
+          turn_flags.push_back(data::value_span_flags(tokenizer, kept.turns[t].text, spans[t]));
+        }
+      }
+    }
+    for (data::SerializedExample& ex : data::serialize_dialog(kept, tokenizer, options)) {
+      PretrainExample pe;
+      if (labelled) {
+        const auto& label = kept.turns[ex.turn_index].label;
+        pe.views = sts::view_sets(label ? *label : sts::Tree{});
+        if (!turn_flags.empty()) {
+          std::vector<std::vector<std::uint8_t>> history(turn_flags.begin(),
+                                                         turn_flags.begin() + ex.turn_index + 1);
+          pe.span_flags = data::context_span_flags(history, options);
+          bool any = false;
+          for (auto f : pe.span_flags) any = any || f;
+          if (!any) pe.span_flags.clear();
+        }
+      }
+      pe.tokens = std::move(ex);
+      ds.examples.push_back(std::move(pe));
+    }
+  };
+  for (const std::string& file : files) {
+    if (ends_with(file, ".txt")) {
+      for (const sts::Dialog& d : sts::convert(sts::SourceFormat::Text, file)) add_dialog(d);
+    } else {
+      sts::for_each_dialog(file, [&](sts::Dialog&& d) { add_dialog(d); });
+    }
+  }
+  std::vector<PretrainDataset> out;
+  out.reserve(by_source.size());
+  for (auto& [name, ds] : by_source) {
+    if (!ds.examples.empty()) out.push_back(std::move(ds));
+  }
+  return out;
+}
+
+std::vector<std::size_t> dataset_sizes(const std::vector<PretrainDataset>& datasets) {
+  std::vector<std::size_t> sizes;
+  sizes.reserve(datasets.size());
+  for (const auto& d : datasets) sizes.push_back(d.examples.size());
+  return sizes;
+}
+
+}  // namespace dialtree::trainer

@@ -1,0 +1,48 @@
+// Pretraining examples: sts/1 (or plain text) files -> serialised user-turn examples grouped
+// by source dataset, with the label view sets the soft targets need (SPACE2.md §1.5, §3).
+// Torch-free.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "data/serialize.h"
+#include "data/tokenizer.h"
+#include "sts/score.h"
+
+namespace dialtree::trainer {
+
+/// One example: the serialised context of one trigger-role turn.
+struct PretrainExample {
+  data::SerializedExample tokens;
+  /// Labelled streams: the view sets of the current turn's label (an unlabelled turn inside a
+  /// labelled file counts as the empty tree, which scores 0 against every other tree,
+  /// SPACE2.md §8.15). Unlabelled streams: left empty.
+  sts::ViewSets views;
+  /// Labelled streams: 1 per token of `tokens` that belongs to a labelled value mention of its
+  /// utterance (SPACE2.md §4.2 span masking); empty when the context has no value mention.
+  std::vector<std::uint8_t> span_flags;
+};
+
+/// All examples of one source dataset (the `source` field of sts/1 records).
+struct PretrainDataset {
+  std::string name;
+  std::vector<PretrainExample> examples;
+};
+
+/// Loads `files` (sts/1 JSONL, or plain text with one utterance per line when the name ends in
+/// ".txt"), serialises every trigger-role turn with `tokenizer` and groups the examples by
+/// source dataset, in byte order of the dataset names. Turns with empty text are skipped
+/// (SPACE-2 filters utterances with no sub-words). `labelled` selects whether view sets and
+/// value-span flags are computed.
+/// @throws DataError naming the file and line of a malformed record; TokenizerError.
+std::vector<PretrainDataset> load_pretrain_data(const std::vector<std::string>& files,
+                                                bool labelled, const data::Tokenizer& tokenizer,
+                                                const data::SerializeOptions& options);
+
+/// Example counts of `datasets`, for BatchStream.
+std::vector<std::size_t> dataset_sizes(const std::vector<PretrainDataset>& datasets);
+
+}  // namespace dialtree::trainer
