@@ -2,6 +2,7 @@
 #include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <functional>
 #include <memory>
 
 #include <fmt/core.h>
@@ -21,6 +22,16 @@ volatile std::sig_atomic_t g_signal = 0;
 extern "C" void on_stop_signal(int sig) {
   g_signal = sig;
   g_stop.store(true);
+}
+
+// "[#########-----------]  120/600  loss 7.3841  lr 9.1e-05  30.2 ex/s  ETA 12m30s"
+std::string progress_bar(const trainer::StepInfo& s) {
+  constexpr int kWidth = 24;
+  const int done = s.total > 0 ? static_cast<int>(kWidth * s.step / s.total) : kWidth;
+  const auto eta = static_cast<long>(s.eta_seconds);
+  return fmt::format("[{}{}] {:>6}/{}  loss {:.4f}  lr {:.1e}  {:.1f} ex/s  ETA {}m{:02}s",
+                     std::string(done, '#'), std::string(kWidth - done, '-'), s.step, s.total,
+                     s.loss, s.learning_rate, s.examples_per_second, eta / 60, eta % 60);
 }
 
 struct TrainArgs {
@@ -45,11 +56,17 @@ void register_train(CLI::App& app) {
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, nullptr);
     sigaction(SIGTERM, &sa, nullptr);
+    // On a terminal: log lines scroll above a progress bar redrawn after every step; otherwise
+    // plain log lines only.
     const bool tty = ::isatty(STDERR_FILENO);
-    const trainer::PretrainResult r =
-        trainer::run_pretraining(cfg, &g_stop, [tty](const std::string& line) {
-          fmt::print(stderr, "{}{}\n", tty ? "\r\x1b[K" : "", line);
-        });
+    auto log = [tty](const std::string& line) {
+      fmt::print(stderr, "{}{}\n", tty ? "\r\x1b[K" : "", line);
+    };
+    std::function<void(const trainer::StepInfo&)> bar;
+    if (tty)
+      bar = [](const trainer::StepInfo& s) { fmt::print(stderr, "\r\x1b[K{}", progress_bar(s)); };
+    const trainer::PretrainResult r = trainer::run_pretraining(cfg, &g_stop, log, bar);
+    if (tty) fmt::print(stderr, "\n");
     if (r.interrupted) {
       fmt::print("interrupted by signal {} after step {}; checkpoint: {}\n",
                  static_cast<int>(g_signal), r.steps_done, r.last_checkpoint);

@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # The main job: set up (install what is missing, build), then run dialtree on the real data in
-# ../shared/data: convert every dataset to sts/1 JSONL and train the SentencePiece tokenizer.
-# Later stages (pretraining, DialoGLUE evaluation) are appended here as they land.
-#   usage: scripts/run.sh            env: DIALTREE_SHARED (default ../shared), OUT (default out)
+# ../shared/data: convert every dataset to sts/1 JSONL (out/sts/), train the SentencePiece
+# tokenizer (out/tokenizer/), then pretrain the small SPACE-2 encoder (configs/pretrain-small.yaml,
+# about 25 minutes on 2 cores) into runs/pretrain-small/. The DialoGLUE evaluation will follow.
+# Re-running skips a finished pretraining and resumes an interrupted one from its last checkpoint.
+#   usage: scripts/run.sh            env: DIALTREE_SHARED (default ../shared)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 scripts/setup.sh
 shared=$(cd "${DIALTREE_SHARED:-$root/../shared}" && pwd -P)
 data=$shared/data
-out=${OUT:-$root/out}
+out=$root/out  # configs/pretrain-small.yaml reads out/sts and out/tokenizer
 bin=${BUILD_DIR:-build}/cli/dialtree
 [[ -d $data/dialoglue ]] || { echo "run: no data in $data (set DIALTREE_SHARED)" >&2; exit 1; }
 mkdir -p "$out/sts"
@@ -32,6 +34,21 @@ for split in train train_10 eval test; do convert top "$data/dialoglue/top/$spli
 convert sgd "$data/pretrain/sgd_train_subset" sgd.train
 convert text "$data/dialoglue/mlm_all_no_multiwoz.txt" mlm_all.train
 
-"$bin" tokenizer train --input "$data/dialoglue/mlm_all_no_multiwoz.txt" --vocab-size 8000 \
-  --out "$out/tokenizer"
+if [[ ! -f $out/tokenizer/tokenizer.json ]]; then
+  "$bin" tokenizer train --input "$data/dialoglue/mlm_all_no_multiwoz.txt" --vocab-size 8000 \
+    --out "$out/tokenizer"
+fi
 echo "run: STS files in $out/sts, tokenizer in $out/tokenizer"
+
+run_dir=runs/pretrain-small
+if [[ -f $run_dir/final/model.safetensors ]]; then
+  echo "run: $run_dir/final exists (delete $run_dir to pretrain again)"
+else
+  resume=()
+  step=$(ls -d "$run_dir"/checkpoint-* 2>/dev/null | sed 's/.*checkpoint-//' | sort -n | tail -1 || true)
+  if [[ -n $step ]]; then
+    resume=("resume_from_checkpoint=$run_dir/checkpoint-$step")
+    echo "run: resuming from $run_dir/checkpoint-$step"
+  fi
+  "$bin" train configs/pretrain-small.yaml "${resume[@]}"
+fi

@@ -457,7 +457,8 @@ std::string duration_text(double s) {
 }  // namespace
 
 PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<bool>* stop,
-                               const std::function<void(const std::string&)>& log) {
+                               const std::function<void(const std::string&)>& log,
+                               const std::function<void(const StepInfo&)>& on_step) {
   auto say = [&](const std::string& s) {
     if (log) log(s);
   };
@@ -587,6 +588,13 @@ PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<b
     w.loss += total_loss, w.sup += sup, w.self += self, w.mlm_l += mlm_l, w.mlm_u += mlm_u;
     w.grad_norm += grad_norm, w.steps += 1, w.examples += examples, w.seconds += secs;
 
+    if (on_step) {
+      const double elapsed =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
+      on_step(StepInfo{r.step, r.total, total_loss, lr_used, static_cast<double>(examples) / secs,
+                       elapsed / static_cast<double>(r.step - first_step) *
+                           static_cast<double>(r.total - r.step)});
+    }
     if (r.step % config.logging_steps == 0 || r.step == r.total) {
       const double n = static_cast<double>(w.steps);
       const json rec = {

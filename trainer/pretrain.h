@@ -20,6 +20,16 @@ struct PretrainResult {
   std::string last_checkpoint;  ///< newest checkpoint written, if any
 };
 
+/// Per-step progress, for a progress bar.
+struct StepInfo {
+  std::int64_t step = 0;           ///< optimiser steps done
+  std::int64_t total = 0;          ///< steps of the whole run
+  double loss = 0;                 ///< objective of this step
+  double learning_rate = 0;        ///< learning rate used by this step
+  double examples_per_second = 0;  ///< this step's throughput
+  double eta_seconds = 0;          ///< estimated time left
+};
+
 /// Runs (or resumes) a pretraining described by `config`:
 ///  - writes `output_dir/config.yaml` (resolved), `env.json`, appends to `metrics.jsonl`;
 ///  - every step: one labelled batch (10-view soft-mask contrastive loss + MLM) and one
@@ -31,9 +41,11 @@ struct PretrainResult {
 /// Resuming from a checkpoint continues with the same learning rate, batch positions and RNG
 /// states, so the remaining steps equal those of an uninterrupted run (CASES.md C32, C34).
 /// @param stop  polled between steps (may be null)
-/// @param log   receives human-readable progress lines (may be empty)
+/// @param log   receives human-readable log lines (a line every logging_steps; may be empty)
+/// @param on_step called after every optimiser step (may be empty)
 /// @throws DataError for bad inputs (files, tokenizer, checkpoint), std::runtime_error on I/O.
 PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<bool>* stop,
-                               const std::function<void(const std::string&)>& log);
+                               const std::function<void(const std::string&)>& log,
+                               const std::function<void(const StepInfo&)>& on_step = {});
 
 }  // namespace dialtree::trainer
