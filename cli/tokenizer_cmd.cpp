@@ -1,11 +1,17 @@
 // `dialtree tokenizer train|encode|decode`.
+#include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <memory>
+#include <stdexcept>
 
 #include <fmt/core.h>
 #include <fmt/ranges.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
 
 #include "cli/commands.h"
+#include "common/atomic_file.h"
 #include "data/sentencepiece_tokenizer.h"
 #include "data/tokenizer_factory.h"
 
@@ -23,6 +29,39 @@ struct DecodeArgs {
   std::vector<std::int32_t> ids;
 };
 
+namespace fs = std::filesystem;
+
+// Refuses an --out that is, or contains, one of the training inputs: the bundle replaces the
+// whole --out folder (std::invalid_argument, exit 2).
+void check_out_is_not_an_input(const data::SentencePieceTrainOptions& t) {
+  std::error_code ec;
+  fs::path out = fs::weakly_canonical(fs::absolute(t.out_dir, ec), ec).lexically_normal();
+  if (out.filename().empty() && out.has_relative_path()) out = out.parent_path();  // "tok/"
+  for (const std::string& input : t.inputs) {
+    if (is_same_file(t.out_dir, input)) {
+      throw std::invalid_argument("--out '" + t.out_dir + "' is the same file as --input '" +
+                                  input + "'; refusing to overwrite an input");
+    }
+    std::error_code ec2;
+    const fs::path in = fs::weakly_canonical(fs::absolute(input, ec2), ec2);
+    if (ec || ec2 || out.empty()) continue;
+    const auto [o, i] = std::mismatch(out.begin(), out.end(), in.begin(), in.end());
+    if (o == out.end()) {
+      throw std::invalid_argument("--input '" + input + "' lies inside --out '" + t.out_dir +
+                                  "', which the bundle replaces; refusing to delete an input");
+    }
+  }
+}
+
+// Library warnings (skipped lines) go to stderr, never into the summary on stdout.
+void log_to_stderr() {
+  if (!spdlog::get("dialtree-stderr")) {
+    auto logger = spdlog::stderr_color_mt("dialtree-stderr");
+    logger->set_pattern("%l: %v");
+    spdlog::set_default_logger(logger);
+  }
+}
+
 }  // namespace
 
 void register_tokenizer(CLI::App& app) {
@@ -31,12 +70,16 @@ void register_tokenizer(CLI::App& app) {
 
   auto t = std::make_shared<data::SentencePieceTrainOptions>();
   CLI::App* train = tok->add_subcommand("train", "Train a SentencePiece model (library API)");
-  train->add_option("--input", t->inputs, "Text files, one sentence per line")
-      ->required()
-      ->check(CLI::ExistingFile);
-  train->add_option("--vocab-size", t->vocab_size, "Pieces, the 9 special tokens included")
-      ->check(CLI::Range(16, 1 << 20));
-  train->add_option("--out", t->out_dir, "Output directory (spm.model, spm.vocab, tokenizer.json)")
+  train->add_option("--input", t->inputs, "Text files, one sentence per line")->required();
+  train
+      ->add_option("--vocab-size", t->vocab_size,
+                   "Pieces, the 9 special tokens included, in [16, 1048576]; at most what the "
+                   "corpus supports")
+      ->check(CLI::Range(data::kMinSentencePieceVocab, data::kMaxSentencePieceVocab));
+  train
+      ->add_option("--out", t->out_dir,
+                   "Output folder (spm.model, spm.vocab, tokenizer.json), written as a whole on "
+                   "success; an existing one is replaced and may hold only an earlier bundle")
       ->required();
   train->add_option("--model-type", t->model_type, "unigram or bpe")
       ->check(CLI::IsMember({"unigram", "bpe"}));
@@ -46,10 +89,14 @@ void register_tokenizer(CLI::App& app) {
   train->add_option("--max-sentence-length", t->max_sentence_length,
                     "Bytes; longer lines are skipped and counted");
   train->add_option("--max-sentences", t->max_sentences, "Sample at most this many lines (0: all)");
-  train->add_option("--threads", t->num_threads, "Training threads");
+  train->add_option("--threads", t->num_threads,
+                    "Training threads, in [1, min(128, CPUs)]; the model depends on it");
   train->add_option("--seed", t->seed, "Sampling seed");
   train->callback([t] {
     const auto t0 = std::chrono::steady_clock::now();
+    data::validate_sentencepiece_train_options(*t);  // before anything is read or written
+    check_out_is_not_an_input(*t);
+    log_to_stderr();
     const data::SentencePieceTrainResult r = data::train_sentencepiece(*t);
     const double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

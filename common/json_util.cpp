@@ -1,9 +1,13 @@
 #include "common/json_util.h"
 
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
 #include "common/error.h"
+#include "common/input_file.h"
 
 namespace dialtree {
 
@@ -67,6 +71,11 @@ std::string json_as_string(const json& v, const JsonPlace& place, const std::str
 
 std::int64_t json_as_int(const json& v, const JsonPlace& place, const std::string& path) {
   if (!v.is_number_integer()) type_mismatch(v, place, path, "an integer");
+  if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX)) {
+    throw DataError(place.file, place.where, path,
+                    "integer " + std::to_string(v.get<std::uint64_t>()) +
+                        " is out of range (at most " + std::to_string(INT64_MAX) + ")");
+  }
   return v.get<std::int64_t>();
 }
 
@@ -86,11 +95,12 @@ const json& json_as_object(const json& v, const JsonPlace& place, const std::str
 }
 
 std::string read_file_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw DataError(path, "", "", "cannot open file for reading");
+  std::ifstream in;
+  open_input_file_or_throw(in, path);
   std::ostringstream ss;
+  errno = 0;
   ss << in.rdbuf();
-  if (in.bad()) throw DataError(path, "", "", "read error");
+  if (in.bad()) throw DataError(path, "", "", std::string("read error: ") + std::strerror(errno));
   return ss.str();
 }
 
@@ -127,8 +137,8 @@ json json_parse_text(const std::string& text, const std::string& path) {
 
 void json_for_each_line(const std::string& path,
                         const std::function<void(std::size_t, const json&)>& fn) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw DataError(path, "", "", "cannot open file for reading");
+  std::ifstream in;
+  open_input_file_or_throw(in, path);
   std::string line;
   std::size_t no = 0;
   while (std::getline(in, line)) {
@@ -145,7 +155,9 @@ void json_for_each_line(const std::string& path,
     }
     fn(no, v);
   }
-  if (in.bad()) throw DataError(path, at_line(no), "", "read error");
+  if (in.bad()) {
+    throw DataError(path, at_line(no), "", std::string("read error: ") + std::strerror(errno));
+  }
 }
 
 }  // namespace dialtree

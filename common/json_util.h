@@ -32,7 +32,9 @@ const json* json_find(const json& obj, std::string_view key, const JsonPlace& pl
                       const std::string& path);
 
 /// `v` as a string / integer / bool; `path` is v's own JSON path.
-/// @throws SchemaError naming the path, the expected and the actual type.
+/// @throws SchemaError naming the path, the expected and the actual type; json_as_int throws
+///   DataError "integer N is out of range" for an unsigned integer above INT64_MAX (it used to
+///   wrap to a negative number).
 std::string json_as_string(const json& v, const JsonPlace& place, const std::string& path);
 std::int64_t json_as_int(const json& v, const JsonPlace& place, const std::string& path);
 bool json_as_bool(const json& v, const JsonPlace& place, const std::string& path);
@@ -57,7 +59,9 @@ json json_parse_text(const std::string& text, const std::string& path);
 void json_for_each_line(const std::string& path,
                         const std::function<void(std::size_t, const json&)>& fn);
 
-/// Reads a whole file into a string. @throws DataError if it cannot be opened or read.
+/// Reads a whole file into a string. @throws DataError if it cannot be opened or read, naming
+///   the reason ("is a directory, not a file", "cannot open file for reading: Permission
+///   denied", "read error: ...").
 std::string read_file_bytes(const std::string& path);
 
 }  // namespace dialtree

@@ -1,9 +1,13 @@
 #include "common/simdjson_util.h"
 
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
 #include "common/error.h"
+#include "common/input_file.h"
 
 namespace dialtree {
 
@@ -68,8 +72,8 @@ namespace {
 // bytes of spare capacity after it so simdjson can parse it in place.
 void read_padded(const std::string& path, std::string& text) {
   text.clear();
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw DataError(path, "", "", "cannot open file for reading");
+  std::ifstream in;
+  open_input_file_or_throw(in, path);
   std::error_code ec;
   const std::uintmax_t size_hint = std::filesystem::file_size(path, ec);
   if (!ec) {
@@ -83,7 +87,7 @@ void read_padded(const std::string& path, std::string& text) {
   while (in.read(chunk, sizeof chunk) || in.gcount() > 0) {
     text.append(chunk, static_cast<std::size_t>(in.gcount()));
   }
-  if (in.bad()) throw DataError(path, "", "", "read error");
+  if (in.bad()) throw DataError(path, "", "", std::string("read error: ") + std::strerror(errno));
   if (text.capacity() - text.size() < simdjson::SIMDJSON_PADDING) {
     text.reserve(text.size() + simdjson::SIMDJSON_PADDING);
   }
@@ -122,9 +126,16 @@ std::int64_t sj_as_int(dom::element v, const JsonPlace& place, const JsonPathRef
   switch (v.type()) {
     case dom::element_type::INT64:
       return v.get_int64().value_unsafe();
-    case dom::element_type::UINT64:
-      // nlohmann's get<std::int64_t>() of an unsigned value above INT64_MAX wraps the same way.
-      return static_cast<std::int64_t>(v.get_uint64().value_unsafe());
+    case dom::element_type::UINT64: {
+      // Only values above INT64_MAX are UINT64; json_as_int rejects them the same way.
+      const std::uint64_t u = v.get_uint64().value_unsafe();
+      if (u > static_cast<std::uint64_t>(INT64_MAX)) {
+        throw DataError(place.file, place.where, path.str(),
+                        "integer " + std::to_string(u) + " is out of range (at most " +
+                            std::to_string(INT64_MAX) + ")");
+      }
+      return static_cast<std::int64_t>(u);
+    }
     default:
       type_mismatch(v, place, path, "an integer");
   }

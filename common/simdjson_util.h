@@ -59,10 +59,11 @@ simdjson::dom::array sj_as_array(simdjson::dom::element v, const JsonPlace& plac
                                  const JsonPathRef& path);
 
 /// `v` (at `path`) as a string / integer / bool. The string view points into the parser's
-/// document and is valid until the parser parses again. An unsigned integer above INT64_MAX is
-/// converted to std::int64_t as json_as_int does (wrapping); a number with a fraction or an
-/// exponent is a "number", not an integer.
-/// @throws SchemaError naming the path, the expected and the actual type.
+/// document and is valid until the parser parses again. A number with a fraction or an exponent
+/// is a "number", not an integer.
+/// @throws SchemaError naming the path, the expected and the actual type; sj_as_int throws
+///   DataError "integer N is out of range", as json_as_int does, for an unsigned integer above
+///   INT64_MAX.
 std::string_view sj_as_string(simdjson::dom::element v, const JsonPlace& place,
                               const JsonPathRef& path);
 std::int64_t sj_as_int(simdjson::dom::element v, const JsonPlace& place, const JsonPathRef& path);

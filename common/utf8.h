@@ -23,6 +23,8 @@ std::vector<std::size_t> codepoint_offsets(std::string_view s);
 std::size_t length(std::string_view s);
 
 /// Code points [start, end) of `s` (Python `s[start:end]` for 0 <= start <= end <= length).
+/// Scans `s` from its start, O(end) per call: to cut many slices out of one text, slice with
+/// the byte offsets of codepoint_offsets(s) instead (linear overall).
 /// @throws std::out_of_range if start > end or end > length(s).
 std::string substr(std::string_view s, std::size_t start, std::size_t end);
 

@@ -1,10 +1,16 @@
 #include "data/sentencepiece_tokenizer.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <random>
+#include <regex>
 #include <sstream>
+#include <thread>
 #include <type_traits>
 #include <unordered_map>
 #include <utility>
@@ -16,6 +22,7 @@
 
 #include "common/atomic_file.h"
 #include "common/error.h"
+#include "common/input_file.h"
 #include "common/utf8.h"
 #include "data/tokenizer_factory.h"
 
@@ -87,11 +94,17 @@ std::string normalizer_name(std::string_view model_proto) {
 }
 
 std::string read_binary_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw TokenizerError("cannot open SentencePiece model '" + path + "'");
+  std::ifstream in;
+  if (const int err = open_input_file(in, path); err != 0) {
+    throw TokenizerError("cannot open SentencePiece model '" + path + "': " +
+                         (err == EISDIR ? "is a directory, not a file" : std::strerror(err)));
+  }
   std::ostringstream ss;
   ss << in.rdbuf();
-  if (in.bad()) throw TokenizerError("read error on SentencePiece model '" + path + "'");
+  if (in.bad()) {
+    throw TokenizerError("read error on SentencePiece model '" + path +
+                         "': " + std::strerror(errno));
+  }
   return ss.str();
 }
 
@@ -289,16 +302,16 @@ class CorpusReader {
     for (;;) {
       if (!in_.is_open()) {
         if (file_ >= files_.size()) return false;
-        in_.open(files_[file_], std::ios::binary);
-        if (!in_) {
-          throw TokenizerError("cannot open training input '" + files_[file_] + "'");
+        if (const int err = open_input_file(in_, files_[file_]); err != 0) {
+          throw TokenizerError("cannot open training input '" + files_[file_] + "': " +
+                               (err == EISDIR ? "is a directory, not a file" : std::strerror(err)));
         }
         line_no_ = 0;
       }
       if (!std::getline(in_, line_)) {
         if (in_.bad()) {
           throw TokenizerError("read error on training input '" + files_[file_] + "' after " +
-                               at_line(line_no_));
+                               at_line(line_no_) + ": " + std::strerror(errno));
         }
         in_.close();
         ++file_;
@@ -384,25 +397,108 @@ std::string join_inputs(const std::vector<std::string>& files) {
   return s;
 }
 
+/// The files a bundle folder holds; an existing --out may hold nothing else.
+constexpr std::array<const char*, 3> kBundleFiles = {"spm.model", "spm.vocab",
+                                                     kTokenizerConfigFile};
+
+/// An existing `dir` is replaced as a whole: refuse one that holds anything but a bundle.
+void check_replaceable_bundle(const std::string& dir) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) return;  // absent (or not a folder: see below)
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (std::find(kBundleFiles.begin(), kBundleFiles.end(), name) == kBundleFiles.end()) {
+      throw TokenizerError("--out '" + dir + "' already exists and holds " +
+                           quote_for_message(name) +
+                           ", which is not part of a tokenizer bundle; the bundle replaces the "
+                           "whole folder, so choose a new or empty folder (or an earlier bundle)");
+    }
+  }
+  if (ec) throw TokenizerError("cannot list --out '" + dir + "': " + ec.message());
+}
+
+/// SentencePiece's trainer messages in terms of dialtree's own flags.
+std::string explain_trainer_error(const std::string& message,
+                                  const SentencePieceTrainOptions& options) {
+  std::smatch m;
+  static const std::regex kTooHigh(
+      R"(Vocabulary size too high \((\d+)\)\. Please set it to a value <= (\d+)\.)");
+  static const std::regex kTooSmall(
+      R"(Vocabulary size is smaller than required_chars\. (\d+) vs (\d+)\.)");
+  if (std::regex_search(message, m, kTooHigh)) {
+    return "--vocab-size " + m[1].str() + " is too large for this corpus: SentencePiece can make " +
+           "at most " + m[2].str() + " pieces from it; set --vocab-size " + m[2].str() +
+           " or less, or train on more text (SentencePiece: " + message + ")";
+  }
+  if (std::regex_search(message, m, kTooSmall)) {
+    std::ostringstream coverage;
+    coverage << options.character_coverage;
+    return "--vocab-size " + m[1].str() + " is smaller than the " + m[2].str() +
+           " pieces needed for the characters that --character-coverage " + coverage.str() +
+           " keeps (special pieces included); raise --vocab-size to at least " + m[2].str() +
+           " or lower --character-coverage (SentencePiece: " + message + ")";
+  }
+  // Anything else: at least spell SentencePiece's flag names as dialtree's.
+  std::string out =
+      std::regex_replace(message, std::regex("--character_coverage"), "--character-coverage");
+  out = std::regex_replace(out, std::regex("(^|[^-_a-z])vocab_size"), "$1--vocab-size");
+  return out;
+}
+
 }  // namespace
 
-SentencePieceTrainResult train_sentencepiece(const SentencePieceTrainOptions& options) {
-  if (options.inputs.empty()) throw TokenizerError("train_sentencepiece: no input files given");
-  if (options.out_dir.empty()) throw TokenizerError("train_sentencepiece: out_dir is empty");
+int max_sentencepiece_threads() {
+  const unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
+  return static_cast<int>(std::min(128u, cpus));
+}
+
+void validate_sentencepiece_train_options(const SentencePieceTrainOptions& options) {
+  if (options.inputs.empty()) throw TokenizerError("no training input given (--input)");
+  if (options.out_dir.empty()) throw TokenizerError("--out must not be empty");
+  if (options.vocab_size < kMinSentencePieceVocab || options.vocab_size > kMaxSentencePieceVocab) {
+    throw TokenizerError("--vocab-size " + std::to_string(options.vocab_size) + " must be in [" +
+                         std::to_string(kMinSentencePieceVocab) + ", " +
+                         std::to_string(kMaxSentencePieceVocab) + "]");
+  }
   if (options.model_type != "unigram" && options.model_type != "bpe") {
-    throw TokenizerError("train_sentencepiece: model_type must be \"unigram\" or \"bpe\", got \"" +
-                         options.model_type + "\"");
+    throw TokenizerError("--model-type must be \"unigram\" or \"bpe\", got " +
+                         quote_for_message(options.model_type));
   }
   if (!is_known_sentencepiece_normalization(options.normalization)) {
-    throw TokenizerError("train_sentencepiece: unknown normalization \"" + options.normalization +
-                         "\" (use nmt_nfkc, nmt_nfkc_cf, nfkc, nfkc_cf or identity)");
+    throw TokenizerError("--normalization " + quote_for_message(options.normalization) +
+                         " is unknown (use nmt_nfkc, nmt_nfkc_cf, nfkc, nfkc_cf or identity)");
+  }
+  // Written so that NaN fails too.
+  if (!(options.character_coverage >= 0.98 && options.character_coverage <= 1.0)) {
+    std::ostringstream v;
+    v << options.character_coverage;
+    throw TokenizerError("--character-coverage " + v.str() + " must be in [0.98, 1]");
   }
   if (options.max_sentence_length < 10) {
-    throw TokenizerError("train_sentencepiece: max_sentence_length=" +
-                         std::to_string(options.max_sentence_length) + " must be >= 10");
+    throw TokenizerError("--max-sentence-length " + std::to_string(options.max_sentence_length) +
+                         " must be >= 10");
   }
+  const int max_threads = max_sentencepiece_threads();
+  if (options.num_threads < 1 || options.num_threads > max_threads) {
+    throw TokenizerError("--threads " + std::to_string(options.num_threads) + " must be in [1, " +
+                         std::to_string(max_threads) + "] (the CPUs of this machine, at most 128)");
+  }
+}
+
+SentencePieceTrainResult train_sentencepiece(const SentencePieceTrainOptions& options) {
+  validate_sentencepiece_train_options(options);
   const auto max_bytes = static_cast<std::size_t>(options.max_sentence_length);
   const std::string inputs = join_inputs(options.inputs);
+
+  // Fail fast on an unusable --out, before the corpus is read: the bundle is written into a
+  // temporary folder beside it and swapped in as a whole on success.
+  check_replaceable_bundle(options.out_dir);
+  std::optional<AtomicDirectory> bundle;
+  try {
+    bundle.emplace(options.out_dir);
+  } catch (const std::exception& e) {
+    throw TokenizerError(std::string("cannot write the bundle to --out: ") + e.what());
+  }
 
   // Scan the corpus first (CASES.md C15): SentencePiece aborts when nothing is left.
   SentencePieceTrainResult result;
@@ -484,7 +580,8 @@ SentencePieceTrainResult train_sentencepiece(const SentencePieceTrainOptions& op
   const auto status = sentencepiece::SentencePieceTrainer::Train(kwargs, &it, &serialized);
   if (!it.error().empty()) throw TokenizerError("train_sentencepiece: " + it.error());
   if (!status.ok()) {
-    throw TokenizerError("SentencePiece training on " + inputs + " failed: " + status.ToString());
+    throw TokenizerError("SentencePiece training on " + inputs +
+                         " failed: " + explain_trainer_error(status.ToString(), options));
   }
   result.lines_used = it.taken();
 
@@ -505,15 +602,9 @@ SentencePieceTrainResult train_sentencepiece(const SentencePieceTrainOptions& op
   }
   result.vocab_size = tok.vocab_size();
 
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) {
-    throw TokenizerError("train_sentencepiece: cannot create '" + options.out_dir +
-                         "': " + ec.message());
-  }
-  write_file_atomic(result.model_path, serialized);
+  write_file_atomic(bundle->file("spm.model"), serialized);
   {
-    AtomicFile vocab(result.vocab_path);
+    AtomicFile vocab(bundle->file("spm.vocab"));
     for (std::int32_t id = 0; id < tok.vocab_size(); ++id) {
       vocab.stream() << tok.id_to_token(id) << '\t' << tok.score(id) << '\n';
     }
@@ -525,10 +616,13 @@ SentencePieceTrainResult train_sentencepiece(const SentencePieceTrainOptions& op
   config.lower_case = sentencepiece_normalization_lower_cases(options.normalization);
   config.normalization = options.normalization;
   config.special = expected;
-  write_tokenizer_config(options.out_dir, config);
+  bundle->file(kTokenizerConfigFile);  // registers it for removal on a signal
+  write_tokenizer_config(bundle->temp_path().string(), config);
+  bundle->commit();
 
-  spdlog::info("train_sentencepiece: {} pieces from {} of {} lines -> {}", result.vocab_size,
-               result.lines_used, result.lines, options.out_dir);
+  // The caller reports the result; the library only logs it for debugging.
+  spdlog::debug("train_sentencepiece: {} pieces from {} of {} lines -> {}", result.vocab_size,
+                result.lines_used, result.lines, options.out_dir);
   return result;
 }
 

@@ -96,17 +96,23 @@ class SentencePieceTokenizer : public Tokenizer {
   SpecialTokens special_{};
 };
 
+/// Accepted range of SentencePieceTrainOptions::vocab_size.
+inline constexpr int kMinSentencePieceVocab = 16;
+inline constexpr int kMaxSentencePieceVocab = 1 << 20;
+
 /// Options of train_sentencepiece(). Defaults follow SentencePiece's except where noted.
 struct SentencePieceTrainOptions {
   /// Plain-text corpora, one sentence per line (UTF-8; a trailing '\r' is dropped).
   std::vector<std::string> inputs;
-  /// Output folder; created if missing. Receives spm.model, spm.vocab and tokenizer.json.
+  /// Output folder, written as a whole: created if missing, replaced if it exists (only on
+  /// success, and only if it holds nothing but spm.model, spm.vocab and tokenizer.json).
   std::string out_dir;
-  int vocab_size = 8000;               ///< pieces, the 9 special pieces included
+  int vocab_size = 8000;               ///< pieces, the 9 special pieces included; [16, 2^20]
   std::string model_type = "unigram";  ///< "unigram" or "bpe"
   double character_coverage = 0.9995;  ///< fraction of characters covered, in [0.98, 1]
-  int max_sentence_length = 4192;      ///< bytes; longer lines are skipped (CASES.md C15)
-  int num_threads = 1;                 ///< training threads (results depend on this count)
+  int max_sentence_length = 4192;      ///< bytes, >= 10; longer lines are skipped (CASES.md C15)
+  /// Training threads, in [1, max_sentencepiece_threads()] (results depend on this count).
+  int num_threads = 1;
   /// Normalisation rule (see is_known_sentencepiece_normalization); "nmt_nfkc_cf" lower-cases.
   std::string normalization = "nmt_nfkc";
   /// If > 0, train on a uniform random sample of this many usable lines, drawn with `seed`
@@ -132,17 +138,32 @@ struct SentencePieceTrainResult {
   std::int32_t vocab_size = 0;     ///< pieces in the trained model
 };
 
+/// The most training threads accepted: min(128, CPUs of this machine).
+int max_sentencepiece_threads();
+
+/// Checks `options` as train_sentencepiece() does first, with messages that name the CLI flags
+/// of `dialtree tokenizer train`: inputs given, --out not empty, --vocab-size in [16, 2^20],
+/// --model-type unigram|bpe, a known --normalization, --character-coverage in [0.98, 1] (NaN
+/// rejected), --max-sentence-length >= 10, --threads in [1, max_sentencepiece_threads()].
+/// @throws TokenizerError naming the flag and the accepted range.
+void validate_sentencepiece_train_options(const SentencePieceTrainOptions& options);
+
 /// Trains a SentencePiece model with the layout described at the top of this header and writes
-/// spm.model, spm.vocab and tokenizer.json atomically into `options.out_dir` (tokenizer.json
-/// last, so a folder with a tokenizer.json is a complete bundle).
+/// spm.model, spm.vocab and tokenizer.json into `options.out_dir` as one unit: into a temporary
+/// folder beside it (common/atomic_file.h AtomicDirectory), which then replaces `out_dir` in one
+/// rename. On any failure `out_dir` is left as it was.
 ///
-/// The inputs are scanned first: blank lines (only whitespace, control or format characters)
-/// are ignored; lines longer than max_sentence_length bytes are skipped and counted (spdlog
-/// warning with the count).
-/// @throws TokenizerError if an input cannot be read or holds invalid UTF-8 (naming file and
-///   line), if no usable line is left (e.g. "3 of 3 lines exceed max_sentence_length=4192 (set
-///   --max-sentence-length)", CASES.md C15), on an unknown model type or normalisation rule,
-///   or with SentencePiece's own message when its trainer fails (e.g. vocab_size too large).
+/// Order: the options are validated (validate_sentencepiece_train_options), then `out_dir` is
+/// checked and the temporary folder created (an existing `out_dir` must be a folder holding only
+/// a previous bundle; a place that cannot be written fails here, before any training), then the
+/// inputs are scanned: blank lines (only whitespace, control or format characters) are ignored;
+/// lines longer than max_sentence_length bytes are skipped and counted (spdlog warning with the
+/// count). The summary is logged at debug level only; callers report the result.
+/// @throws TokenizerError for invalid options, an unusable out_dir, if an input cannot be read
+///   (naming it and the OS reason) or holds invalid UTF-8 (naming file and line), if no usable
+///   line is left (e.g. "3 of 3 lines exceed max_sentence_length=4192 (set
+///   --max-sentence-length)", CASES.md C15), or when SentencePiece's trainer fails, its message
+///   translated to dialtree's flags (e.g. "--vocab-size 5000 is too large for this corpus: ...").
 SentencePieceTrainResult train_sentencepiece(const SentencePieceTrainOptions& options);
 
 }  // namespace dialtree::data

@@ -6,11 +6,13 @@
 #include <set>
 #include <utility>
 
+#include <utf8proc.h>
 #include <nlohmann/json.hpp>
 
 #include "common/atomic_file.h"
 #include "common/error.h"
 #include "common/json_util.h"
+#include "common/utf8.h"
 #include "data/sentencepiece_tokenizer.h"
 
 namespace dialtree::data {
@@ -51,14 +53,75 @@ bool is_unused_alias(const std::string& token) {
   return true;
 }
 
-/// A bundle-relative file name from `field`. @throws DataError if absolute or empty.
+/// A bundle-relative file name from `field`. @throws DataError if empty, absolute, or with a
+/// ".." component (a file outside the bundle folder).
 std::string relative_file(const json& j, const char* field, const JsonPlace& place) {
   std::string name = json_as_string(json_require(j, field, place, ""), place, field);
-  if (name.empty() || fs::path(name).is_absolute()) {
+  bool escapes = false;
+  for (const fs::path& part : fs::path(name)) escapes = escapes || part == "..";
+  if (name.empty() || fs::path(name).is_absolute() || escapes) {
     throw DataError(place.file, "", field,
-                    "must be a file name relative to the bundle folder, got \"" + name + "\"");
+                    "must be a file name inside the bundle folder (relative, no '..'), got " +
+                        quote_for_message(name));
   }
   return name;
+}
+
+/// Whether `token` (valid UTF-8) has a letter with a case mapping: an upper-case one (whose
+/// lower-case form differs; "ℝ" has none) or a lower-case one.
+void letter_cases(const std::string& token, bool& upper, bool& lower) {
+  upper = lower = false;
+  for (char32_t c : utf8::decode(token)) {
+    const auto cp = static_cast<utf8proc_int32_t>(c);
+    const auto cat = utf8proc_category(cp);
+    if ((cat == UTF8PROC_CATEGORY_LU || cat == UTF8PROC_CATEGORY_LT) &&
+        utf8proc_tolower(cp) != cp) {
+      upper = true;
+    } else if (cat == UTF8PROC_CATEGORY_LL && utf8proc_toupper(cp) != cp) {
+      lower = true;
+    }
+  }
+}
+
+/// C17: a WordPiece vocabulary must match the casing its settings claim. An uncased vocabulary
+/// (lower-case letters, no upper-case ones) with lower_case=false turns every capitalised word
+/// into [UNK]; a cased one (over 1% of its ordinary tokens with upper-case letters) with
+/// lower_case=true never reaches its capitalised pieces. Bracketed entries ([CLS], [unused0])
+/// and the special ids do not count.
+void check_wordpiece_casing(const TokenizerConfig& config, const Tokenizer& tokenizer,
+                            const std::string& config_file) {
+  std::set<std::int32_t> special;
+  for (const SpecialField& f : kSpecialFields) special.insert(config.special.*f.id);
+  std::size_t ordinary = 0, with_upper = 0, with_lower = 0;
+  std::string example;
+  for (std::int32_t id = 0; id < tokenizer.vocab_size(); ++id) {
+    if (special.count(id)) continue;
+    const std::string token = tokenizer.id_to_token(id);
+    if (token.size() >= 2 && token.front() == '[' && token.back() == ']') continue;
+    ++ordinary;
+    bool upper = false, lower = false;
+    letter_cases(token, upper, lower);
+    if (upper && example.empty()) example = token;
+    with_upper += upper;
+    with_lower += lower;
+  }
+  const std::string vocab = quote_for_message(config.vocab_file);
+  if (!config.lower_case && with_upper == 0 && with_lower > 0) {
+    throw DataError(config_file, "", "lower_case",
+                    "false, but the vocabulary " + vocab +
+                        " has no token with an upper-case letter: it is an uncased vocabulary "
+                        "(like bert-base-uncased), so every capitalised word (\"May\") would "
+                        "become " +
+                        config.unk_token + "; set \"lower_case\": true");
+  }
+  if (config.lower_case && with_upper * 100 > ordinary) {
+    throw DataError(config_file, "", "lower_case",
+                    "true, but " + std::to_string(with_upper) + " of the " +
+                        std::to_string(ordinary) + " vocabulary tokens in " + vocab +
+                        " have upper-case letters (e.g. " + quote_for_message(example) +
+                        "): it is a cased vocabulary, whose capitalised pieces lower-cased input "
+                        "never reaches; set \"lower_case\": false");
+  }
 }
 
 std::string config_path(const std::string& dir) {
@@ -94,9 +157,9 @@ TokenizerConfig tokenizer_config_from_json(const nlohmann::json& j, const std::s
   TokenizerConfig c;
   const std::string format = json_as_string(json_require(j, "format", place, ""), place, "format");
   if (format != kTokenizerConfigFormat) {
-    throw DataError(
-        file, "", "format",
-        "expected \"" + std::string(kTokenizerConfigFormat) + "\", got \"" + format + "\"");
+    throw DataError(file, "", "format",
+                    "expected \"" + std::string(kTokenizerConfigFormat) + "\", got " +
+                        quote_for_message(format));
   }
   c.type = json_as_string(json_require(j, "type", place, ""), place, "type");
   if (c.type == "sentencepiece") {
@@ -113,7 +176,25 @@ TokenizerConfig tokenizer_config_from_json(const nlohmann::json& j, const std::s
     }
   } else {
     throw DataError(file, "", "type",
-                    "must be \"sentencepiece\" or \"wordpiece\", got \"" + c.type + "\"");
+                    "must be \"sentencepiece\" or \"wordpiece\", got " + quote_for_message(c.type));
+  }
+  // Unknown keys are errors, as everywhere in the loader: a misspelt "lowercase" must not be
+  // silently ignored. Fields of the other tokenizer type count as unknown.
+  for (const auto& [key, value] : j.items()) {
+    static const std::set<std::string> kCommon = {"format", "type", "lower_case", "normalization",
+                                                  "special_tokens"};
+    static const std::set<std::string> kSentencePiece = {"model_file"};
+    static const std::set<std::string> kWordPiece = {"vocab_file", "unk_token",
+                                                     "max_input_chars_per_word"};
+    const auto& own = c.type == "wordpiece" ? kWordPiece : kSentencePiece;
+    if (kCommon.count(key) == 0 && own.count(key) == 0) {
+      throw DataError(
+          file, "", key,
+          "unknown key for a " + c.type + " tokenizer.json (known: format, type, " +
+              (c.type == "wordpiece" ? "vocab_file, lower_case, normalization, unk_token, "
+                                       "max_input_chars_per_word, special_tokens)"
+                                     : "model_file, lower_case, normalization, special_tokens)"));
+    }
   }
   c.lower_case = json_as_bool(json_require(j, "lower_case", place, ""), place, "lower_case");
   c.normalization =
@@ -177,8 +258,8 @@ void check_tokenizer_config(const TokenizerConfig& config, const Tokenizer& toke
     const bool ok = token == expected || (wordpiece && f.role_marker && is_unused_alias(token));
     if (!ok) {
       throw DataError(config_file, "", field,
-                      "id " + std::to_string(id) + " is \"" + token + "\" in the vocabulary, " +
-                          "expected \"" + expected + "\"" +
+                      "id " + std::to_string(id) + " is " + quote_for_message(token) +
+                          " in the vocabulary, expected " + quote_for_message(expected) +
                           (wordpiece && f.role_marker ? " or an [unusedK] alias" : ""));
     }
     if (!seen.insert(id).second) {
@@ -195,8 +276,8 @@ void check_tokenizer_config(const TokenizerConfig& config, const Tokenizer& toke
   if (const auto* sp = dynamic_cast<const SentencePieceTokenizer*>(&tokenizer)) {
     if (config.normalization != sp->normalization()) {
       throw DataError(config_file, "", "normalization",
-                      "\"" + config.normalization + "\" but the model was trained with \"" +
-                          sp->normalization() + "\"");
+                      quote_for_message(config.normalization) + " but the model was trained with " +
+                          quote_for_message(sp->normalization()));
     }
     if (config.lower_case != sp->lower_case()) {
       throw DataError(config_file, "", "lower_case",
@@ -208,7 +289,8 @@ void check_tokenizer_config(const TokenizerConfig& config, const Tokenizer& toke
     if (config.normalization != kWordPieceNormalization) {
       throw DataError(config_file, "", "normalization",
                       "must be \"" + std::string(kWordPieceNormalization) +
-                          "\" for a wordpiece tokenizer, got \"" + config.normalization + "\"");
+                          "\" for a wordpiece tokenizer, got " +
+                          quote_for_message(config.normalization));
     }
     if (config.lower_case != wp->options().lower_case) {
       throw DataError(config_file, "", "lower_case",
@@ -216,6 +298,7 @@ void check_tokenizer_config(const TokenizerConfig& config, const Tokenizer& toke
                           " but the tokenizer was built with lower_case=" +
                           (wp->options().lower_case ? "true" : "false"));
     }
+    check_wordpiece_casing(config, *wp, config_file);
   }
 }
 

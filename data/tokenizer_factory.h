@@ -45,7 +45,9 @@ struct TokenizerConfig {
 
 /// JSON form of `config` (the tokenizer.json object, fields in the documented order).
 nlohmann::ordered_json tokenizer_config_to_json(const TokenizerConfig& config);
-/// Parses the tokenizer.json object. Every field is required except the two wordpiece extras.
+/// Parses the tokenizer.json object. Every field is required except the two wordpiece extras;
+/// keys that are not fields of the given type are rejected; model_file / vocab_file must name a
+/// file inside the bundle folder (relative, no ".." component).
 /// @throws SchemaError / DataError naming `file` and the field (e.g. "special_tokens.cls").
 TokenizerConfig tokenizer_config_from_json(const nlohmann::json& j, const std::string& file);
 
@@ -58,7 +60,11 @@ void write_tokenizer_config(const std::string& dir, const TokenizerConfig& confi
 /// Checks `config` against the loaded `tokenizer`: every special id is inside the vocabulary
 /// and names the expected entry ("[CLS]" for cls; for WordPiece a role marker may also be an
 /// "[unusedK]" alias, SPACE2.md §1.4), the ids are distinct, and casing/normalisation agree
-/// with the tokenizer. @throws DataError naming `config_file` and the field.
+/// with the tokenizer. For WordPiece the vocabulary's own casing must agree with lower_case
+/// (C17): lower_case=false with an uncased vocabulary (no token with an upper-case letter, as in
+/// bert-base-uncased) is rejected, and so is lower_case=true with a cased one (more than 1% of
+/// the non-special tokens with upper-case letters).
+/// @throws DataError naming `config_file` and the field.
 void check_tokenizer_config(const TokenizerConfig& config, const Tokenizer& tokenizer,
                             const std::string& config_file);
 

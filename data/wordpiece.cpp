@@ -3,7 +3,9 @@
 // BertTokenizer (BasicTokenizer + WordpieceTokenizer).
 #include "data/wordpiece.h"
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -12,6 +14,7 @@
 #include <utf8proc.h>
 
 #include "common/error.h"
+#include "common/input_file.h"
 #include "common/utf8.h"
 
 namespace dialtree::data {
@@ -197,8 +200,10 @@ void require_utf8(std::string_view text, const char* what) {
 
 WordPieceTokenizer::WordPieceTokenizer(const std::string& vocab_path, WordPieceOptions options)
     : vocab_path_(vocab_path), options_(std::move(options)) {
-  std::ifstream in(vocab_path, std::ios::binary);
-  if (!in) throw TokenizerError("WordPiece vocab '" + vocab_path + "': cannot open file");
+  std::ifstream in;
+  if (const int err = open_input_file(in, vocab_path); err != 0) {
+    throw TokenizerError("WordPiece vocab '" + vocab_path + "': " + open_error_message(err));
+  }
   std::string line;
   std::size_t line_no = 0;
   while (std::getline(in, line)) {
@@ -211,15 +216,18 @@ WordPieceTokenizer::WordPieceTokenizer(const std::string& vocab_path, WordPieceO
     const auto id = static_cast<std::int32_t>(vocab_.size());
     if (!ids_.emplace(line, id).second) {
       throw TokenizerError("WordPiece vocab '" + vocab_path + "': line " + std::to_string(line_no) +
-                           ": duplicate token '" + line + "'");
+                           ": duplicate token " + quote_for_message(line));
     }
     vocab_.push_back(line);
   }
-  if (in.bad()) throw TokenizerError("WordPiece vocab '" + vocab_path + "': read error");
+  if (in.bad()) {
+    throw TokenizerError("WordPiece vocab '" + vocab_path +
+                         "': read error: " + std::strerror(errno));
+  }
   if (vocab_.empty()) throw TokenizerError("WordPiece vocab '" + vocab_path + "': file is empty");
   if (ids_.count(options_.unk_token) == 0) {
-    throw TokenizerError("WordPiece vocab '" + vocab_path + "': lacks the unk token '" +
-                         options_.unk_token + "'");
+    throw TokenizerError("WordPiece vocab '" + vocab_path + "': lacks the unk token " +
+                         quote_for_message(options_.unk_token));
   }
 }
 

@@ -25,9 +25,9 @@ LabelMap::LabelMap(std::vector<std::string> names, const std::string& source)
     if (n.empty()) throw DataError(source_, "", field, "empty label name");
     auto [it, inserted] = ids_.emplace(n, static_cast<int>(i));
     if (!inserted) {
-      throw DataError(
-          source_, "", field,
-          "duplicate label '" + n + "' (first at [" + std::to_string(it->second) + "])");
+      throw DataError(source_, "", field,
+                      "duplicate label " + quote_for_message(n) + " (first at [" +
+                          std::to_string(it->second) + "])");
     }
   }
 }
@@ -128,12 +128,16 @@ bool is_terminator_only(std::string_view s) {
   return s.find_first_not_of("\r\n") == std::string_view::npos;
 }
 
+// `s` quoted and escaped (quote_for_message), cut after 60 bytes without splitting a UTF-8
+// sequence.
 std::string quoted_preview(const std::string& s) {
   constexpr std::size_t kMax = 60;
-  if (s.size() <= kMax) return "'" + s + "'";
+  if (s.size() <= kMax) return quote_for_message(s, 0);
   std::size_t cut = kMax;  // do not split a UTF-8 sequence
   while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
-  return "'" + s.substr(0, cut) + "...'";
+  std::string q = quote_for_message(std::string_view(s).substr(0, cut), 0);
+  q.insert(q.size() - 1, "...");
+  return q;
 }
 
 }  // namespace
@@ -144,8 +148,8 @@ IntentCsv read_intent_csv(const std::string& path, const LabelMap& labels,
   if (options.unknown_label_as) {
     fallback_id = labels.find(*options.unknown_label_as);
     if (fallback_id < 0) {
-      throw std::invalid_argument("IntentCsvOptions::unknown_label_as: label '" +
-                                  *options.unknown_label_as + "' is not in " +
+      throw std::invalid_argument("IntentCsvOptions::unknown_label_as: label " +
+                                  quote_for_message(*options.unknown_label_as) + " is not in " +
                                   (labels.source().empty() ? "the label map" : labels.source()));
     }
   }
@@ -186,8 +190,9 @@ IntentCsv read_intent_csv(const std::string& path, const LabelMap& labels,
       ex.label_id = labels.find(ex.label);
       if (ex.label_id < 0) {
         if (fallback_id < 0) {
-          throw DataError(path, at_line(r.line), "category",
-                          "label '" + ex.label + "' not in " + label_source);  // C03
+          throw DataError(
+              path, at_line(r.line), "category",
+              "label " + quote_for_message(ex.label) + " not in " + label_source);  // C03
         }
         ex.label_id = fallback_id;
       }

@@ -4,6 +4,7 @@
 #include <array>
 #include <filesystem>
 #include <iterator>
+#include <unordered_map>
 
 #include "common/error.h"
 #include "common/json_util.h"
@@ -81,7 +82,8 @@ void parse_state(dom::element v, const JsonPlace& place, const JsonPathRef& path
 
 std::string quote_join(const std::vector<std::string>& values) {
   std::string s;
-  for (std::size_t i = 0; i < values.size(); ++i) s += (i ? " / '" : "'") + values[i] + "'";
+  for (std::size_t i = 0; i < values.size(); ++i)
+    s += (i ? " / " : "") + quote_for_message(values[i]);
   return s;
 }
 
@@ -110,20 +112,11 @@ std::vector<std::string> action_values(const std::vector<SgdAction>& actions,
   return values;
 }
 
-// Code points [start, end) of `s` as a view; requires valid UTF-8 and end <= length(s).
-std::string_view codepoint_view(std::string_view s, std::size_t start, std::size_t end) {
-  std::size_t cp = 0, b0 = s.size(), i = 0;
-  for (; i < s.size(); ++i) {
-    if ((static_cast<unsigned char>(s[i]) & 0xC0) == 0x80) continue;
-    if (cp == start) b0 = i;
-    if (cp == end) break;
-    ++cp;
-  }
-  return s.substr(b0, i - b0);
-}
+// Where each dialogue id was first seen: "dialogues_001.json record 3".
+using SeenIds = std::unordered_map<std::string, std::string>;
 
 std::vector<SgdDialog> read_file(const std::string& path, SgdLoadReport* report,
-                                 SjFileParser& parser) {
+                                 SjFileParser& parser, SeenIds& seen) {
   static constexpr std::array<std::string_view, 3> kDialogKeys{"dialogue_id", "services", "turns"};
   static constexpr std::array<std::string_view, 3> kTurnKeys{"speaker", "utterance", "frames"};
   static constexpr std::array<std::string_view, 4> kFrameKeys{"service", "actions", "state",
@@ -142,6 +135,12 @@ std::vector<SgdDialog> read_file(const std::string& path, SgdLoadReport* report,
     const auto dm = sj_find_all(sj_as_object(dj, place, top), kDialogKeys);
     SgdDialog d;
     d.dialogue_id = req_string(dm[0], kDialogKeys[0], place, top);
+    // sts ids are "<source>/<dialogue_id>": a repeated id would silently make two the same.
+    if (auto [it, fresh] = seen.emplace(d.dialogue_id, file_name + " " + place.where); !fresh) {
+      throw DataError(path, place.where, "dialogue_id",
+                      "duplicate dialogue id " + quote_for_message(d.dialogue_id) + " (first at " +
+                          it->second + ")");
+    }
     place.where += " (dialogue " + d.dialogue_id + ")";
     const JsonPathRef services_path(top, kDialogKeys[1]);
     d.services = string_list(sj_require(dm[1], kDialogKeys[1], place, top), place, services_path);
@@ -158,10 +157,13 @@ std::vector<SgdDialog> read_file(const std::string& path, SgdLoadReport* report,
       t.speaker = req_string(tm[0], kTurnKeys[0], place, tpath);
       if (t.speaker != "USER" && t.speaker != "SYSTEM") {
         throw DataError(path, place.where, JsonPathRef(tpath, "speaker").str(),
-                        "must be \"USER\" or \"SYSTEM\", got \"" + t.speaker + "\"");
+                        "must be \"USER\" or \"SYSTEM\", got " + quote_for_message(t.speaker));
       }
       t.utterance = req_string(tm[1], kTurnKeys[1], place, tpath);
-      const std::size_t utt_len = utf8::length(t.utterance);  // JSON strings are valid UTF-8
+      // Code point offsets of the utterance (JSON strings are valid UTF-8), for the span checks.
+      std::vector<std::size_t> cps;
+      std::size_t utt_len = 0;
+      bool have_cps = false;
       const JsonPathRef fspath(tpath, kTurnKeys[2]);
       const dom::array frames =
           sj_as_array(sj_require(tm[2], kTurnKeys[2], place, tpath), place, fspath);
@@ -172,6 +174,12 @@ std::vector<SgdDialog> read_file(const std::string& path, SgdLoadReport* report,
         const auto fm = sj_find_all(sj_as_object(fel, place, fpath), kFrameKeys);
         SgdFrame f;
         f.service = req_string(fm[0], kFrameKeys[0], place, fpath);
+        if (sgd_service_domain(f.service).empty()) {
+          throw DataError(path, place.where, JsonPathRef(fpath, kFrameKeys[0]).str(),
+                          "service " + quote_for_message(f.service) +
+                              " gives an empty domain (a service is a name with an optional "
+                              "version suffix, e.g. \"Restaurants_1\")");
+        }
 
         const JsonPathRef apath(fpath, kFrameKeys[1]);
         const dom::array actions =
@@ -198,6 +206,11 @@ std::vector<SgdDialog> read_file(const std::string& path, SgdLoadReport* report,
         std::size_t si = 0;
         for (dom::element sel : slots) {
           const JsonPathRef p(spath, si++);
+          if (!have_cps) {
+            cps = utf8::codepoint_offsets(t.utterance);
+            utt_len = cps.size() - 1;
+            have_cps = true;
+          }
           const auto sm = sj_find_all(sj_as_object(sel, place, p), kSlotKeys);
           SgdSlotSpan span;
           span.slot = req_string(sm[0], kSlotKeys[0], place, p);
@@ -212,13 +225,15 @@ std::vector<SgdDialog> read_file(const std::string& path, SgdLoadReport* report,
           }
           // C06: the span text must equal one of the values the frame's actions give for this
           // slot; otherwise the span is dropped and reported, never kept silently.
-          const std::string_view text = codepoint_view(t.utterance, span.start, span.end);
+          const std::string_view text =
+              std::string_view(t.utterance)
+                  .substr(cps[span.start], cps[span.end] - cps[span.start]);
           if (mismatches_actions(f.actions, span.slot, text)) {
             if (report) {
               ++report->value_mismatch;
               report->mismatches.push_back(file_name + ": dialogue " + d.dialogue_id + " turn " +
-                                           std::to_string(ti) + ": slot " + span.slot + ": '" +
-                                           std::string(text) + "' vs " +
+                                           std::to_string(ti) + ": slot " + span.slot + ": " +
+                                           quote_for_message(text) + " vs " +
                                            quote_join(action_values(f.actions, span.slot)));
             }
             continue;
@@ -240,9 +255,20 @@ std::vector<SgdDialog> read_file(const std::string& path, SgdLoadReport* report,
 
 }  // namespace
 
+std::string sgd_service_domain(const std::string& service) {
+  // "Restaurants_1" -> "Restaurants": versions of one service share their semantics.
+  const std::size_t u = service.rfind('_');
+  if (u != std::string::npos && u + 1 < service.size() &&
+      service.find_first_not_of("0123456789", u + 1) == std::string::npos) {
+    return service.substr(0, u);
+  }
+  return service;
+}
+
 std::vector<SgdDialog> read_sgd_file(const std::string& path, SgdLoadReport* report) {
   SjFileParser parser;
-  return read_file(path, report, parser);
+  SeenIds seen;
+  return read_file(path, report, parser, seen);
 }
 
 std::vector<SgdDialog> read_sgd(const std::string& path, SgdLoadReport* report) {
@@ -263,9 +289,10 @@ std::vector<SgdDialog> read_sgd(const std::string& path, SgdLoadReport* report) 
   if (files.empty()) throw DataError(path, "", "", "no dialogues_*.json file in this directory");
   std::sort(files.begin(), files.end());
   SjFileParser parser;  // reused: its buffers grow to the largest file once
+  SeenIds seen;         // dialogue ids must be unique across the files too
   std::vector<SgdDialog> out;
   for (const std::string& f : files) {
-    std::vector<SgdDialog> part = read_file(f, report, parser);
+    std::vector<SgdDialog> part = read_file(f, report, parser, seen);
     out.insert(out.end(), std::make_move_iterator(part.begin()),
                std::make_move_iterator(part.end()));
   }

@@ -75,16 +75,25 @@ struct SgdLoadReport {
 /// `speaker` must be "USER" or "SYSTEM". Spans are checked as described at SgdLoadReport (C06);
 /// `report` may be null (mismatching spans are still dropped).
 /// @throws DataError for a span with start < 0, start >= exclusive_end or exclusive_end past the
-///   utterance length in code points, a `state` on a SYSTEM turn, a bad speaker, invalid JSON;
-///   SchemaError for a missing field or a wrong JSON type (C08). Messages name the file,
-///   "record N (dialogue ID)" (N = 0-based dialogue index) and the JSON path, e.g.
+///   utterance length in code points, a `state` on a SYSTEM turn, a bad speaker, a frame
+///   `service` whose domain (sgd_service_domain) is empty ("", "_1"), a `dialogue_id` that
+///   occurs twice (naming the id and where it was first seen), invalid JSON; SchemaError for a
+///   missing field or a wrong JSON type (C08). Messages name the file, "record N (dialogue ID)"
+///   (N = 0-based dialogue index) and the JSON path, e.g.
 ///   `turns[3].frames[0].slots[1].exclusive_end`.
 std::vector<SgdDialog> read_sgd_file(const std::string& path, SgdLoadReport* report = nullptr);
 
 /// Reads every `dialogues_*.json` of a directory in byte order of the names (schema.json and any
 /// other file is skipped), or a single file if `path` is a file; dialogues are concatenated.
-/// @throws DataError if `path` does not exist or the directory has no dialogues_*.json file, and
-///   whatever read_sgd_file throws.
+/// Dialogue ids must be unique across all the files.
+/// @throws DataError if `path` does not exist or the directory has no dialogues_*.json file, for
+///   a dialogue id already seen in this or an earlier file ("duplicate dialogue id '1_00000'
+///   (first at dialogues_001.json record 3)"), and whatever read_sgd_file throws.
 std::vector<SgdDialog> read_sgd(const std::string& path, SgdLoadReport* report = nullptr);
+
+/// The domain of an SGD service: the name without its numeric version suffix ("Restaurants_1"
+/// -> "Restaurants"; "Banks" stays "Banks"). Versions of one service share their semantics.
+/// Empty for "" and "_1", which the readers reject.
+std::string sgd_service_domain(const std::string& service);
 
 }  // namespace dialtree::readers

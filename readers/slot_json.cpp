@@ -108,7 +108,8 @@ std::vector<std::string> read_slot_vocab(const std::string& path) {
     const std::string p = json_index_path("", i);
     std::string tag = json_as_string(list[i], place, p);
     if (tag.empty()) throw DataError(path, "", p, "empty tag");
-    if (!seen.insert(tag).second) throw DataError(path, "", p, "duplicate tag '" + tag + "'");
+    if (!seen.insert(tag).second)
+      throw DataError(path, "", p, "duplicate tag " + quote_for_message(tag));
     out.push_back(std::move(tag));
   }
   if (out.empty()) throw DataError(path, "", "", "tag list is empty");

@@ -73,7 +73,7 @@ std::vector<TopExample> read_top(const std::string& path) {
     if (intent.empty()) throw DataError(path, at_line(no), "intent", "empty intent");
     if (intent.find_first_of(" \t") != std::string_view::npos) {
       throw DataError(path, at_line(no), "intent",
-                      "intent '" + std::string(intent) + "' contains whitespace");
+                      "intent " + quote_for_message(intent) + " contains whitespace");
     }
     ex.intent = std::string(intent);
 
@@ -96,19 +96,19 @@ std::vector<TopExample> read_top(const std::string& path) {
         std::size_t colon = tok.find(':');
         if (colon == std::string_view::npos) {
           throw DataError(path, at_line(no), "",
-                          "token '" + std::string(tok) + "' has no ':' between word and tag");
+                          "token " + quote_for_message(tok) + " has no ':' between word and tag");
         }
         word = tok.substr(0, colon);
         tag = tok.substr(colon + 1);
       }
       if (word.empty()) {
         throw DataError(path, at_line(no), "",
-                        "token '" + std::string(tok) + "' has an empty word");
+                        "token " + quote_for_message(tok) + " has an empty word");
       }
       if (!valid_tag(tag)) {
         throw DataError(path, at_line(no), "",
-                        "token '" + std::string(tok) + "': tag '" + std::string(tag) +
-                            "' is not O, B-<label> or I-<label>");
+                        "token " + quote_for_message(tok) + ": tag " + quote_for_message(tag) +
+                            " is not O, B-<label> or I-<label>");
       }
       ex.words.emplace_back(word);
       ex.tags.emplace_back(tag);

@@ -1,6 +1,7 @@
 #include "sts/convert.h"
 
 #include <filesystem>
+#include <map>
 #include <stdexcept>
 
 #include "common/utf8.h"
@@ -33,17 +34,34 @@ SourceFormat parse_source_format(const std::string& name) {
 
 namespace {
 
+// `input` made absolute and normalised, without a trailing slash.
+fs::path absolute_input(const std::string& input) {
+  std::error_code ec;
+  fs::path p = fs::absolute(input, ec);
+  if (ec) p = fs::path(input);
+  p = p.lexically_normal();
+  if (p.filename().empty() && p.has_parent_path() && p != p.root_path()) p = p.parent_path();
+  return p;
+}
+
+// The name of the folder that holds `input`, however the path is spelled ("bom.csv",
+// "./bom.csv", "../task/bom.csv" and "/data/task/bom.csv" all give "task"): the parent folder is
+// resolved with weakly_canonical (symbolic links followed).
 std::string parent_name(const std::string& input) {
-  fs::path p = fs::path(input).lexically_normal();
-  if (p.filename().empty()) p = p.parent_path();  // trailing slash
-  std::string name = p.parent_path().filename().string();
-  return name.empty() ? "data" : name;
+  const fs::path abs = absolute_input(input);
+  std::error_code ec;
+  fs::path dir = fs::weakly_canonical(abs.parent_path(), ec);
+  if (ec) dir = abs.parent_path();
+  std::string name = dir.filename().string();
+  if (name.empty()) {
+    throw std::invalid_argument("cannot name the dataset after the folder of '" + input +
+                                "' (the root directory): pass --source");
+  }
+  return name;
 }
 
 std::string split_name(const std::string& input) {
-  fs::path p = fs::path(input).lexically_normal();
-  if (p.filename().empty()) p = p.parent_path();
-  return p.stem().string();
+  return absolute_input(input).stem().string();
 }
 
 std::string make_id(const std::string& source, const std::string& split, std::size_t index) {
@@ -107,11 +125,19 @@ std::vector<Dialog> convert_slot(const std::string& input, const std::string& so
   for (const auto& ex : examples) {
     Tree t;
     t.add_intent(domain, kDefaultIntent);
-    for (const auto& l : ex.labels) {
-      t.add_value(domain, kDefaultIntent, l.slot,
-                  Value{utf8::substr(ex.text, l.start, l.end), std::make_pair(l.start, l.end)});
+    if (!ex.labels.empty()) {
+      // Byte offset of every code point, once per text: slicing stays linear in its length.
+      const std::vector<std::size_t> offs = utf8::codepoint_offsets(ex.text);
+      std::map<std::string, std::vector<Value>> by_slot;  // values in file order per slot
+      for (const auto& l : ex.labels) {
+        by_slot[l.slot].push_back(Value{ex.text.substr(offs[l.start], offs[l.end] - offs[l.start]),
+                                        std::make_pair(l.start, l.end)});
+      }
+      for (auto& [slot, values] : by_slot) {
+        t.add_values(domain, kDefaultIntent, slot, std::move(values));
+      }
     }
-    Turn turn = user_turn(ex.text, t);
+    Turn turn = user_turn(ex.text, std::move(t));
     if (!ex.requested_slots.empty()) turn.extra["requested_slots"] = ex.requested_slots;
     if (ex.id) turn.extra["source_id"] = *ex.id;
     out.push_back(Dialog{make_id(source, split, ex.index), source, {std::move(turn)}});
@@ -128,24 +154,36 @@ std::vector<Dialog> convert_top(const std::string& input, const std::string& sou
   const std::string split = split_name(input);
   for (std::size_t n = 0; n < examples.size(); ++n) {
     const auto& ex = examples[n];
+    // The text is the words joined by single spaces; offsets of each word's start and end, in
+    // code points and in bytes, are tracked as the text grows (linear in its length).
     std::string text;
-    std::vector<std::size_t> starts;  // code point offset of each word
-    for (const auto& w : ex.words) {
-      if (!text.empty()) text += ' ';
-      starts.push_back(utf8::length(text));
-      text += w;
+    const std::size_t nw = ex.words.size();
+    std::vector<std::size_t> cp_begin(nw), cp_end(nw), byte_begin(nw), byte_end(nw);
+    std::size_t cp = 0;
+    for (std::size_t w = 0; w < nw; ++w) {
+      if (w > 0) {
+        text += ' ';
+        ++cp;
+      }
+      cp_begin[w] = cp;
+      byte_begin[w] = text.size();
+      text += ex.words[w];
+      cp += utf8::length(ex.words[w]);
+      cp_end[w] = cp;
+      byte_end[w] = text.size();
     }
     Tree t;
     t.add_intent(domain, ex.intent);
+    std::map<std::string, std::vector<Value>> by_slot;  // values in line order per slot
     // Group words into top-level slot values: a value continues while the outermost label
     // stays the same, unless a B- tag opens that outermost label again.
     std::string open;
     std::size_t first = 0, last = 0;
     auto close = [&] {
       if (open.empty()) return;
-      const std::size_t s = starts[first];
-      const std::size_t e = starts[last] + utf8::length(ex.words[last]);
-      t.add_value(domain, ex.intent, open, Value{utf8::substr(text, s, e), std::make_pair(s, e)});
+      by_slot[open].push_back(
+          Value{text.substr(byte_begin[first], byte_end[last] - byte_begin[first]),
+                std::make_pair(cp_begin[first], cp_end[last])});
       open.clear();
     };
     for (std::size_t w = 0; w < ex.words.size(); ++w) {
@@ -164,20 +202,11 @@ std::vector<Dialog> convert_top(const std::string& input, const std::string& sou
       open = outer, first = last = w;
     }
     close();
-    out.push_back(Dialog{make_id(source, split, n), source, {user_turn(text, t)}});
+    for (auto& [slot, values] : by_slot) t.add_values(domain, ex.intent, slot, std::move(values));
+    out.push_back(Dialog{make_id(source, split, n), source, {user_turn(text, std::move(t))}});
   }
   rep.records = examples.size();
   return out;
-}
-
-std::string sgd_domain(const std::string& service) {
-  // "Restaurants_1" -> "Restaurants": versions of one service share their semantics.
-  std::size_t u = service.rfind('_');
-  if (u != std::string::npos && u + 1 < service.size() &&
-      service.find_first_not_of("0123456789", u + 1) == std::string::npos) {
-    return service.substr(0, u);
-  }
-  return service;
 }
 
 std::vector<Dialog> convert_sgd(const std::string& input, const std::string& source,
@@ -197,8 +226,9 @@ std::vector<Dialog> convert_sgd(const std::string& input, const std::string& sou
         continue;
       }
       Tree t;
+      std::vector<std::size_t> offs;  // code point offsets of the utterance, on first use
       for (const auto& f : st.frames) {
-        const std::string domain = sgd_domain(f.service);
+        const std::string domain = readers::sgd_service_domain(f.service);  // never empty
         std::string intent = f.active_intent.value_or("NONE");
         if (intent == "NONE") intent = kDefaultIntent;
         t.add_intent(domain, intent);
@@ -207,7 +237,10 @@ std::vector<Dialog> convert_sgd(const std::string& input, const std::string& sou
             for (const auto& v : a.values) {
               Value val{v, std::nullopt};
               for (const auto& sp : f.slots) {
-                if (sp.slot == a.slot && utf8::substr(st.utterance, sp.start, sp.end) == v) {
+                if (sp.slot != a.slot) continue;
+                if (offs.empty()) offs = utf8::codepoint_offsets(st.utterance);
+                if (std::string_view(st.utterance)
+                        .substr(offs[sp.start], offs[sp.end] - offs[sp.start]) == v) {
                   val.span = std::make_pair(sp.start, sp.end);
                   break;
                 }
@@ -244,9 +277,14 @@ std::vector<Dialog> convert_multiwoz(const std::string& input, const std::string
         continue;
       }
       // The label of a user turn is what its own words changed in the belief state: the
-      // following system turn's state minus the state before this turn.
+      // following system turn's state minus the state before this turn. Without a following
+      // system turn (a dialog ending on a user turn) that state is unknown: unlabelled.
+      if (i + 1 >= md.turns.size() || md.turns[i + 1].role == "user") {
+        d.turns.push_back(user_turn(mt.text, std::nullopt));
+        continue;
+      }
       const auto& prev = before ? *before : kNone;
-      const auto& after = i + 1 < md.turns.size() ? md.turns[i + 1].belief : kNone;
+      const auto& after = md.turns[i + 1].belief;
       Tree t;
       for (const auto& [key, value] : after) {
         auto it = prev.find(key);
@@ -269,7 +307,8 @@ std::vector<Dialog> convert_text(const std::string& input, const std::string& so
   readers::TextLoadReport load;
   const auto lines = readers::read_text_lines(input, &load);
   if (load.blank_lines) {
-    rep.warnings.push_back(std::to_string(load.blank_lines) + " blank lines skipped");
+    rep.warnings.push_back(input + ": " + std::to_string(load.blank_lines) +
+                           (load.blank_lines == 1 ? " blank line" : " blank lines") + " skipped");
   }
   std::vector<Dialog> out;
   out.reserve(lines.size());
@@ -286,28 +325,52 @@ std::vector<Dialog> convert_text(const std::string& input, const std::string& so
 
 std::vector<Dialog> convert(SourceFormat format, const std::string& input,
                             const ConvertOptions& options, ConvertReport* report) {
+  if (options.source && options.source->empty()) {
+    throw std::invalid_argument("--source must not be empty (omit it for the default)");
+  }
+  if (options.domain) {
+    if (options.domain->empty()) {
+      throw std::invalid_argument("--domain must not be empty (omit it for DEFAULT_DOMAIN)");
+    }
+    const char* why = format == SourceFormat::Sgd        ? "its domains come from the services"
+                      : format == SourceFormat::Multiwoz ? "its domains come from the belief state"
+                      : format == SourceFormat::Text     ? "text lines are unlabelled"
+                                                         : nullptr;
+    if (why) {
+      throw std::invalid_argument("--domain does not apply to --format " +
+                                  source_format_names()[static_cast<std::size_t>(format)] + " (" +
+                                  why + ")");
+    }
+  }
+  if (options.categories && format != SourceFormat::IntentCsv) {
+    throw std::invalid_argument("--categories applies to --format intent-csv only");
+  }
   ConvertReport rep;
   const std::string domain = options.domain.value_or(kDefaultDomain);
-  auto source_or = [&](const std::string& dflt) { return options.source.value_or(dflt); };
+  // The default source is derived only when none is given (a file in "/" needs --source).
+  auto source_or = [&](auto&& derive) -> std::string {
+    return options.source ? *options.source : std::string(derive());
+  };
+  const auto folder = [&] { return parent_name(input); };
   std::vector<Dialog> out;
   switch (format) {
     case SourceFormat::IntentCsv:
-      out = convert_intent(input, options, source_or(parent_name(input)), domain, rep);
+      out = convert_intent(input, options, source_or(folder), domain, rep);
       break;
     case SourceFormat::SlotJson:
-      out = convert_slot(input, source_or(parent_name(input)), domain, rep);
+      out = convert_slot(input, source_or(folder), domain, rep);
       break;
     case SourceFormat::Top:
-      out = convert_top(input, source_or(parent_name(input)), domain, rep);
+      out = convert_top(input, source_or(folder), domain, rep);
       break;
     case SourceFormat::Multiwoz:
-      out = convert_multiwoz(input, source_or("multiwoz"), rep);
+      out = convert_multiwoz(input, source_or([] { return "multiwoz"; }), rep);
       break;
     case SourceFormat::Sgd:
-      out = convert_sgd(input, source_or("sgd"), rep);
+      out = convert_sgd(input, source_or([] { return "sgd"; }), rep);
       break;
     case SourceFormat::Text:
-      out = convert_text(input, source_or(split_name(input)), rep);
+      out = convert_text(input, source_or([&] { return split_name(input); }), rep);
       break;
   }
   rep.dialogs = out.size();

@@ -21,12 +21,17 @@ SourceFormat parse_source_format(const std::string& name);
 const std::vector<std::string>& source_format_names();
 
 struct ConvertOptions {
-  /// Dataset name written as `source` and as the id prefix; default: the input's parent
-  /// directory name (e.g. "banking" for .../banking/train.csv), "sgd" for SGD.
+  /// Dataset name written as `source` and as the id prefix (must not be empty). Default:
+  /// intent-csv, slot-json, top: the name of the folder holding the input, resolved however the
+  /// path is spelled (e.g. "banking" for .../banking/train.csv, also when given as "train.csv"
+  /// from inside that folder; a file in the root directory needs an explicit source); text: the
+  /// file's stem ("corpus" for corpus.txt); sgd: "sgd"; multiwoz: "multiwoz".
   std::optional<std::string> source;
-  /// Domain node for sources without a domain level; default DEFAULT_DOMAIN.
+  /// Domain node for intent-csv, slot-json and top, which have no domain level (must not be
+  /// empty); default DEFAULT_DOMAIN. Not accepted for sgd, multiwoz (their own domains) and text
+  /// (unlabelled).
   std::optional<std::string> domain;
-  /// intent-csv: categories.json path; default: categories.json beside the CSV.
+  /// intent-csv only: categories.json path; default: categories.json beside the CSV.
   std::optional<std::string> categories;
 };
 
@@ -44,7 +49,10 @@ struct ConvertReport {
 
 /// Reads `input` (a file, or for SGD a directory of dialogues_*.json) with the matching reader
 /// and converts every record. Labels are stored after SPACE-2's fix-up (SPACE2.md §2.1).
-/// @throws DataError / SchemaError from the readers, naming file, line/record and field.
+/// Time and memory are linear in the input (n log n in the number of slots per record).
+/// @throws std::invalid_argument for options that are empty or do not apply to `format`, or a
+///   default source that cannot be derived; DataError / SchemaError from the readers, naming
+///   file, line/record and field.
 std::vector<Dialog> convert(SourceFormat format, const std::string& input,
                             const ConvertOptions& options = {}, ConvertReport* report = nullptr);
 

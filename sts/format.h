@@ -43,9 +43,21 @@ nlohmann::ordered_json to_json(const Dialog& dialog);
 Dialog dialog_from_json(const nlohmann::json& j, const std::string& file = "",
                         std::size_t line = 0);
 
-/// Writes dialogs as sts/1 JSONL to `path` atomically (temp + rename).
-/// @throws std::runtime_error on I/O failure.
+/// Parses one turn object {"role", "text", "label"?, "extra"?} found at JSON path `path` ("" for
+/// a whole document; errors then name "role", "text", "label...") of `file` at `where` ("line
+/// N"). The label is checked against the text: every span must lie inside it and cut out exactly
+/// its value. With `require_role` false a missing role reads as "user" (for a single turn given
+/// on its own, e.g. to `dialtree sts score`).
+/// @throws SchemaError / DataError naming the file, the place and the JSON path.
+Turn turn_from_json(const nlohmann::json& j, const std::string& file, const std::string& where,
+                    const std::string& path, bool require_role = true);
+
+/// Writes dialogs as sts/1 JSONL to `path` atomically (temp + rename; see common/atomic_file.h
+/// for how links and non-regular targets are handled).
+/// @throws std::invalid_argument for a refused target; std::runtime_error on I/O failure.
 void write_jsonl(const std::string& path, const std::vector<Dialog>& dialogs);
+/// Writes dialogs as sts/1 JSONL to `out` (one compact record and LF per dialog).
+void write_jsonl(std::ostream& out, const std::vector<Dialog>& dialogs);
 /// Streams a JSONL file: calls `fn` for every dialog. @throws DataError naming the line.
 void for_each_dialog(const std::string& path, const std::function<void(Dialog&&)>& fn);
 /// Reads a whole JSONL file. @throws DataError naming the line.

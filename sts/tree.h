@@ -37,9 +37,15 @@ struct Tree {
   bool operator==(const Tree& o) const { return domains == o.domains; }
 
   /// Adds `slot` = `value` under domain/intent (creating the nodes). A value equal to one
-  /// already present (same string and span) is not added twice.
+  /// already present (same string and span) is not added twice. Linear in the number of values
+  /// of the slot: to add many values to one slot, use add_values().
   void add_value(const std::string& domain, const std::string& intent, const std::string& slot,
                  Value value);
+  /// Appends `values`, in order, to `slot` under domain/intent (creating the nodes), skipping
+  /// each one equal to a value already present or added earlier in the call: the same result as
+  /// add_value() per value, in expected linear time (a hash set once the list is long).
+  void add_values(const std::string& domain, const std::string& intent, const std::string& slot,
+                  std::vector<Value> values);
   /// Adds an intent node with no slots (creating the domain).
   void add_intent(const std::string& domain, const std::string& intent);
   /// Adds a slot node with no values.
@@ -53,10 +59,11 @@ Tree fix_up(Tree tree);
 /// The nested JSON form `{domain: {intent: {slot: [{"value": v, "span": [s, e]}]}}}`.
 nlohmann::ordered_json to_json(const Tree& tree);
 
-/// Parses the nested JSON form. Values may be objects {"value": string, "span": [s, e]?} or
-/// bare strings/numbers (converted to strings, SPACE2.md §3.1).
+/// Parses the nested JSON form. Values may be objects {"value": string or number, "span": [s,
+/// e]?} or bare strings/numbers (converted to strings, SPACE2.md §3.1); booleans are not values.
 /// @throws SchemaError naming `path` (e.g. "turns[2].label.hotel.inform.area[0].span") plus the
-///   expected and found types; `file` and `where` go into the message.
+///   expected and found types; DataError for an empty domain, intent or slot name or a bad span;
+///   `file` and `where` go into the message.
 Tree tree_from_json(const nlohmann::json& j, const std::string& file = "",
                     const std::string& where = "", const std::string& path = "label");
 

@@ -184,11 +184,34 @@ TEST(TokenizerBundle, MissingSettingsFileFailsToLoad) {
   expect_data_error([&] { load_tokenizer(tmp.path().string()); }, "", "tokenizer.json");
 }
 
+/// bert-base-uncased's vocabulary plus capitalised forms of its first 3000 all-letter words
+/// ("May" among them): a cased vocabulary in which "may" keeps id 2089.
+std::string cased_vocab(const dialtree::testing::TempDir& tmp) {
+  std::ifstream in(bert_vocab());
+  std::vector<std::string> lines, upper;
+  for (std::string line; std::getline(in, line);) {
+    lines.push_back(line);
+    const bool word = line.size() >= 2 &&
+                      line.find_first_not_of("abcdefghijklmnopqrstuvwxyz") == std::string::npos;
+    if (word && upper.size() < 3000) upper.push_back(char(line[0] - 'a' + 'A') + line.substr(1));
+  }
+  const std::string path = tmp.file("cased-vocab.txt");
+  std::ofstream out(path);
+  for (const auto& l : lines) out << l << '\n';
+  for (const auto& l : upper) out << l << '\n';
+  return path;
+}
+
 TEST(TokenizerBundle, C17CasedWordPieceBundleLoadsCased) {
   dialtree::testing::TempDir tmp;
   WordPieceOptions cased;
   cased.lower_case = false;
-  save_wordpiece_tokenizer_config(tmp.file("wp"), bert_vocab(), cased);
+  // The uncased vocabulary cannot be a cased bundle (every capitalised word would be [UNK]).
+  expect_data_error([&] { save_wordpiece_tokenizer_config(tmp.file("wp"), bert_vocab(), cased); },
+                    "lower_case", "tokenizer.json");
+  EXPECT_FALSE(std::filesystem::exists(tmp.file("wp/vocab.txt")));
+  const std::string vocab = cased_vocab(tmp);
+  save_wordpiece_tokenizer_config(tmp.file("wp"), vocab, cased);
 
   const json cfg = read_json(tmp.file("wp/tokenizer.json"));
   EXPECT_EQ(cfg["type"], "wordpiece");
@@ -201,7 +224,7 @@ TEST(TokenizerBundle, C17CasedWordPieceBundleLoadsCased) {
   EXPECT_EQ(cfg["special_tokens"]["eos_r"], 8);
   EXPECT_EQ(cfg["special_tokens"]["cls"], 101);
   EXPECT_EQ(std::filesystem::file_size(tmp.file("wp/vocab.txt")),
-            std::filesystem::file_size(bert_vocab()));
+            std::filesystem::file_size(vocab));
 
   const auto tok = load_tokenizer(tmp.file("wp"));
   const auto* wp = dynamic_cast<const WordPieceTokenizer*>(tok.get());
@@ -209,9 +232,10 @@ TEST(TokenizerBundle, C17CasedWordPieceBundleLoadsCased) {
   EXPECT_FALSE(wp->options().lower_case);
   EXPECT_EQ(tok->special().sos_u, 13);
   EXPECT_EQ(tok->special().unk, 100);
-  // Cased: "May" is not the uncased vocabulary's "may" (id 2089).
+  // Cased: "May" is its own entry, not "may" (id 2089), and not [UNK].
   EXPECT_NE(tok->encode("May"), tok->encode("may"));
   EXPECT_EQ(tok->encode("may"), std::vector<std::int32_t>{2089});
+  EXPECT_EQ(tok->encode("May"), std::vector<std::int32_t>{tok->token_to_id("May")});
 
   // The default (uncased) bundle lower-cases, as its settings say.
   save_wordpiece_tokenizer_config(tmp.file("wp-uncased"), bert_vocab());

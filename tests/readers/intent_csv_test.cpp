@@ -325,7 +325,7 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST(IntentCsvMalformed, MissingFile) {
   EXPECT_EQ(error_of<DataError>([] { read_intent_csv("/nonexistent/x.csv", small_map()); }),
-            "/nonexistent/x.csv: cannot open file for reading");
+            "/nonexistent/x.csv: cannot open file for reading: No such file or directory");
 }
 
 // --- LabelMap ----------------------------------------------------------------------------------

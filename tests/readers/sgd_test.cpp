@@ -169,7 +169,7 @@ TEST(SgdErrors, BadSpansStateOnSystemTurnWrongTypes) {
           "'turns[0].frames[0].state': dialogue state on a SYSTEM turn (only user frames "
           "carry one)");
   EXPECT_EQ(err(one_turn("BOT", "abc", R"({"service":"S_1",)" + actions + R"(,"slots":[]})")),
-            where + "'turns[0].speaker': must be \"USER\" or \"SYSTEM\", got \"BOT\"");
+            where + "'turns[0].speaker': must be \"USER\" or \"SYSTEM\", got 'BOT'");
   // C08-style wrong types.
   EXPECT_EQ(
       err(one_turn(

@@ -55,7 +55,7 @@ TEST(TextFixture, InvalidUtf8AndMissingFile) {
   EXPECT_EQ(error_of<DataError>([&] { read_text_lines(path); }),
             path + ": line 3: invalid UTF-8 at byte 5 of the line");
   EXPECT_EQ(error_of<DataError>([] { read_text_lines("/nonexistent/t.txt"); }),
-            "/nonexistent/t.txt: cannot open file for reading");
+            "/nonexistent/t.txt: cannot open file for reading: No such file or directory");
   write_bytes(path, "");
   EXPECT_TRUE(read_text_lines(path).empty());
 }

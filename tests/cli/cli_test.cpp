@@ -1,0 +1,298 @@
+// The dialtree binary end to end: exit statuses (0 / 1 / 2) and "error: ..." on stderr, --out
+// safety, options that do not apply, temporary files removed on Ctrl-C / SIGTERM / SIGHUP, and
+// where `tokenizer train` prints its summary and warnings. Runs DIALTREE_BINARY_DIR/cli/dialtree,
+// so build the `dialtree` target first (scripts/test.sh builds everything).
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "test_paths.h"
+
+namespace dialtree {
+namespace {
+
+namespace fs = std::filesystem;
+using dialtree::testing::shared_data;
+using dialtree::testing::TempDir;
+using ::testing::HasSubstr;
+using ::testing::Not;
+using ::testing::StartsWith;
+
+std::string binary() {
+  return std::string(DIALTREE_BINARY_DIR) + "/cli/dialtree";
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+void spit(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+struct Result {
+  int status = -1;  ///< exit status, or -signal if killed
+  std::string out, err;
+};
+
+/// Starts dialtree with `args` in `cwd`, stdout and stderr to files in `io`; returns the pid.
+pid_t start(const std::vector<std::string>& args, const std::string& cwd, const TempDir& io) {
+  const std::string out = io.file("stdout"), err = io.file("stderr");
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    if (::chdir(cwd.c_str()) != 0) ::_exit(120);
+    const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (o < 0 || e < 0) ::_exit(121);
+    ::dup2(o, 1);
+    ::dup2(e, 2);
+    std::vector<char*> argv;
+    std::string bin = binary();
+    argv.push_back(bin.data());
+    std::vector<std::string> copy = args;
+    for (auto& a : copy) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ::execv(bin.c_str(), argv.data());
+    ::_exit(122);
+  }
+  return pid;
+}
+
+Result finish(pid_t pid, const TempDir& io) {
+  Result r;
+  int ws = 0;
+  ::waitpid(pid, &ws, 0);
+  r.status = WIFEXITED(ws) ? WEXITSTATUS(ws) : WIFSIGNALED(ws) ? -WTERMSIG(ws) : -1000;
+  r.out = slurp(io.file("stdout"));
+  r.err = slurp(io.file("stderr"));
+  return r;
+}
+
+Result run(const std::vector<std::string>& args, const std::string& cwd) {
+  TempDir io;
+  return finish(start(args, cwd, io), io);
+}
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(fs::exists(binary())) << binary() << " is missing: build the dialtree target";
+    fs::create_directories(tmp_.path() / "banking");
+    fs::copy_file(shared_data("dialoglue/banking/categories.json"),
+                  tmp_.path() / "banking/categories.json");
+    spit(tmp_.file("banking/train.csv"), "text,category\nwhere is my card?,card_arrival\n");
+  }
+  std::string dir() const { return tmp_.path().string(); }
+  TempDir tmp_;
+};
+
+TEST_F(Cli, ExitStatusesAndErrorLines) {
+  // Usage errors found by CLI11: 2 (was 105, 106, 109 ...), with "error: ".
+  Result r = run({"sts", "convert", "--bogus"}, dir());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, StartsWith("error: "));
+  r = run({"tokenizer", "train", "--input", "missing.txt", "--out", "tok"}, dir());
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_EQ(r.err, "error: cannot open training input 'missing.txt': No such file or directory\n");
+  r = run({"sts", "convert", "--format", "intent-csv", "--input", "missing.csv", "--out", "o.jsonl",
+           "--source", "x", "--categories", "banking/categories.json"},
+          dir());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("missing.csv: cannot open file for reading: No such file"));
+  r = run({"sts", "score", "--a", "missing.json", "--b", "missing.json"}, dir());
+  EXPECT_EQ(r.status, 2);
+  r = run({"tokenizer", "train", "--input", "x", "--out", "t", "--vocab-size", "5"}, dir());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("--vocab-size"));
+  // --help and --version stay 0.
+  EXPECT_EQ(run({"--help"}, dir()).status, 0);
+  EXPECT_EQ(run({"sts", "convert", "--help"}, dir()).status, 0);
+  r = run({"--version"}, dir());
+  EXPECT_EQ(r.status, 0);
+  EXPECT_FALSE(r.out.empty());
+  // A folder given as a file.
+  r = run({"sts", "convert", "--format", "text", "--input", "banking", "--out", "o.jsonl"}, dir());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.err, "error: banking: is a directory, not a file\n");
+}
+
+TEST_F(Cli, OutSafety) {
+  const std::vector<std::string> conv = {"sts",     "convert",           "--format", "intent-csv",
+                                         "--input", "banking/train.csv", "--out"};
+  auto with = [&](std::vector<std::string> a, std::vector<std::string> more) {
+    a.insert(a.end(), more.begin(), more.end());
+    return a;
+  };
+  Result r = run(with(conv, {"/dev/full"}), dir());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("is a character device"));
+  struct stat st;
+  ASSERT_EQ(::stat("/dev/full", &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode)) << "/dev/full was replaced";
+
+  r = run(with(conv, {"banking/train.csv"}), dir());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("is the same file as --input"));
+  EXPECT_EQ(slurp(tmp_.file("banking/train.csv")),
+            "text,category\nwhere is my card?,card_arrival\n");
+  r = run(with(conv, {"banking/categories.json"}), dir());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("is the same file as --categories"));
+  r = run(with(conv, {""}), dir());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("empty"));
+
+  // A symbolic link: its target is written, the link stays.
+  spit(tmp_.file("real.jsonl"), "old\n");
+  fs::create_symlink("real.jsonl", tmp_.file("link.jsonl"));
+  r = run(with(conv, {"link.jsonl"}), dir());
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(fs::is_symlink(tmp_.file("link.jsonl")));
+  EXPECT_THAT(slurp(tmp_.file("real.jsonl")),
+              StartsWith(R"({"format":"sts/1","id":"banking/train/0")"));
+
+  // tokenizer train: --out may not be an input, nor contain one.
+  spit(tmp_.file("corpus.txt"), "hello world\n");
+  r = run({"tokenizer", "train", "--input", "corpus.txt", "--out", "corpus.txt"}, dir());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("is the same file as --input"));
+  r = run({"tokenizer", "train", "--input", "corpus.txt", "--out", "."}, dir());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("lies inside --out"));
+  EXPECT_TRUE(fs::exists(tmp_.file("corpus.txt")));
+}
+
+TEST_F(Cli, SourceAndDomainOptions) {
+  // The id does not depend on how --input is spelled.
+  Result r = run(
+      {"sts", "convert", "--format", "intent-csv", "--input", "train.csv", "--out", "../rel.jsonl"},
+      tmp_.file("banking"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  r = run({"sts", "convert", "--format", "intent-csv", "--input", tmp_.file("banking/train.csv"),
+           "--out", "abs.jsonl"},
+          dir());
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(slurp(tmp_.file("rel.jsonl")), slurp(tmp_.file("abs.jsonl")));
+  EXPECT_THAT(slurp(tmp_.file("abs.jsonl")),
+              HasSubstr(R"("id":"banking/train/0","source":"banking")"));
+
+  r = run({"sts", "convert", "--format", "intent-csv", "--input", "banking/train.csv", "--out",
+           "o.jsonl", "--source", ""},
+          dir());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("--source must not be empty"));
+  r = run({"sts", "convert", "--format", "intent-csv", "--input", "banking/train.csv", "--out",
+           "o.jsonl", "--domain", ""},
+          dir());
+  EXPECT_EQ(r.status, 2);
+  r = run({"sts", "convert", "--format", "text", "--input", "banking/train.csv", "--out", "o.jsonl",
+           "--domain", "x"},
+          dir());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("--domain does not apply to --format text"));
+  r = run({"sts", "convert", "--help"}, dir());
+  EXPECT_THAT(r.out, HasSubstr("text: the file's stem"));
+  EXPECT_THAT(r.out, HasSubstr("sgd: \"sgd\""));
+}
+
+TEST_F(Cli, ScoreInputs) {
+  spit(tmp_.file("rec.json"),
+       R"({"format":"sts/1","id":"a/b/0","source":"a","turns":[{"role":"user","text":"x"}]})");
+  Result r = run({"sts", "score", "--a", "rec.json", "--b", "rec.json"}, dir());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("this is an sts/1 dialog record; pass a label tree or one turn"));
+  spit(tmp_.file("turn.json"), R"({"role":"user","text":"hi"})");
+  r = run({"sts", "score", "--a", "turn.json", "--b", "turn.json"}, dir());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("has no label"));
+  spit(tmp_.file("bad.json"),
+       R"({"text":"hi","label":{"d":{"i":{"s":[{"value":"x","span":[0,2]}]}}}})");
+  r = run({"sts", "score", "--a", "bad.json", "--b", "bad.json"}, dir());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("text[0:2] is 'hi' but the value is 'x'"));
+  spit(tmp_.file("bool.json"), R"({"d":{"i":{"s":[false]}}})");
+  EXPECT_EQ(run({"sts", "score", "--a", "bool.json", "--b", "bool.json"}, dir()).status, 2);
+  spit(tmp_.file("ok.json"),
+       R"({"text":"hi","label":{"d":{"i":{"s":[{"value":"hi","span":[0,2]}]}}}})");
+  r = run({"sts", "score", "--a", "ok.json", "--b", "ok.json"}, dir());
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("combined 1"));
+  r = run({"sts", "score", "--help"}, dir());
+  EXPECT_THAT(r.out, HasSubstr("scores 0 against every tree"));
+}
+
+class CliSignals : public Cli, public ::testing::WithParamInterface<int> {};
+
+// An interrupted conversion leaves no temporary file: the input is a FIFO nobody writes to, so
+// dialtree waits in open() with its --out temporary file already created.
+TEST_P(CliSignals, InterruptedConvertLeavesNoTemporaryFile) {
+  ASSERT_EQ(::mkfifo(tmp_.file("in.txt").c_str(), 0600), 0);
+  TempDir io;
+  const pid_t pid = start(
+      {"sts", "convert", "--format", "text", "--input", "in.txt", "--out", "out.jsonl"}, dir(), io);
+  bool temp_seen = false;
+  for (int i = 0; i < 1000 && !temp_seen; ++i) {
+    for (const auto& e : fs::directory_iterator(tmp_.path())) {
+      temp_seen = temp_seen || e.path().filename().string().rfind("out.jsonl.tmp.", 0) == 0;
+    }
+    if (!temp_seen) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_TRUE(temp_seen) << "dialtree never created its temporary file";
+  ::kill(pid, GetParam());
+  const Result r = finish(pid, io);
+  EXPECT_EQ(r.status, -GetParam()) << r.err;
+  for (const auto& e : fs::directory_iterator(tmp_.path())) {
+    EXPECT_THAT(e.path().filename().string(), Not(HasSubstr(".tmp."))) << "left behind";
+  }
+  EXPECT_FALSE(fs::exists(tmp_.file("out.jsonl")));
+}
+
+INSTANTIATE_TEST_SUITE_P(Signals, CliSignals, ::testing::Values(SIGINT, SIGTERM, SIGHUP),
+                         [](const ::testing::TestParamInfo<int>& i) {
+                           return std::string(i.param == SIGINT    ? "SIGINT"
+                                              : i.param == SIGTERM ? "SIGTERM"
+                                                                   : "SIGHUP");
+                         });
+
+TEST_F(Cli, TokenizerTrainPrintsOneSummaryAndWarnsOnStderr) {
+  {
+    std::ifstream in(shared_data("dialoglue/mlm_all_no_multiwoz.txt"));
+    std::ofstream out(tmp_.file("c.txt"));
+    std::string line;
+    for (int i = 0; i < 300 && std::getline(in, line); ++i) out << line << '\n';
+    out << std::string(5000, 'x') << '\n';  // one line too long: a warning
+  }
+  const Result r = run({"tokenizer", "train", "--input", "c.txt", "--out", "tok", "--vocab-size",
+                        "150", "--threads", "1"},
+                       dir());
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_THAT(r.out, StartsWith("trained 150 pieces on 300 of 301 lines (1 too long"));
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+  EXPECT_THAT(r.err, HasSubstr("warning: "));
+  EXPECT_THAT(r.err, HasSubstr("longer than max_sentence_length"));
+  EXPECT_THAT(r.err, Not(HasSubstr("pieces from")));
+  EXPECT_TRUE(fs::exists(tmp_.file("tok/tokenizer.json")));
+
+  const Result threads = run(
+      {"tokenizer", "train", "--input", "c.txt", "--out", "tok2", "--threads", "100000"}, dir());
+  EXPECT_EQ(threads.status, 2);
+  EXPECT_THAT(threads.err, HasSubstr("--threads 100000 must be in [1, "));
+  EXPECT_FALSE(fs::exists(tmp_.file("tok2")));
+}
+
+}  // namespace
+}  // namespace dialtree
