@@ -4,7 +4,9 @@
 #      bench_convert vs bench/reference/convert.py, whole-process timing with hyperfine, and a
 #      byte-for-byte comparison of the 20 output files;
 #   2. SentencePiece encode throughput of dialtree's tokenizer vs Debian's python3-sentencepiece
-#      on the same model and lines, with an id checksum that must agree.
+#      on the same model and lines, with an id checksum that must agree;
+#   3. one pre-training step (bench_train_step vs bench/reference/train_step.py on python3-torch),
+#      fp32 and bf16, alternating (bench/train_step.sh; its env knobs apply).
 # usage: bench/run.sh      env: DIALTREE_SHARED (default ../shared), RUNS (hyperfine runs, 5)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -51,3 +53,6 @@ sa=$(sed -E 's/.*: ([0-9]+) sentences.*/\1/' <<<"$a"); sb=$(sed -E 's/.*: ([0-9]
 ca=${a##*checksum }; cb=${b##*checksum }
 awk -v a="$sa" -v b="$sb" 'BEGIN {printf "sentences/s ratio dialtree/python %.2fx\n", a / b}'
 [[ $ca == "$cb" ]] && echo "ids: identical checksums ($ca)" || { echo "ids DIFFER: $ca vs $cb"; exit 1; }
+
+echo "== 3. pre-training step (configs/pretrain-small.yaml model, synthetic batches), fp32 and bf16"
+BUILD_DIR="$build" bench/train_step.sh

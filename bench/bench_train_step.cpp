@@ -1,0 +1,423 @@
+// Throughput of one pre-training step (trainer/pretrain.cpp) on fixed synthetic batches:
+//   bench_train_step [--bf16] [--threads N] [--steps N] [--warmup N] [--seq-len L]
+//                    [--batch B] [--shard-size S] [--seed S] [--dropout P]
+//
+// The model is configs/pretrain-small.yaml's `model:` section (4 layers, hidden 256, 4 heads,
+// FFN 1024, vocab 8000, ten projection views of 256, every dropout 0.1). The step is the
+// trainer's: for a labelled and an unlabelled batch of B examples each, the contrastive pass
+// (one 2B forward with [CLS], projection head and multi-view SupCon loss in fp32) and the MLM
+// pass (B forward without [CLS], target rows gathered, MLM head, token-mean loss); then
+// combine_objective, backward, clip_grad_norm_(5.0) and an AdamW step. Data preparation
+// (collation, masking, tree scores) is not timed: the batches are built once.
+//
+// bench/reference/train_step.py is the same step in Python (Debian's python3-torch); with the
+// same seed both draw identical weights, batches and dropout masks, so their step-0 losses
+// agree. bench/train_step.sh runs the two alternately and prints the comparison.
+//
+// Output: human-readable lines, then one `RESULT key=value ...` line for scripts.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <string>
+#include <vector>
+
+#include <ATen/autocast_mode.h>
+#include <torch/torch.h>
+
+#include "losses/contrastive.h"
+#include "losses/mlm.h"
+#include "losses/objective.h"
+#include "model/collate.h"
+#include "model/encoder.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+/// CPU seconds used by the whole process so far (all threads, user + system).
+double process_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n == 0 ? 0.0 : (n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]));
+}
+
+/// Command-line settings.
+struct Options {
+  bool bf16 = false;
+  int threads = 2;
+  int steps = 20;
+  int warmup = 3;
+  std::int64_t seq_len = 128;
+  std::int64_t batch = 32;       ///< per stream: labelled and unlabelled each
+  std::int64_t shard_size = 16;  ///< data.contrastive_shard_size of pretrain-small.yaml
+  std::uint64_t seed = 11;
+  double dropout = 0.1;  ///< every dropout of the model (0 makes the step deterministic)
+};
+
+[[noreturn]] void usage(const char* argv0) {
+  std::fprintf(stderr,
+               "usage: %s [--bf16] [--threads N] [--steps N] [--warmup N] [--seq-len L] "
+               "[--batch B] [--shard-size S] [--seed S] [--dropout P]\n",
+               argv0);
+  std::exit(2);
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> long long {
+      if (i + 1 >= argc) usage(argv[0]);
+      return std::stoll(argv[++i]);
+    };
+    if (a == "--bf16") {
+      o.bf16 = true;
+    } else if (a == "--threads") {
+      o.threads = static_cast<int>(value());
+    } else if (a == "--steps") {
+      o.steps = static_cast<int>(value());
+    } else if (a == "--warmup") {
+      o.warmup = static_cast<int>(value());
+    } else if (a == "--seq-len") {
+      o.seq_len = value();
+    } else if (a == "--batch") {
+      o.batch = value();
+    } else if (a == "--shard-size") {
+      o.shard_size = value();
+    } else if (a == "--seed") {
+      o.seed = static_cast<std::uint64_t>(value());
+    } else if (a == "--dropout") {
+      if (i + 1 >= argc) usage(argv[0]);
+      o.dropout = std::stod(argv[++i]);
+    } else {
+      usage(argv[0]);
+    }
+  }
+  if (o.threads < 1 || o.steps < 1 || o.warmup < 0 || o.seq_len < 1 || o.batch < 1 ||
+      o.shard_size < 0 || !(o.dropout >= 0 && o.dropout < 1)) {
+    usage(argv[0]);
+  }
+  return o;
+}
+
+/// configs/pretrain-small.yaml `model:` with the tokenizer's 8000 pieces and special ids, every
+/// dropout probability set to `dropout` (the config's is 0.1).
+dialtree::model::EncoderConfig small_config(double dropout) {
+  dialtree::model::EncoderConfig c;
+  c.vocab_size = 8000;
+  c.hidden_size = 256;
+  c.num_hidden_layers = 4;
+  c.num_attention_heads = 4;
+  c.intermediate_size = 1024;
+  c.hidden_dropout_prob = dropout;
+  c.attention_probs_dropout_prob = dropout;
+  c.embedding_dropout_prob = dropout;
+  c.ffn_dropout_prob = dropout;
+  c.max_position_embeddings = 64;
+  c.layer_norm_eps = 1e-12;
+  c.type_vocab_size = 2;
+  c.initializer_range = 0.02;
+  c.max_turns = 16;
+  c.projection_views = dialtree::model::all_projection_views();
+  c.projection_dim = 256;
+  c.pad_token_id = 0;
+  c.cls_token_id = 101;
+  c.validate();
+  return c;
+}
+
+constexpr std::int64_t kMaskId = 103;       ///< data::SpecialTokens::mask
+constexpr std::int64_t kUtteranceLen = 32;  ///< position ids restart every 32 tokens
+
+/// One fixed stream batch: the contrastive inputs (doubled to 2B, as the trainer's doubled()
+/// does inside the step), the masked MLM copy with its labels, and the soft masks (labelled
+/// only; undefined = identity).
+struct SyntheticBatch {
+  dialtree::model::EncoderInputs inputs;
+  dialtree::model::CollatedBatch masked;
+  torch::Tensor masks;
+};
+
+/// Draws a batch from torch's global generator, in the order the Python reference uses: ids,
+/// then (labelled) the [K, B, B] soft masks, then the MLM target choice.
+SyntheticBatch make_batch(std::int64_t b, std::int64_t len, std::int64_t vocab, std::int64_t views,
+                          bool labelled) {
+  SyntheticBatch s;
+  const auto i64 = torch::kInt64;
+  const torch::Tensor ids = torch::randint(9, vocab, {b, len}, i64);
+  const torch::Tensor t = torch::arange(len, i64);
+  const std::int64_t utterances = (len + kUtteranceLen - 1) / kUtteranceLen;
+  const torch::Tensor u = torch::div(t, kUtteranceLen, "floor");  // utterance index
+  const torch::Tensor pos = t.remainder(kUtteranceLen);
+  // Turn 1 = the last (current) utterance; role 1 at even distance from it (SPACE2.md §1.5).
+  const torch::Tensor turn = (utterances - u).clamp_max(16);
+  const torch::Tensor role = (utterances - 1 - u).remainder(2).eq(0).to(i64);
+  s.inputs.input_ids = ids;
+  s.inputs.attention_mask = torch::ones({b, len}, i64);
+  s.inputs.position_ids = pos.expand({b, len}).contiguous();
+  s.inputs.role_ids = role.expand({b, len}).contiguous();
+  s.inputs.turn_ids = turn.expand({b, len}).contiguous();
+  if (labelled) {
+    // Symmetric scores in [0, 1] with S_ii = 1, one matrix per view.
+    const torch::Tensor r = torch::rand({views, b, b});
+    s.masks = (r + r.transpose(1, 2)) * 0.5;
+    s.masks.diagonal(0, 1, 2).fill_(1.0);
+  }
+  const torch::Tensor target = torch::rand({b, len}).lt(0.15);
+  s.masked.inputs = s.inputs;
+  s.masked.inputs.input_ids = torch::where(target, torch::full_like(ids, kMaskId), ids);
+  s.masked.mlm_labels =
+      torch::where(target, ids, torch::full_like(ids, dialtree::model::kIgnoreLabel));
+  return s;
+}
+
+// ---- BEGIN copy of the trainer's step (trainer/pretrain.cpp: batch_losses, AutocastScope and
+// ---- the body of run_pretraining's step loop), minus data preparation. Keep in sync.
+
+struct StreamLosses {
+  torch::Tensor contrastive;
+  torch::Tensor mlm;
+};
+
+dialtree::model::EncoderInputs doubled(const dialtree::model::EncoderInputs& in) {
+  auto twice = [](const torch::Tensor& t) { return torch::cat({t, t}, 0); };
+  return {twice(in.input_ids), twice(in.attention_mask), twice(in.position_ids), twice(in.role_ids),
+          twice(in.turn_ids)};
+}
+
+StreamLosses batch_losses(dialtree::model::SpaceModel& net, const SyntheticBatch& batch,
+                          const dialtree::losses::ContrastiveOptions& copt) {
+  namespace model = dialtree::model;
+  const std::int64_t b = batch.inputs.input_ids.size(0);
+  const torch::Tensor hidden = net->forward(doubled(batch.inputs), /*prepend_cls=*/true);
+  StreamLosses out;
+  {
+    const bool was_on = at::autocast::is_cpu_enabled();
+    at::autocast::set_cpu_enabled(false);
+    const torch::Tensor proj =
+        net->project(model::SpaceModelImpl::cls_vector(hidden).to(torch::kFloat32));
+    out.contrastive = dialtree::losses::multi_view_supcon_loss(
+        proj.slice(0, 0, b), proj.slice(0, b, 2 * b), batch.masks, copt);
+    at::autocast::set_cpu_enabled(was_on);
+  }
+  const torch::Tensor plain = net->forward(batch.masked.inputs, /*prepend_cls=*/false);
+  const torch::Tensor targets = batch.masked.mlm_labels.ne(model::kIgnoreLabel);
+  const torch::Tensor rows = plain.index({targets});
+  out.mlm =
+      dialtree::losses::mlm_loss(net->mlm_logits(rows), batch.masked.mlm_labels.index({targets}));
+  return out;
+}
+
+class AutocastScope {
+ public:
+  explicit AutocastScope(bool on) : on_(on) {
+    if (on_) {
+      at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
+      at::autocast::set_cpu_enabled(true);
+    }
+  }
+  ~AutocastScope() {
+    if (on_) {
+      at::autocast::set_cpu_enabled(false);
+      at::autocast::clear_cache();
+    }
+  }
+  AutocastScope(const AutocastScope&) = delete;
+  AutocastScope& operator=(const AutocastScope&) = delete;
+
+ private:
+  bool on_;
+};
+
+// ---- END copy of the trainer's step.
+
+/// Wall-clock seconds of the phases of one step (CPU ops run synchronously, so the boundaries
+/// are exact).
+struct StepTimes {
+  double labelled = 0, unlabelled = 0, objective = 0, backward = 0, clip = 0, adamw = 0;
+  double total() const { return labelled + unlabelled + objective + backward + clip + adamw; }
+};
+
+/// The number of matrix-product FLOPs of one forward pass of the step (see bench/README.md):
+/// per sequence of length S and layer S·(8H² + 4HF + 4SH); the MLM head on the N target rows
+/// 2N·H·(H + V); the projection head 2·(2B)·H·K·P; the contrastive logits 2·K·(2s)²·P per shard
+/// of s examples.
+double forward_flops(const dialtree::model::EncoderConfig& c, std::int64_t b, std::int64_t len,
+                     std::int64_t shard, double mlm_targets) {
+  const double h = static_cast<double>(c.hidden_size), f = static_cast<double>(c.intermediate_size);
+  const double layers = static_cast<double>(c.num_hidden_layers);
+  const double v = static_cast<double>(c.vocab_size);
+  const double k = static_cast<double>(c.projection_views.size());
+  const double p = static_cast<double>(c.projection_dim);
+  auto encoder = [&](double seqs, double s) {
+    return seqs * layers * s * (8 * h * h + 4 * h * f + 4 * s * h);
+  };
+  const double bd = static_cast<double>(b);
+  const std::int64_t s = shard > 0 && shard < b ? shard : b;
+  const double shards = std::ceil(bd / static_cast<double>(s));
+  const double per_stream = encoder(2 * bd, static_cast<double>(len + 1)) +
+                            encoder(bd, static_cast<double>(len)) + 2 * (2 * bd) * h * k * p +
+                            shards * 2 * k * std::pow(2.0 * static_cast<double>(s), 2) * p;
+  return 2 * per_stream + 2 * mlm_targets * h * (h + v);
+}
+
+/// Best GFLOP/s of torch::mm on 1024 x 1024 matrices of `dtype` over a few timed rounds.
+double gemm_peak(torch::ScalarType dtype) {
+  const std::int64_t n = 1024;
+  const torch::Tensor a = torch::randn({n, n}).to(dtype), b = torch::randn({n, n}).to(dtype);
+  const int reps = dtype == torch::kFloat32 ? 8 : 32;
+  torch::Tensor c = torch::mm(a, b);
+  double best = 0;
+  for (int round = 0; round < 6; ++round) {
+    const auto t0 = Clock::now();
+    for (int i = 0; i < reps; ++i) c = torch::mm(a, b);
+    best = std::max(best, 2.0 * n * n * n * reps / seconds_since(t0) / 1e9);
+  }
+  return best;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  namespace model = dialtree::model;
+  namespace losses = dialtree::losses;
+  const Options o = parse(argc, argv);
+  at::set_num_threads(o.threads);
+  torch::manual_seed(o.seed);
+  const model::EncoderConfig cfg = small_config(o.dropout);
+  model::SpaceModel net(cfg);
+  net->train();
+  const auto views = static_cast<std::int64_t>(cfg.projection_views.size());
+  const SyntheticBatch lab = make_batch(o.batch, o.seq_len, cfg.vocab_size, views, true);
+  const SyntheticBatch unl = make_batch(o.batch, o.seq_len, cfg.vocab_size, views, false);
+  const double targets =
+      static_cast<double>(lab.masked.mlm_labels.ne(model::kIgnoreLabel).sum().item<std::int64_t>() +
+                          unl.masked.mlm_labels.ne(model::kIgnoreLabel).sum().item<std::int64_t>());
+
+  // AdamW as run_pretraining builds it: no decay on 1-D parameters, pretrain-small.yaml values.
+  const double lr = 1e-4, weight_decay = 0.0, max_grad_norm = 5.0;
+  std::vector<torch::Tensor> decay, no_decay;
+  for (auto& p : net->parameters()) (p.dim() >= 2 ? decay : no_decay).push_back(p);
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  groups.emplace_back(decay, std::make_unique<torch::optim::AdamWOptions>(
+                                 torch::optim::AdamWOptions().weight_decay(weight_decay)));
+  groups.emplace_back(no_decay, std::make_unique<torch::optim::AdamWOptions>(
+                                    torch::optim::AdamWOptions().weight_decay(0.0)));
+  torch::optim::AdamWOptions defaults(lr);
+  defaults.betas({0.9, 0.999}).eps(1e-6).weight_decay(weight_decay);
+  torch::optim::AdamW opt(std::move(groups), defaults);
+  for (auto& g : opt.param_groups()) {
+    auto& go = static_cast<torch::optim::AdamWOptions&>(g.options());
+    go.betas({0.9, 0.999}).eps(1e-6);
+  }
+
+  losses::ContrastiveOptions copt;
+  copt.temperature = 0.07;
+  copt.base_temperature = 0.07;
+  copt.shard_size = o.shard_size;
+  const losses::ObjectiveWeights weights{1.0, 0.1, 1.0};
+
+  std::vector<double> step_s, cpu_s;
+  std::vector<StepTimes> phases;
+  losses::Objective first{};
+  double first_grad_norm = 0;
+  for (int step = 0; step < o.warmup + o.steps; ++step) {
+    StepTimes ph;
+    const double c0 = process_cpu_seconds();
+    const auto t0 = Clock::now();
+    // ---- BEGIN copy of run_pretraining's step body (accumulation 1, constant lr).
+    for (auto& g : opt.param_groups()) static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
+    opt.zero_grad();
+    losses::ObjectiveParts parts;
+    {
+      AutocastScope autocast(o.bf16);
+      auto t = Clock::now();
+      const StreamLosses l = batch_losses(net, lab, copt);
+      parts.sup = l.contrastive, parts.mlm_labelled = l.mlm;
+      ph.labelled = seconds_since(t);
+      t = Clock::now();
+      const StreamLosses u = batch_losses(net, unl, copt);
+      parts.self = u.contrastive, parts.mlm_unlabelled = u.mlm;
+      ph.unlabelled = seconds_since(t);
+    }
+    auto t = Clock::now();
+    const losses::Objective obj = losses::combine_objective(parts, weights);
+    ph.objective = seconds_since(t);
+    t = Clock::now();
+    (obj.total / 1.0).backward();
+    ph.backward = seconds_since(t);
+    t = Clock::now();
+    const double grad_norm = torch::nn::utils::clip_grad_norm_(net->parameters(), max_grad_norm);
+    ph.clip = seconds_since(t);
+    t = Clock::now();
+    opt.step();
+    ph.adamw = seconds_since(t);
+    // ---- END copy of the step body.
+    const double s = seconds_since(t0);
+    const double c = process_cpu_seconds() - c0;
+    if (step == 0) first = obj, first_grad_norm = grad_norm;
+    if (step >= o.warmup) step_s.push_back(s), cpu_s.push_back(c), phases.push_back(ph);
+  }
+
+  const double peak32 = gemm_peak(torch::kFloat32), peak16 = gemm_peak(torch::kBFloat16);
+  const double med = median(step_s);
+  const double examples = 2.0 * static_cast<double>(o.batch);
+  const double fwd = forward_flops(cfg, o.batch, o.seq_len, o.shard_size, targets);
+  const double train = 3 * fwd;
+  const double peak = o.bf16 ? peak16 : peak32;
+  const double mfu = train / med / 1e9 / peak;
+  auto phase_median = [&](double StepTimes::*m) {
+    std::vector<double> v;
+    for (const auto& p : phases) v.push_back(p.*m);
+    return median(v);
+  };
+
+  std::printf(
+      "impl cpp (libtorch %s)  mode %s  threads %d  batch %lld+%lld  seq_len %lld  dropout %g  "
+      "steps %d (+%d warm-up)\n",
+      TORCH_VERSION, o.bf16 ? "bf16" : "fp32", at::get_num_threads(),
+      static_cast<long long>(o.batch), static_cast<long long>(o.batch),
+      static_cast<long long>(o.seq_len), o.dropout, o.steps, o.warmup);
+  std::printf(
+      "step 0 losses: total %.6f  sup %.6f  self %.6f  mlm_l %.6f  mlm_u %.6f  "
+      "|g| %.6f  (ln(2s-1) = %.4f)\n",
+      first.total_value, first.sup, first.self, first.mlm_labelled, first.mlm_unlabelled,
+      first_grad_norm,
+      std::log(2.0 * static_cast<double>(o.shard_size > 0 ? o.shard_size : o.batch) - 1));
+  std::printf(
+      "seconds/step: median %.4f  min %.4f  max %.4f  (CPU seconds/step, all threads: "
+      "median %.4f)\n",
+      med, *std::min_element(step_s.begin(), step_s.end()),
+      *std::max_element(step_s.begin(), step_s.end()), median(cpu_s));
+  std::printf(
+      "phases (median s): labelled fwd %.4f  unlabelled fwd %.4f  objective %.4f  "
+      "backward %.4f  clip %.4f  adamw %.4f\n",
+      phase_median(&StepTimes::labelled), phase_median(&StepTimes::unlabelled),
+      phase_median(&StepTimes::objective), phase_median(&StepTimes::backward),
+      phase_median(&StepTimes::clip), phase_median(&StepTimes::adamw));
+  std::printf("examples/s: %.2f\n", examples / med);
+  std::printf("GFLOP/step: %.1f (forward %.1f x 3)  achieved %.1f GFLOP/s\n", train / 1e9,
+              fwd / 1e9, train / med / 1e9);
+  std::printf("GEMM peak (mm 1024^2): fp32 %.0f GFLOP/s  bf16 %.0f GFLOP/s  ->  MFU %.1f%%\n",
+              peak32, peak16, 100 * mfu);
+  std::printf(
+      "RESULT impl=cpp mode=%s ex_s=%.3f step_s=%.4f cpu_s=%.4f gflop_step=%.2f peak_fp32=%.1f "
+      "peak_bf16=%.1f mfu=%.4f loss0=%.6f\n",
+      o.bf16 ? "bf16" : "fp32", examples / med, med, median(cpu_s), train / 1e9, peak32, peak16,
+      mfu, first.total_value);
+  return 0;
+}

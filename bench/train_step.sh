@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# One pre-training step, dialtree (bench_train_step) against its Python reference
+# (bench/reference/train_step.py on Debian's python3-torch): the same model, fixed batches,
+# objective, optimiser and thread count. For each mode (fp32, bf16) the programs alternate, C++
+# then Python, ROUNDS times; each process reports the median of its timed steps, and the table
+# shows the median [range] over the rounds, the ratio, the CPU time per step and the model FLOP
+# utilisation against the GEMM peak each process measured itself. It also compares the step-0
+# losses: with torch's own dropout both sides draw identical weights, batches and masks.
+# usage: bench/train_step.sh
+#   env: BUILD_DIR (build), ROUNDS (3), STEPS (20), WARMUP (3), SEQ_LEN (128), THREADS (2),
+#        MODES ("fp32 bf16"), OUT (out/bench/train_step),
+#        PATCHED (optional: another bench_train_step binary, e.g. built against a modified
+#        encoder; it runs third in every round and gets its own table rows)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+build=${BUILD_DIR:-build}
+rounds=${ROUNDS:-3}
+modes=${MODES:-fp32 bf16}
+out=${OUT:-$root/out/bench/train_step}
+py=/usr/bin/python3  # the system interpreter, which has python3-torch (STACK.md P10)
+args=(--steps "${STEPS:-20}" --warmup "${WARMUP:-3}" --seq-len "${SEQ_LEN:-128}"
+  --threads "${THREADS:-2}")
+
+if ! dpkg-query -W -f='${Status}' python3-torch 2>/dev/null | grep -q 'install ok installed'; then
+  apt-get update -qq &&
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-torch >/dev/null
+fi
+log=$(cmake --build "$build" --target bench_train_step 2>&1) || { echo "$log" >&2; exit 1; }
+mkdir -p "$out"
+rm -f "$out"/*.txt
+
+declare -A cmd=([cpp]="$build/bench/bench_train_step" [py]="$py bench/reference/train_step.py")
+impls=(cpp py)
+if [[ -n ${PATCHED:-} ]]; then
+  cmd[patched]=$PATCHED
+  impls+=(patched)
+fi
+
+echo "== train step: ${args[*]}, $rounds rounds per mode, ${impls[*]} alternating ($(nproc) CPUs," \
+  "load $(cut -d' ' -f1-3 /proc/loadavg))"
+for mode in $modes; do
+  flag=()
+  [[ $mode == bf16 ]] && flag=(--bf16)
+  for ((r = 1; r <= rounds; ++r)); do
+    for impl in "${impls[@]}"; do
+      # shellcheck disable=SC2086  # cmd holds a command line
+      ${cmd[$impl]} "${args[@]}" "${flag[@]}" >"$out/$impl.$mode.$r.txt"
+      printf '%-4s %-7s round %d: %s (load %s)\n' "$mode" "$impl" "$r" \
+        "$(grep -E '^(examples/s|seconds/step)' "$out/$impl.$mode.$r.txt" | tr '\n' ' ')" \
+        "$(cut -d' ' -f1 /proc/loadavg)"
+    done
+  done
+done
+
+# Value of RESULT key $3 in every file matching $1.$2.*.txt, one per line.
+values() { cat "$out/$1.$2".*.txt | sed -nE "s/^RESULT .* $3=([^ ]+).*/\1/p"; }
+median() {
+  sort -g | awk '{v[NR] = $1} END {print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'
+}
+# "median [min-max]" of numbers on stdin, with printf format $1.
+summary() {
+  sort -g | awk -v f="$1" '{v[NR] = $1} END {
+    m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+    printf(f " [" f "-" f "]", m, v[1], v[NR])}'
+}
+
+echo
+echo "| mode | C++ ex/s | Python ex/s | ratio C++/Py | CPU s/step C++ / Py | MFU C++ / Py | GEMM peak GFLOP/s C++ / Py | step-0 loss C++ / Py |"
+echo "|---|---|---|---|---|---|---|---|"
+for mode in $modes; do
+  for impl in "${impls[@]:0:1}" "${impls[@]:2}"; do
+    label=$mode
+    [[ $impl == patched ]] && label="$mode, patched C++"
+    ca=$(values "$impl" "$mode" ex_s | median)
+    pa=$(values py "$mode" ex_s | median)
+    lc=$(values "$impl" "$mode" loss0 | median)
+    lp=$(values py "$mode" loss0 | median)
+    # Another dropout generator moves the step-0 loss slightly; more than 1% means another
+    # objective.
+    loss=$(awk -v a="$lc" -v b="$lp" 'BEGIN {d = a - b; if (d < 0) d = -d
+      printf("%s / %s%s", a, b, d == 0 ? " (equal)" : d > 0.01 * b ? " (MISMATCH)" : " (within 1%)")}')
+    printf '| %s | %s | %s | %.2fx | %.2f / %.2f | %.1f%% / %.1f%% | %.0f / %.0f | %s |\n' "$label" \
+      "$(values "$impl" "$mode" ex_s | summary %.2f)" "$(values py "$mode" ex_s | summary %.2f)" \
+      "$(awk -v a="$ca" -v b="$pa" 'BEGIN {print a / b}')" \
+      "$(values "$impl" "$mode" cpu_s | median)" "$(values py "$mode" cpu_s | median)" \
+      "$(values "$impl" "$mode" mfu | median | awk '{print 100 * $1}')" \
+      "$(values py "$mode" mfu | median | awk '{print 100 * $1}')" \
+      "$(values "$impl" "$mode" "peak_$mode" | median)" \
+      "$(values py "$mode" "peak_$mode" | median)" "$loss"
+  done
+done
+echo "(ex/s: 64 examples per step / the process's median step time, median [min-max] over the"
+echo " rounds; MFU: 3 x forward matrix-product FLOPs per step / median step time / the process's"
+echo " own best torch mm 1024^2 GFLOP/s in the mode's dtype; per-process output in $out)"
