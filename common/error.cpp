@@ -1,5 +1,7 @@
 #include "common/error.h"
 
+#include "common/utf8.h"
+
 #include <cstdio>
 
 namespace dialtree {
@@ -12,31 +14,6 @@ std::string compose(const std::string& file, const std::string& where, const std
   if (!where.empty()) s += ": " + escape_for_message(where, 0, false);
   if (!field.empty()) s += ": field '" + escape_for_message(field, 0, false) + "'";
   return s + ": " + message;
-}
-
-// Length of the valid UTF-8 sequence at s[i], or 0 if the bytes there are not one.
-std::size_t utf8_seq_len(std::string_view s, std::size_t i) {
-  const auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
-  const unsigned char c = b(i);
-  if (c < 0x80) return 1;
-  std::size_t n;
-  char32_t cp, min;
-  if ((c & 0xE0) == 0xC0) {
-    n = 2, cp = c & 0x1F, min = 0x80;
-  } else if ((c & 0xF0) == 0xE0) {
-    n = 3, cp = c & 0x0F, min = 0x800;
-  } else if ((c & 0xF8) == 0xF0) {
-    n = 4, cp = c & 0x07, min = 0x10000;
-  } else {
-    return 0;
-  }
-  if (i + n > s.size()) return 0;
-  for (std::size_t k = 1; k < n; ++k) {
-    if ((b(i + k) & 0xC0) != 0x80) return 0;
-    cp = (cp << 6) | (b(i + k) & 0x3F);
-  }
-  if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
-  return n;
 }
 
 void append_hex(std::string& out, const char* prefix, unsigned value, int digits) {
@@ -58,7 +35,7 @@ std::string escape_for_message(std::string_view value, std::size_t max_chars, bo
     }
     ++chars;
     const auto c = static_cast<unsigned char>(value[i]);
-    const std::size_t n = utf8_seq_len(value, i);
+    const std::size_t n = utf8::sequence_length(value, i);
     if (n == 0) {  // a byte of invalid UTF-8
       append_hex(out, "\\x", c, 2);
       ++i;

@@ -4,9 +4,7 @@
 
 namespace dialtree::utf8 {
 
-namespace {
-// Length of the sequence starting at s[i] if valid, else 0.
-std::size_t seq_len(std::string_view s, std::size_t i) {
+std::size_t sequence_length(std::string_view s, std::size_t i) {
   const auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
   unsigned char c = b(i);
   if (c < 0x80) return 1;
@@ -29,11 +27,10 @@ std::size_t seq_len(std::string_view s, std::size_t i) {
   if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
   return n;
 }
-}  // namespace
 
 std::size_t first_invalid(std::string_view s) {
   for (std::size_t i = 0; i < s.size();) {
-    std::size_t n = seq_len(s, i);
+    std::size_t n = sequence_length(s, i);
     if (n == 0) return i;
     i += n;
   }

@@ -12,6 +12,10 @@ namespace dialtree::utf8 {
 /// True if `s` is well-formed UTF-8 (no overlongs, surrogates or code points > U+10FFFF).
 bool is_valid(std::string_view s);
 
+/// Length in bytes (1-4) of the well-formed UTF-8 sequence that starts at s[i], or 0 if the
+/// bytes there are not one (overlong, surrogate, > U+10FFFF, truncated). Requires i < s.size().
+std::size_t sequence_length(std::string_view s, std::size_t i);
+
 /// Byte offset of the first invalid sequence, or std::string_view::npos if valid.
 std::size_t first_invalid(std::string_view s);
 
