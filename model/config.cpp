@@ -13,6 +13,7 @@
 #include "common/atomic_file.h"
 #include "common/error.h"
 #include "common/json_util.h"
+#include "common/text_distance.h"
 
 namespace dialtree::model {
 namespace {
@@ -38,22 +39,6 @@ const char* const kKeys[] = {"vocab_size",
                              "projection_dim",
                              "num_labels",
                              "num_tags"};
-
-/// Levenshtein distance, for "did you mean" suggestions.
-std::size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diag = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
-    }
-  }
-  return row[b.size()];
-}
 
 std::string closest_key(const std::string& key) {
   std::string best;
