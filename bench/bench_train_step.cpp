@@ -25,14 +25,13 @@
 #include <string>
 #include <vector>
 
-#include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
 #include "losses/contrastive.h"
-#include "losses/mlm.h"
 #include "losses/objective.h"
 #include "model/collate.h"
 #include "model/encoder.h"
+#include "trainer/step.h"
 
 namespace {
 
@@ -146,17 +145,11 @@ constexpr std::int64_t kUtteranceLen = 32;  ///< position ids restart every 32 t
 /// One fixed stream batch: the contrastive inputs (doubled to 2B, as the trainer's doubled()
 /// does inside the step), the masked MLM copy with its labels, and the soft masks (labelled
 /// only; undefined = identity).
-struct SyntheticBatch {
-  dialtree::model::EncoderInputs inputs;
-  dialtree::model::CollatedBatch masked;
-  torch::Tensor masks;
-};
-
 /// Draws a batch from torch's global generator, in the order the Python reference uses: ids,
 /// then (labelled) the [K, B, B] soft masks, then the MLM target choice.
-SyntheticBatch make_batch(std::int64_t b, std::int64_t len, std::int64_t vocab, std::int64_t views,
-                          bool labelled) {
-  SyntheticBatch s;
+dialtree::trainer::StreamBatch make_batch(std::int64_t b, std::int64_t len, std::int64_t vocab,
+                                          std::int64_t views, bool labelled) {
+  dialtree::trainer::StreamBatch s;
   const auto i64 = torch::kInt64;
   const torch::Tensor ids = torch::randint(9, vocab, {b, len}, i64);
   const torch::Tensor t = torch::arange(len, i64);
@@ -184,66 +177,6 @@ SyntheticBatch make_batch(std::int64_t b, std::int64_t len, std::int64_t vocab, 
       torch::where(target, ids, torch::full_like(ids, dialtree::model::kIgnoreLabel));
   return s;
 }
-
-// ---- BEGIN copy of the trainer's step (trainer/pretrain.cpp: batch_losses, AutocastScope and
-// ---- the body of run_pretraining's step loop), minus data preparation. Keep in sync.
-
-struct StreamLosses {
-  torch::Tensor contrastive;
-  torch::Tensor mlm;
-};
-
-dialtree::model::EncoderInputs doubled(const dialtree::model::EncoderInputs& in) {
-  auto twice = [](const torch::Tensor& t) { return torch::cat({t, t}, 0); };
-  return {twice(in.input_ids), twice(in.attention_mask), twice(in.position_ids), twice(in.role_ids),
-          twice(in.turn_ids)};
-}
-
-StreamLosses batch_losses(dialtree::model::SpaceModel& net, const SyntheticBatch& batch,
-                          const dialtree::losses::ContrastiveOptions& copt) {
-  namespace model = dialtree::model;
-  const std::int64_t b = batch.inputs.input_ids.size(0);
-  const torch::Tensor hidden = net->forward(doubled(batch.inputs), /*prepend_cls=*/true);
-  StreamLosses out;
-  {
-    const bool was_on = at::autocast::is_cpu_enabled();
-    at::autocast::set_cpu_enabled(false);
-    const torch::Tensor proj =
-        net->project(model::SpaceModelImpl::cls_vector(hidden).to(torch::kFloat32));
-    out.contrastive = dialtree::losses::multi_view_supcon_loss(
-        proj.slice(0, 0, b), proj.slice(0, b, 2 * b), batch.masks, copt);
-    at::autocast::set_cpu_enabled(was_on);
-  }
-  const torch::Tensor plain = net->forward(batch.masked.inputs, /*prepend_cls=*/false);
-  const torch::Tensor targets = batch.masked.mlm_labels.ne(model::kIgnoreLabel);
-  const torch::Tensor rows = plain.index({targets});
-  out.mlm =
-      dialtree::losses::mlm_loss(net->mlm_logits(rows), batch.masked.mlm_labels.index({targets}));
-  return out;
-}
-
-class AutocastScope {
- public:
-  explicit AutocastScope(bool on) : on_(on) {
-    if (on_) {
-      at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
-      at::autocast::set_cpu_enabled(true);
-    }
-  }
-  ~AutocastScope() {
-    if (on_) {
-      at::autocast::set_cpu_enabled(false);
-      at::autocast::clear_cache();
-    }
-  }
-  AutocastScope(const AutocastScope&) = delete;
-  AutocastScope& operator=(const AutocastScope&) = delete;
-
- private:
-  bool on_;
-};
-
-// ---- END copy of the trainer's step.
 
 /// Wall-clock seconds of the phases of one step (CPU ops run synchronously, so the boundaries
 /// are exact).
@@ -295,6 +228,7 @@ double gemm_peak(torch::ScalarType dtype) {
 int main(int argc, char** argv) {
   namespace model = dialtree::model;
   namespace losses = dialtree::losses;
+  namespace trainer = dialtree::trainer;
   const Options o = parse(argc, argv);
   at::set_num_threads(o.threads);
   torch::manual_seed(o.seed);
@@ -302,28 +236,18 @@ int main(int argc, char** argv) {
   model::SpaceModel net(cfg);
   net->train();
   const auto views = static_cast<std::int64_t>(cfg.projection_views.size());
-  const SyntheticBatch lab = make_batch(o.batch, o.seq_len, cfg.vocab_size, views, true);
-  const SyntheticBatch unl = make_batch(o.batch, o.seq_len, cfg.vocab_size, views, false);
+  const dialtree::trainer::StreamBatch lab =
+      make_batch(o.batch, o.seq_len, cfg.vocab_size, views, true);
+  const dialtree::trainer::StreamBatch unl =
+      make_batch(o.batch, o.seq_len, cfg.vocab_size, views, false);
   const double targets =
       static_cast<double>(lab.masked.mlm_labels.ne(model::kIgnoreLabel).sum().item<std::int64_t>() +
                           unl.masked.mlm_labels.ne(model::kIgnoreLabel).sum().item<std::int64_t>());
 
-  // AdamW as run_pretraining builds it: no decay on 1-D parameters, pretrain-small.yaml values.
-  const double lr = 1e-4, weight_decay = 0.0, max_grad_norm = 5.0;
-  std::vector<torch::Tensor> decay, no_decay;
-  for (auto& p : net->parameters()) (p.dim() >= 2 ? decay : no_decay).push_back(p);
-  std::vector<torch::optim::OptimizerParamGroup> groups;
-  groups.emplace_back(decay, std::make_unique<torch::optim::AdamWOptions>(
-                                 torch::optim::AdamWOptions().weight_decay(weight_decay)));
-  groups.emplace_back(no_decay, std::make_unique<torch::optim::AdamWOptions>(
-                                    torch::optim::AdamWOptions().weight_decay(0.0)));
-  torch::optim::AdamWOptions defaults(lr);
-  defaults.betas({0.9, 0.999}).eps(1e-6).weight_decay(weight_decay);
-  torch::optim::AdamW opt(std::move(groups), defaults);
-  for (auto& g : opt.param_groups()) {
-    auto& go = static_cast<torch::optim::AdamWOptions&>(g.options());
-    go.betas({0.9, 0.999}).eps(1e-6);
-  }
+  // AdamW as run_pretraining builds it, with pretrain-small.yaml's values.
+  const double lr = 1e-4, max_grad_norm = 5.0;
+  const auto opt_ptr = trainer::make_adamw(net, lr, /*weight_decay=*/0.0, 0.9, 0.999, 1e-6);
+  torch::optim::AdamW& opt = *opt_ptr;
 
   losses::ContrastiveOptions copt;
   copt.temperature = 0.07;
@@ -339,34 +263,20 @@ int main(int argc, char** argv) {
     StepTimes ph;
     const double c0 = process_cpu_seconds();
     const auto t0 = Clock::now();
-    // ---- BEGIN copy of run_pretraining's step body (accumulation 1, constant lr).
+    // The trainer's step (accumulation 1, constant lr): trainer/step.h plus clip and AdamW.
     for (auto& g : opt.param_groups()) static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
     opt.zero_grad();
-    losses::ObjectiveParts parts;
-    {
-      AutocastScope autocast(o.bf16);
-      auto t = Clock::now();
-      const StreamLosses l = batch_losses(net, lab, copt);
-      parts.sup = l.contrastive, parts.mlm_labelled = l.mlm;
-      ph.labelled = seconds_since(t);
-      t = Clock::now();
-      const StreamLosses u = batch_losses(net, unl, copt);
-      parts.self = u.contrastive, parts.mlm_unlabelled = u.mlm;
-      ph.unlabelled = seconds_since(t);
-    }
+    trainer::StepPhases fb;
+    const losses::Objective obj =
+        trainer::forward_backward(net, &lab, &unl, weights, copt, o.bf16, 1.0, &fb);
+    ph.labelled = fb.labelled, ph.unlabelled = fb.unlabelled;
+    ph.objective = fb.objective, ph.backward = fb.backward;
     auto t = Clock::now();
-    const losses::Objective obj = losses::combine_objective(parts, weights);
-    ph.objective = seconds_since(t);
-    t = Clock::now();
-    (obj.total / 1.0).backward();
-    ph.backward = seconds_since(t);
-    t = Clock::now();
     const double grad_norm = torch::nn::utils::clip_grad_norm_(net->parameters(), max_grad_norm);
     ph.clip = seconds_since(t);
     t = Clock::now();
     opt.step();
     ph.adamw = seconds_since(t);
-    // ---- END copy of the step body.
     const double s = seconds_since(t0);
     const double c = process_cpu_seconds() - c0;
     if (step == 0) first = obj, first_grad_norm = grad_norm;

@@ -1,7 +1,8 @@
 #include "model/encoder.h"
 
+#include "model/kernels.h"
+
 #include <cmath>
-#include <limits>
 #include <memory>
 #include <sstream>
 #include <stdexcept>
@@ -145,7 +146,7 @@ torch::Tensor DialogEncoderImpl::embed(const EncoderInputs& in, bool prepend_cls
   torch::Tensor e = torch::embedding(word_, in.input_ids) +
                     torch::embedding(position_, in.position_ids) +
                     torch::embedding(role_, in.role_ids) + torch::embedding(turn_, in.turn_ids);
-  e = torch::dropout(e, config_.embedding_dropout_prob, is_training());
+  e = dropout_threads(e, config_.embedding_dropout_prob, is_training());
   if (prepend_cls) {
     const std::int64_t B = in.input_ids.size(0);
     // The bare [CLS] head vector: the raw word-embedding row, no position/role/turn, no dropout.
@@ -156,24 +157,32 @@ torch::Tensor DialogEncoderImpl::embed(const EncoderInputs& in, bool prepend_cls
 }
 
 torch::Tensor DialogEncoderImpl::attention_block(const TransformerLayerWeights& w,
-                                                 const torch::Tensor& x, const torch::Tensor& bias,
-                                                 const torch::Tensor& keep) {
+                                                 const torch::Tensor& x,
+                                                 const torch::Tensor& key_bias,
+                                                 const torch::Tensor& query_keep) {
   const std::int64_t B = x.size(0), T = x.size(1), nh = config_.num_attention_heads,
-                     d = config_.head_dim();
+                     d = config_.head_dim(), H = nh * d;
   const double scale = 1.0 / std::sqrt(static_cast<double>(d));
-  auto heads = [&](const torch::Tensor& t) { return t.view({B, T, nh, d}).transpose(1, 2); };
-  const torch::Tensor q = heads(torch::linear(x, w.query_w, w.query_b) * scale);
-  const torch::Tensor k = heads(torch::linear(x, w.key_w, w.key_b));
-  const torch::Tensor v = heads(torch::linear(x, w.value_w, w.value_b));
-  // [B, nh, T, T]; masked keys -inf, then rows without any visible key zeroed (no NaN).
-  torch::Tensor probs = torch::softmax(torch::matmul(q, k.transpose(-2, -1)) + bias, -1) * keep;
-  probs = torch::dropout(probs, config_.attention_probs_dropout_prob, is_training());
-  return torch::matmul(probs, v).transpose(1, 2).reshape({B, T, nh * d});
+  // One [3H, H] product for Q, K and V, with 1/sqrt(d) folded into the query rows.
+  const torch::Tensor qkv_w = torch::cat({w.query_w * scale, w.key_w, w.value_w});
+  const torch::Tensor qkv_b = torch::cat({w.query_b * scale, w.key_b, w.value_b});
+  const torch::Tensor qkv =
+      torch::linear(x, qkv_w, qkv_b).view({B, T, 3, nh, d}).permute({2, 0, 3, 1, 4});
+  auto flat = [&](std::int64_t i) { return qkv[i].reshape({B * nh, T, d}); };
+  const torch::Tensor q = flat(0), k = flat(1), v = flat(2);
+  // [B*nh, T, T] scores; padded keys get -1e9, so every row has a finite softmax.
+  const torch::Tensor scores = bmm_threads(q, k.transpose(1, 2)).view({B, nh, T, T}) + key_bias;
+  torch::Tensor probs = torch::softmax(scores, -1);
+  probs = dropout_threads(probs, config_.attention_probs_dropout_prob, is_training());
+  const torch::Tensor context = bmm_threads(probs.reshape({B * nh, T, T}).to(v.scalar_type()), v);
+  // Padding query rows are meaningless; zero them so they carry nothing forward.
+  return context.view({B, nh, T, d}).transpose(1, 2).reshape({B, T, H}) *
+         query_keep.to(context.scalar_type());
 }
 
 torch::Tensor DialogEncoderImpl::forward(const EncoderInputs& in, bool prepend_cls) {
   torch::Tensor x = embed(in, prepend_cls);
-  // Attention masks over the (possibly extended) sequence.
+  // Attention mask over the (possibly extended) sequence.
   torch::Tensor m = in.attention_mask.ne(0);  // [B, L] bool
   if (prepend_cls) {
     // [CLS] copies token 0's mask (SPACE2.md §1.2); an empty sequence has a masked [CLS].
@@ -181,27 +190,24 @@ torch::Tensor DialogEncoderImpl::forward(const EncoderInputs& in, bool prepend_c
         m.size(1) > 0 ? m.slice(1, 0, 1) : torch::zeros({m.size(0), 1}, m.options());
     m = torch::cat({head, m}, 1);
   }
-  const torch::Tensor pair = m.unsqueeze(2).logical_and(m.unsqueeze(1)).unsqueeze(1);  // [B,1,T,T]
-  // Additive logit bias: -inf for masked pairs of real query rows; padding query rows get no
-  // bias (finite softmax) and are zeroed by `keep` afterwards.
-  const torch::Tensor bias_mask =
-      pair.logical_or(m.logical_not().view({m.size(0), 1, m.size(1), 1}));
   const auto opts = x.options().dtype(torch::kFloat32);
-  const torch::Tensor bias =
-      torch::zeros(bias_mask.sizes(), opts)
-          .masked_fill_(bias_mask.logical_not(), -std::numeric_limits<float>::infinity());
-  const torch::Tensor keep = pair.to(torch::kFloat32);
+  const std::int64_t B = m.size(0), T = m.size(1);
+  // Additive key bias [B, 1, 1, T] (0 visible, -1e9 padding) and query keep [B, T, 1].
+  const torch::Tensor key_bias =
+      torch::zeros({B, 1, 1, T}, opts).masked_fill_(m.logical_not().view({B, 1, 1, T}), -1e9);
+  const torch::Tensor query_keep = m.to(torch::kFloat32).view({B, T, 1});
 
   const double eps = config_.layer_norm_eps;
   const double p_hidden = config_.hidden_dropout_prob, p_ffn = config_.ffn_dropout_prob;
   const bool train = is_training();
   for (const auto& w : layers_) {
-    torch::Tensor a = torch::linear(attention_block(w, x, bias, keep), w.attn_out_w, w.attn_out_b);
-    x = layer_norm(x + torch::dropout(a, p_hidden, train), w.attn_ln_w, w.attn_ln_b, eps);
+    torch::Tensor a =
+        torch::linear(attention_block(w, x, key_bias, query_keep), w.attn_out_w, w.attn_out_b);
+    x = layer_norm(x + dropout_threads(a, p_hidden, train), w.attn_ln_w, w.attn_ln_b, eps);
     torch::Tensor f =
-        torch::dropout(torch::gelu(torch::linear(x, w.inter_w, w.inter_b)), p_ffn, train);
+        dropout_threads(torch::gelu(torch::linear(x, w.inter_w, w.inter_b)), p_ffn, train);
     f = torch::linear(f, w.out_w, w.out_b);
-    x = layer_norm(x + torch::dropout(f, p_hidden, train), w.out_ln_w, w.out_ln_b, eps);
+    x = layer_norm(x + dropout_threads(f, p_hidden, train), w.out_ln_w, w.out_ln_b, eps);
   }
   return x;
 }

@@ -20,9 +20,12 @@
 // * Embedding order is SPACE-2's, not BERT's: sum of the four embeddings, then dropout
 //   (embedding_dropout_prob), then the [CLS] vector is prepended (no dropout on it), then
 //   LayerNorm over all L+1 rows (SPACE2.md §1.2).
-// * Attention: logits of masked pairs are -inf (mask m_i·m_j, extended so [CLS] copies token 0's
-//   row and column); rows with no visible key (padding queries) get probability 0 everywhere, so
-//   padding rows produce no NaN in the forward or the backward pass.
+// * Attention: Q, K and V come from one fused [3H, H] product (1/sqrt(d) folded into the query
+//   rows); padded keys get an additive -1e9 (the mask is extended so [CLS] copies token 0's), so
+//   every softmax row is finite, and the context rows of padding queries are zeroed. Real rows
+//   never see padding, and padding rows produce no NaN in the forward or the backward pass.
+// * Dropout and the fp32 attention products use model/kernels.h (threaded CPU kernels, same
+//   contract as torch::dropout / torch::matmul, different random stream for dropout).
 // * FFN has SPACE-2's extra dropout after the GELU (ffn_dropout_prob), SPACE2.md §1.1.
 // * Every matrix product goes through torch::linear / torch::matmul (STACK.md P5), so the
 //   forward pass runs under CPU bf16 autocast; LayerNorm and softmax then run in fp32.
@@ -80,7 +83,7 @@ class DialogEncoderImpl : public torch::nn::Module {
 
  private:
   torch::Tensor attention_block(const TransformerLayerWeights& w, const torch::Tensor& x,
-                                const torch::Tensor& bias, const torch::Tensor& keep);
+                                const torch::Tensor& key_bias, const torch::Tensor& query_keep);
 
   EncoderConfig config_;
   torch::Tensor word_, position_, role_, turn_, emb_ln_w_, emb_ln_b_;

@@ -5,10 +5,10 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <sstream>
 
-#include <ATen/autocast_mode.h>
 #include <fmt/core.h>
 #include <torch/torch.h>
 #include <nlohmann/json.hpp>
@@ -19,13 +19,13 @@
 #include "data/masking.h"
 #include "data/tokenizer_factory.h"
 #include "losses/contrastive.h"
-#include "losses/mlm.h"
 #include "losses/objective.h"
 #include "model/bundle.h"
 #include "model/collate.h"
 #include "model/encoder.h"
 #include "trainer/batching.h"
 #include "trainer/pretrain_data.h"
+#include "trainer/step.h"
 
 namespace dialtree::trainer {
 
@@ -141,46 +141,17 @@ torch::Tensor soft_masks(const std::vector<const PretrainExample*>& batch,
   return torch::stack(per_view);
 }
 
-model::EncoderInputs doubled(const model::EncoderInputs& in) {
-  auto twice = [](const torch::Tensor& t) { return torch::cat({t, t}, 0); };
-  return {twice(in.input_ids), twice(in.attention_mask), twice(in.position_ids), twice(in.role_ids),
-          twice(in.turn_ids)};
-}
-
-struct StreamLosses {
-  torch::Tensor contrastive;  // 0-d
-  torch::Tensor mlm;          // 0-d
-};
-
-// The contrastive pass (two dropout views in one 2B forward, SPACE2.md §4.1) and the separate
-// MLM pass on a masked copy (plain encoder, no [CLS], §4.2) of one batch.
-StreamLosses batch_losses(model::SpaceModel& net, const std::vector<const PretrainExample*>& batch,
-                          const torch::Tensor& masks, const PretrainConfig& cfg,
-                          const data::Tokenizer& tok, std::mt19937_64& rng, bool labelled) {
+// The tensors of one batch (SPACE2.md §4.1-§4.2): the unmasked inputs, the soft masks, and the
+// masked MLM copy (labelled value spans fully masked, §4.2).
+StreamBatch prepare_batch(const std::vector<const PretrainExample*>& batch, torch::Tensor masks,
+                          const PretrainConfig& cfg, const data::Tokenizer& tok,
+                          std::mt19937_64& rng, bool labelled) {
   std::vector<data::SerializedExample> tokens;
   tokens.reserve(batch.size());
   for (const auto* ex : batch) tokens.push_back(ex->tokens);
-  const auto b = static_cast<std::int64_t>(batch.size());
-
-  const model::EncoderInputs in = model::collate(tokens);
-  const torch::Tensor hidden = net->forward(doubled(in), /*prepend_cls=*/true);
-  losses::ContrastiveOptions copt;
-  copt.temperature = cfg.loss.temperature;
-  copt.base_temperature = cfg.loss.base_temperature;
-  copt.shard_size = cfg.data.contrastive_shard_size;
-  StreamLosses out;
-  {
-    // The projection head and the contrastive loss run in fp32 even under bf16 autocast: at
-    // τ = 0.07 a bf16 cosine (8-bit mantissa) would quantise the logits in steps of ~0.06.
-    const bool was_on = at::autocast::is_cpu_enabled();
-    at::autocast::set_cpu_enabled(false);
-    const torch::Tensor proj =
-        net->project(model::SpaceModelImpl::cls_vector(hidden).to(torch::kFloat32));
-    out.contrastive =
-        losses::multi_view_supcon_loss(proj.slice(0, 0, b), proj.slice(0, b, 2 * b), masks, copt);
-    at::autocast::set_cpu_enabled(was_on);
-  }
-
+  StreamBatch out;
+  out.inputs = model::collate(tokens);
+  out.masks = std::move(masks);
   data::MlmMaskingOptions mopt;
   mopt.mask_prob = cfg.loss.mlm_probability;
   std::vector<std::vector<std::int32_t>> labels;
@@ -193,11 +164,7 @@ StreamLosses batch_losses(model::SpaceModel& net, const std::vector<const Pretra
     tokens[i].input_ids = std::move(m.input_ids);
     labels.push_back(std::move(m.labels));
   }
-  const model::CollatedBatch masked = model::collate(tokens, labels);
-  const torch::Tensor plain = net->forward(masked.inputs, /*prepend_cls=*/false);
-  const torch::Tensor targets = masked.mlm_labels.ne(model::kIgnoreLabel);
-  const torch::Tensor rows = plain.index({targets});  // [N, H]: only the MLM targets
-  out.mlm = losses::mlm_loss(net->mlm_logits(rows), masked.mlm_labels.index({targets}));
+  out.masked = model::collate(tokens, labels);
   return out;
 }
 
@@ -207,26 +174,6 @@ std::vector<const PretrainExample*> resolve(const Stream& s, const BatchRef& r) 
   for (std::size_t i : r.examples) out.push_back(&s.datasets[r.dataset].examples[i]);
   return out;
 }
-
-// bf16 autocast on CPU for the forward pass (STACK.md §3); weights stay fp32.
-class AutocastScope {
- public:
-  explicit AutocastScope(bool on) : on_(on) {
-    if (on_) {
-      at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
-      at::autocast::set_cpu_enabled(true);
-    }
-  }
-  ~AutocastScope() {
-    if (on_) {
-      at::autocast::set_cpu_enabled(false);
-      at::autocast::clear_cache();
-    }
-  }
-
- private:
-  bool on_;
-};
 
 // ---------------------------------------------------------------------------------------------
 // Schedule, logging window, state
@@ -287,18 +234,6 @@ struct Run {
   std::string last_checkpoint;
   explicit Run(const PretrainConfig& c) : cfg(c) {}
 };
-
-std::vector<torch::optim::OptimizerParamGroup> param_groups(model::SpaceModel& net, double wd) {
-  // HF convention: no weight decay on biases and LayerNorm gains (1-D parameters).
-  std::vector<torch::Tensor> decay, no_decay;
-  for (auto& p : net->parameters()) (p.dim() >= 2 ? decay : no_decay).push_back(p);
-  std::vector<torch::optim::OptimizerParamGroup> groups;
-  groups.emplace_back(decay, std::make_unique<torch::optim::AdamWOptions>(
-                                 torch::optim::AdamWOptions().weight_decay(wd)));
-  groups.emplace_back(no_decay, std::make_unique<torch::optim::AdamWOptions>(
-                                    torch::optim::AdamWOptions().weight_decay(0.0)));
-  return groups;
-}
 
 void set_lr(torch::optim::AdamW& opt, double lr) {
   for (auto& g : opt.param_groups()) static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
@@ -500,16 +435,8 @@ PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<b
   r.warmup =
       static_cast<std::int64_t>(std::ceil(config.warmup_ratio * static_cast<double>(r.total)));
 
-  auto groups = param_groups(r.net, config.weight_decay);
-  torch::optim::AdamWOptions defaults(config.learning_rate);
-  defaults.betas({config.adam_beta1, config.adam_beta2})
-      .eps(config.adam_epsilon)
-      .weight_decay(config.weight_decay);
-  r.opt = std::make_unique<torch::optim::AdamW>(std::move(groups), defaults);
-  for (auto& g : r.opt->param_groups()) {
-    auto& o = static_cast<torch::optim::AdamWOptions&>(g.options());
-    o.betas({config.adam_beta1, config.adam_beta2}).eps(config.adam_epsilon);
-  }
+  r.opt = make_adamw(r.net, config.learning_rate, config.weight_decay, config.adam_beta1,
+                     config.adam_beta2, config.adam_epsilon);
 
   const fs::path out(config.output_dir);
   fs::create_directories(out);
@@ -530,6 +457,10 @@ PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<b
 
   const losses::ObjectiveWeights weights{config.loss.contrastive_weight, config.loss.mlm_weight,
                                          config.loss.self_supervised_weight};
+  losses::ContrastiveOptions copt;
+  copt.temperature = config.loss.temperature;
+  copt.base_temperature = config.loss.base_temperature;
+  copt.shard_size = config.data.contrastive_shard_size;
   PretrainResult result;
   const auto run_start = std::chrono::steady_clock::now();
   const std::int64_t first_step = r.step;
@@ -545,27 +476,22 @@ PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<b
     std::int64_t examples = 0;
     double sup = 0, self = 0, mlm_l = 0, mlm_u = 0, total_loss = 0;
     for (std::int64_t micro = 0; micro < accum; ++micro) {
-      losses::ObjectiveParts parts;
-      {
-        AutocastScope autocast(config.bf16);
-        if (r.lab.active()) {
-          const auto batch = resolve(r.lab, r.lab.batches->next());
-          const torch::Tensor masks = soft_masks(batch, r.views, config.loss.score_mode);
-          const StreamLosses l =
-              batch_losses(r.net, batch, masks, config, *r.tok, r.mask_rng, true);
-          parts.sup = l.contrastive, parts.mlm_labelled = l.mlm;
-          examples += static_cast<std::int64_t>(batch.size());
-        }
-        if (r.unl.active()) {
-          const auto batch = resolve(r.unl, r.unl.batches->next());
-          const StreamLosses l =
-              batch_losses(r.net, batch, torch::Tensor(), config, *r.tok, r.mask_rng, false);
-          parts.self = l.contrastive, parts.mlm_unlabelled = l.mlm;
-          examples += static_cast<std::int64_t>(batch.size());
-        }
+      // Labelled batch first, then unlabelled: the masking RNG and the dropout generator are
+      // drawn in this order on every run, so a resumed run repeats them exactly.
+      std::optional<StreamBatch> lab, unl;
+      if (r.lab.active()) {
+        const auto batch = resolve(r.lab, r.lab.batches->next());
+        lab = prepare_batch(batch, soft_masks(batch, r.views, config.loss.score_mode), config,
+                            *r.tok, r.mask_rng, true);
+        examples += static_cast<std::int64_t>(batch.size());
       }
-      last = losses::combine_objective(parts, weights);
-      (last.total / static_cast<double>(accum)).backward();
+      if (r.unl.active()) {
+        const auto batch = resolve(r.unl, r.unl.batches->next());
+        unl = prepare_batch(batch, torch::Tensor(), config, *r.tok, r.mask_rng, false);
+        examples += static_cast<std::int64_t>(batch.size());
+      }
+      last = forward_backward(r.net, lab ? &*lab : nullptr, unl ? &*unl : nullptr, weights, copt,
+                              config.bf16, 1.0 / static_cast<double>(accum));
       total_loss += last.total_value / accum, sup += last.sup / accum, self += last.self / accum;
       mlm_l += last.mlm_labelled / accum, mlm_u += last.mlm_unlabelled / accum;
     }

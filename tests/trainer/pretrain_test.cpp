@@ -117,18 +117,20 @@ TEST_F(TinyPretraining, StopAndResumeReproduceTheUninterruptedRun) {
 
 TEST_F(TinyPretraining, LossesFallOnARepeatedBatch) {
   // One labelled dataset of 4 examples and batch 4: every step sees the same batch, so the
-  // objective must fall clearly within a few steps at lr 1e-3.
+  // objective must fall clearly within 60 steps at lr 1e-3. (At 30 steps the outcome depended
+  // on the dropout draws: seeds 1-5 gave final losses from 1.8 to 2.8 with torch::dropout.)
   auto r8k = sts::convert(sts::SourceFormat::SlotJson,
                           testing::shared_data("dialoglue/restaurant8k/train_10.json"));
   r8k.resize(4);
   sts::write_jsonl(tmp_.file("four.jsonl"), r8k);
-  const PretrainConfig cfg = parse_config(yaml(tmp_.file("fall"), 30), "fall.yaml",
+  const PretrainConfig cfg = parse_config(yaml(tmp_.file("fall"), 60), "fall.yaml",
                                           {"data.labelled=[" + tmp_.file("four.jsonl") + "]",
                                            "data.unlabelled=[]", "save_steps=0", "warmup_ratio=0"});
   run_pretraining(cfg, nullptr, {});
   const auto m = read_metrics(tmp_.path() / "fall" / "metrics.jsonl");
-  ASSERT_EQ(m.size(), 30u);
-  // Seen: loss 2.98 -> 2.53, contrastive 1.946 (= ln 7 at init: 2B - 1 = 7 candidates) -> 1.56.
+  ASSERT_EQ(m.size(), 60u);
+  // Seen (seeds 11, 42, 1-5): loss 2.98 -> 1.0-1.8, contrastive 1.946 (= ln 7 at init: 2B - 1 = 7
+  // candidates) -> 0.04-0.84.
   EXPECT_NEAR(m.front()["contrastive"].get<double>(), std::log(7.0), 0.05);
   EXPECT_LT(m.back()["loss"].get<double>(), 0.9 * m.front()["loss"].get<double>());
   EXPECT_LT(m.back()["contrastive"].get<double>(), 0.9 * m.front()["contrastive"].get<double>());

@@ -1,0 +1,112 @@
+#include "trainer/step.h"
+
+#include <chrono>
+#include <stdexcept>
+
+#include <ATen/autocast_mode.h>
+
+#include "losses/mlm.h"
+
+namespace dialtree::trainer {
+namespace {
+
+model::EncoderInputs doubled(const model::EncoderInputs& in) {
+  auto twice = [](const torch::Tensor& t) { return torch::cat({t, t}, 0); };
+  return {twice(in.input_ids), twice(in.attention_mask), twice(in.position_ids), twice(in.role_ids),
+          twice(in.turn_ids)};
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+}  // namespace
+
+AutocastScope::AutocastScope(bool on) : on_(on) {
+  if (on_) {
+    at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
+    at::autocast::set_cpu_enabled(true);
+  }
+}
+
+AutocastScope::~AutocastScope() {
+  if (on_) {
+    at::autocast::set_cpu_enabled(false);
+    at::autocast::clear_cache();
+  }
+}
+
+std::unique_ptr<torch::optim::AdamW> make_adamw(model::SpaceModel& net, double lr,
+                                                double weight_decay, double beta1, double beta2,
+                                                double eps) {
+  std::vector<torch::Tensor> decay, no_decay;
+  for (auto& p : net->parameters()) (p.dim() >= 2 ? decay : no_decay).push_back(p);
+  auto group_options = [&](double wd) {
+    auto o = std::make_unique<torch::optim::AdamWOptions>(lr);
+    o->betas({beta1, beta2}).eps(eps).weight_decay(wd);
+    return o;
+  };
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  groups.emplace_back(decay, group_options(weight_decay));
+  groups.emplace_back(no_decay, group_options(0.0));
+  torch::optim::AdamWOptions defaults(lr);
+  defaults.betas({beta1, beta2}).eps(eps).weight_decay(weight_decay);
+  return std::make_unique<torch::optim::AdamW>(std::move(groups), defaults);
+}
+
+StreamLosses stream_losses(model::SpaceModel& net, const StreamBatch& batch,
+                           const losses::ContrastiveOptions& options) {
+  const std::int64_t b = batch.inputs.input_ids.size(0);
+  const torch::Tensor hidden = net->forward(doubled(batch.inputs), /*prepend_cls=*/true);
+  StreamLosses out;
+  {
+    const bool was_on = at::autocast::is_cpu_enabled();
+    at::autocast::set_cpu_enabled(false);
+    const torch::Tensor proj =
+        net->project(model::SpaceModelImpl::cls_vector(hidden).to(torch::kFloat32));
+    out.contrastive = losses::multi_view_supcon_loss(proj.slice(0, 0, b), proj.slice(0, b, 2 * b),
+                                                     batch.masks, options);
+    at::autocast::set_cpu_enabled(was_on);
+  }
+  const torch::Tensor plain = net->forward(batch.masked.inputs, /*prepend_cls=*/false);
+  const torch::Tensor targets = batch.masked.mlm_labels.ne(model::kIgnoreLabel);
+  const torch::Tensor rows = plain.index({targets});  // [N, H]: only the MLM targets
+  out.mlm = losses::mlm_loss(net->mlm_logits(rows), batch.masked.mlm_labels.index({targets}));
+  return out;
+}
+
+losses::Objective forward_backward(model::SpaceModel& net, const StreamBatch* labelled,
+                                   const StreamBatch* unlabelled,
+                                   const losses::ObjectiveWeights& weights,
+                                   const losses::ContrastiveOptions& options, bool bf16,
+                                   double loss_scale, StepPhases* phases) {
+  if (labelled == nullptr && unlabelled == nullptr)
+    throw std::invalid_argument("forward_backward: no labelled and no unlabelled batch");
+  StepPhases local;
+  losses::ObjectiveParts parts;
+  {
+    AutocastScope autocast(bf16);
+    auto t = std::chrono::steady_clock::now();
+    if (labelled != nullptr) {
+      const StreamLosses l = stream_losses(net, *labelled, options);
+      parts.sup = l.contrastive, parts.mlm_labelled = l.mlm;
+    }
+    local.labelled = seconds_since(t);
+    t = std::chrono::steady_clock::now();
+    if (unlabelled != nullptr) {
+      const StreamLosses u = stream_losses(net, *unlabelled, options);
+      parts.self = u.contrastive, parts.mlm_unlabelled = u.mlm;
+    }
+    local.unlabelled = seconds_since(t);
+  }
+  auto t = std::chrono::steady_clock::now();
+  losses::Objective obj = losses::combine_objective(parts, weights);
+  local.objective = seconds_since(t);
+  t = std::chrono::steady_clock::now();
+  (obj.total * loss_scale).backward();
+  local.backward = seconds_since(t);
+  if (phases != nullptr) *phases = local;
+  return obj;
+}
+
+}  // namespace dialtree::trainer

@@ -1,0 +1,79 @@
+// One SPACE-2 pretraining micro-step on already collated tensors (SPACE2.md §4.1-§4.3): the
+// contrastive pass of each stream (two dropout views in one 2B forward), its MLM pass on the
+// masked copy, the combined objective and its backward. Shared by the trainer
+// (trainer/pretrain.cpp) and the training-step benchmark (bench/bench_train_step.cpp), so the
+// benchmark times exactly the trainer's code. Data preparation (serialising, masking, tree
+// scores) stays with the caller.
+#pragma once
+
+#include <memory>
+
+#include <torch/torch.h>
+
+#include "losses/contrastive.h"
+#include "losses/objective.h"
+#include "model/collate.h"
+#include "model/encoder.h"
+
+namespace dialtree::trainer {
+
+/// The tensors of one stream's batch of B examples.
+struct StreamBatch {
+  model::EncoderInputs inputs;  ///< unmasked int64 [B, L] (the contrastive pass)
+  torch::Tensor masks;          ///< soft positives: float [K, B, B] or [B, B]; undefined = identity
+                                ///< (unlabelled, SPACE2.md §4.1 L_self)
+  model::CollatedBatch masked;  ///< the MLM copy: masked input_ids and mlm_labels [B, L]
+};
+
+/// The two losses of one stream's batch (0-d float tensors, differentiable).
+struct StreamLosses {
+  torch::Tensor contrastive;  ///< multi_view_supcon_loss of the two dropout views
+  torch::Tensor mlm;          ///< token-mean MLM loss over the masked copy's targets
+};
+
+/// The contrastive pass (one forward of the batch doubled to 2B, with [CLS]; projection head
+/// and loss in fp32 even under autocast, because at τ = 0.07 a bf16 cosine would quantise the
+/// logits in steps of ~0.06) and the MLM pass (plain encoder without [CLS] on `masked`, only
+/// the target rows go through the MLM head), SPACE2.md §4.1-§4.2.
+/// @throws std::invalid_argument from the encoder or the losses on inconsistent shapes.
+StreamLosses stream_losses(model::SpaceModel& net, const StreamBatch& batch,
+                           const losses::ContrastiveOptions& options);
+
+/// Wall-clock seconds spent in the phases of forward_backward() (for the benchmark).
+struct StepPhases {
+  double labelled = 0, unlabelled = 0, objective = 0, backward = 0;
+};
+
+/// One micro-step: stream_losses() of the labelled and/or unlabelled batch (null = stream
+/// absent) under bf16 autocast when `bf16`, combine_objective(), then backward of
+/// total · loss_scale (1 / gradient_accumulation_steps). Gradients accumulate into the
+/// parameters' .grad(); the caller zeroes them, clips and steps the optimiser.
+/// @param phases if not null, receives the phase times of this call
+/// @throws std::invalid_argument if both batches are null, or as stream_losses().
+losses::Objective forward_backward(model::SpaceModel& net, const StreamBatch* labelled,
+                                   const StreamBatch* unlabelled,
+                                   const losses::ObjectiveWeights& weights,
+                                   const losses::ContrastiveOptions& options, bool bf16,
+                                   double loss_scale, StepPhases* phases = nullptr);
+
+/// AdamW as HF's Trainer builds it: weight decay on matrices only (no decay on biases and
+/// LayerNorm gains, i.e. 1-D parameters), betas (beta1, beta2), epsilon `eps`, learning rate
+/// `lr` (the schedule sets it per step).
+std::unique_ptr<torch::optim::AdamW> make_adamw(model::SpaceModel& net, double lr,
+                                                double weight_decay, double beta1, double beta2,
+                                                double eps);
+
+/// RAII: CPU bf16 autocast for the forward pass while alive (STACK.md §3; weights stay fp32);
+/// a no-op when constructed with false. Clears autocast's weight-cast cache on exit.
+class AutocastScope {
+ public:
+  explicit AutocastScope(bool on);
+  ~AutocastScope();
+  AutocastScope(const AutocastScope&) = delete;
+  AutocastScope& operator=(const AutocastScope&) = delete;
+
+ private:
+  bool on_;
+};
+
+}  // namespace dialtree::trainer
