@@ -264,7 +264,7 @@ int main(int argc, char** argv) {
     const double c0 = process_cpu_seconds();
     const auto t0 = Clock::now();
     // The trainer's step (accumulation 1, constant lr): trainer/step.h plus clip and AdamW.
-    for (auto& g : opt.param_groups()) static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
+    trainer::set_lr(opt, lr);
     opt.zero_grad();
     trainer::StepPhases fb;
     const losses::Objective obj =

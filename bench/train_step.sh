@@ -16,6 +16,12 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 build=${BUILD_DIR:-build}
 rounds=${ROUNDS:-3}
+if [[ -z ${MODES:-} ]] && ! grep -qwE 'avx512_bf16|amx_bf16' /proc/cpuinfo; then
+  # Emulated bf16 matrix products run at a few GFLOP/s: nothing a user would run (the trainer
+  # itself falls back to fp32 on such CPUs, common/cpu_features.h).
+  echo "train_step: this CPU has no native bf16 (avx512_bf16 / amx_bf16): fp32 only" >&2
+  MODES=fp32
+fi
 modes=${MODES:-fp32 bf16}
 out=${OUT:-$root/out/bench/train_step}
 py=/usr/bin/python3  # the system interpreter, which has python3-torch (STACK.md P10)

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/atomic_file.h"
+#include "common/cpu_features.h"
 #include "common/error.h"
 #include "common/json_util.h"
 #include "data/masking.h"
@@ -178,14 +179,6 @@ std::vector<const PretrainExample*> resolve(const Stream& s, const BatchRef& r) 
 // ---------------------------------------------------------------------------------------------
 // Schedule, logging window, state
 
-// HF get_linear_schedule_with_warmup: factor of optimiser step `step` (0-based).
-double lr_factor(std::int64_t step, std::int64_t warmup, std::int64_t total) {
-  if (step < warmup)
-    return static_cast<double>(step) / static_cast<double>(std::max<std::int64_t>(1, warmup));
-  return std::max(0.0, static_cast<double>(total - step) /
-                           static_cast<double>(std::max<std::int64_t>(1, total - warmup)));
-}
-
 // Sums of the logged quantities since the last log line (saved in checkpoints, so a resumed
 // run logs the same means).
 struct LogWindow {
@@ -232,12 +225,9 @@ struct Run {
   std::int64_t step = 0, total = 0, warmup = 0, steps_per_epoch = 0;
   LogWindow window;
   std::string last_checkpoint;
+  bool bf16 = false;  // config bf16 and native bf16 on this CPU (common/cpu_features.h)
   explicit Run(const PretrainConfig& c) : cfg(c) {}
 };
-
-void set_lr(torch::optim::AdamW& opt, double lr) {
-  for (auto& g : opt.param_groups()) static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
-}
 
 std::vector<std::pair<std::int64_t, fs::path>> list_checkpoints(const fs::path& dir) {
   std::vector<std::pair<std::int64_t, fs::path>> out;
@@ -375,6 +365,7 @@ void write_env(const Run& r) {
       {"cpu_flags", cpu_flags},
       {"blas", fs::read_symlink("/etc/alternatives/libblas.so.3-x86_64-linux-gnu", ec).string()},
       {"bf16", r.cfg.bf16},
+      {"bf16_effective", r.bf16},
       {"model_parameters", [&] {
          std::int64_t n = 0;
          for (const auto& p : r.net->parameters()) n += p.numel();
@@ -402,6 +393,9 @@ PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<b
   torch::manual_seed(static_cast<std::uint64_t>(config.seed));
 
   Run r(config);
+  std::string bf16_note;
+  r.bf16 = effective_bf16(config.bf16, &bf16_note);
+  if (!bf16_note.empty()) say("warning: " + bf16_note);
   r.tok = data::load_tokenizer(config.data.tokenizer);
   r.ecfg = encoder_config(config, *r.tok);
   r.net = model::SpaceModel(r.ecfg);
@@ -453,7 +447,7 @@ PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<b
       fmt::format("model: {} layers x {} hidden, vocab {}; {} steps ({} per epoch), warm-up {}, "
                   "{} threads, bf16 {}",
                   r.ecfg.num_hidden_layers, r.ecfg.hidden_size, r.ecfg.vocab_size, r.total,
-                  r.steps_per_epoch, r.warmup, at::get_num_threads(), config.bf16 ? "on" : "off"));
+                  r.steps_per_epoch, r.warmup, at::get_num_threads(), r.bf16 ? "on" : "off"));
 
   const losses::ObjectiveWeights weights{config.loss.contrastive_weight, config.loss.mlm_weight,
                                          config.loss.self_supervised_weight};
@@ -491,7 +485,7 @@ PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<b
         examples += static_cast<std::int64_t>(batch.size());
       }
       last = forward_backward(r.net, lab ? &*lab : nullptr, unl ? &*unl : nullptr, weights, copt,
-                              config.bf16, 1.0 / static_cast<double>(accum));
+                              r.bf16, 1.0 / static_cast<double>(accum));
       total_loss += last.total_value / accum, sup += last.sup / accum, self += last.self / accum;
       mlm_l += last.mlm_labelled / accum, mlm_u += last.mlm_unlabelled / accum;
     }

@@ -1,5 +1,6 @@
 #include "trainer/step.h"
 
+#include <algorithm>
 #include <chrono>
 #include <stdexcept>
 
@@ -54,12 +55,23 @@ std::unique_ptr<torch::optim::AdamW> make_adamw(model::SpaceModel& net, double l
   return std::make_unique<torch::optim::AdamW>(std::move(groups), defaults);
 }
 
+double lr_factor(std::int64_t step, std::int64_t warmup, std::int64_t total) {
+  if (step < warmup)
+    return static_cast<double>(step) / static_cast<double>(std::max<std::int64_t>(1, warmup));
+  return std::max(0.0, static_cast<double>(total - step) /
+                           static_cast<double>(std::max<std::int64_t>(1, total - warmup)));
+}
+
+void set_lr(torch::optim::AdamW& opt, double lr) {
+  for (auto& g : opt.param_groups()) static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
+}
+
 StreamLosses stream_losses(model::SpaceModel& net, const StreamBatch& batch,
-                           const losses::ContrastiveOptions& options) {
+                           const losses::ContrastiveOptions& options, bool contrastive) {
   const std::int64_t b = batch.inputs.input_ids.size(0);
-  const torch::Tensor hidden = net->forward(doubled(batch.inputs), /*prepend_cls=*/true);
   StreamLosses out;
-  {
+  if (contrastive) {
+    const torch::Tensor hidden = net->forward(doubled(batch.inputs), /*prepend_cls=*/true);
     const bool was_on = at::autocast::is_cpu_enabled();
     at::autocast::set_cpu_enabled(false);
     const torch::Tensor proj =
@@ -88,13 +100,13 @@ losses::Objective forward_backward(model::SpaceModel& net, const StreamBatch* la
     AutocastScope autocast(bf16);
     auto t = std::chrono::steady_clock::now();
     if (labelled != nullptr) {
-      const StreamLosses l = stream_losses(net, *labelled, options);
+      const StreamLosses l = stream_losses(net, *labelled, options, weights.contrastive_weight > 0);
       parts.sup = l.contrastive, parts.mlm_labelled = l.mlm;
     }
     local.labelled = seconds_since(t);
     t = std::chrono::steady_clock::now();
     if (unlabelled != nullptr) {
-      const StreamLosses u = stream_losses(net, *unlabelled, options);
+      const StreamLosses u = stream_losses(net, *unlabelled, options, weights.self_weight > 0);
       parts.self = u.contrastive, parts.mlm_unlabelled = u.mlm;
     }
     local.unlabelled = seconds_since(t);

@@ -6,6 +6,7 @@
 // scores) stays with the caller.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 
 #include <torch/torch.h>
@@ -35,9 +36,11 @@ struct StreamLosses {
 /// and loss in fp32 even under autocast, because at τ = 0.07 a bf16 cosine would quantise the
 /// logits in steps of ~0.06) and the MLM pass (plain encoder without [CLS] on `masked`, only
 /// the target rows go through the MLM head), SPACE2.md §4.1-§4.2.
+/// With `contrastive` false the contrastive pass is skipped (its loss left undefined, i.e.
+/// absent), e.g. for MLM-only pretraining where its weight is 0.
 /// @throws std::invalid_argument from the encoder or the losses on inconsistent shapes.
 StreamLosses stream_losses(model::SpaceModel& net, const StreamBatch& batch,
-                           const losses::ContrastiveOptions& options);
+                           const losses::ContrastiveOptions& options, bool contrastive = true);
 
 /// Wall-clock seconds spent in the phases of forward_backward() (for the benchmark).
 struct StepPhases {
@@ -45,7 +48,8 @@ struct StepPhases {
 };
 
 /// One micro-step: stream_losses() of the labelled and/or unlabelled batch (null = stream
-/// absent) under bf16 autocast when `bf16`, combine_objective(), then backward of
+/// absent; a contrastive pass whose weight is 0 is skipped, not computed and multiplied by 0)
+/// under bf16 autocast when `bf16`, combine_objective(), then backward of
 /// total · loss_scale (1 / gradient_accumulation_steps). Gradients accumulate into the
 /// parameters' .grad(); the caller zeroes them, clips and steps the optimiser.
 /// @param phases if not null, receives the phase times of this call
@@ -62,6 +66,13 @@ losses::Objective forward_backward(model::SpaceModel& net, const StreamBatch* la
 std::unique_ptr<torch::optim::AdamW> make_adamw(model::SpaceModel& net, double lr,
                                                 double weight_decay, double beta1, double beta2,
                                                 double eps);
+
+/// HF get_linear_schedule_with_warmup: the learning-rate factor of optimiser step `step`
+/// (0-based): step/warmup during warm-up, then linear decay to 0 at `total`.
+double lr_factor(std::int64_t step, std::int64_t warmup, std::int64_t total);
+
+/// Sets the learning rate of every parameter group of `opt`.
+void set_lr(torch::optim::AdamW& opt, double lr);
 
 /// RAII: CPU bf16 autocast for the forward pass while alive (STACK.md §3; weights stay fp32);
 /// a no-op when constructed with false. Clears autocast's weight-cast cache on exit.

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "common/atomic_file.h"
+#include "common/cpu_features.h"
 #include "common/error.h"
 #include "common/json_util.h"
 #include "common/utf8.h"
@@ -100,6 +101,29 @@ TEST(JsonUtil, SyntaxErrorsNameLineAndColumn) {
   }
   EXPECT_THROW(json_parse_file(tmp.file("big.json")), DataError);
   EXPECT_THROW(json_parse_file(tmp.file("missing.json")), DataError);
+}
+
+}  // namespace
+}  // namespace dialtree
+
+namespace dialtree {
+namespace {
+
+TEST(CpuFeatures, Bf16IsUsedOnlyWhenRequestedAndNative) {
+  std::string note;
+  EXPECT_FALSE(effective_bf16(false, &note));
+  EXPECT_TRUE(note.empty());
+  const bool native = cpu_has_native_bf16();
+  EXPECT_EQ(effective_bf16(true, &note), native);
+  // The fallback is never silent: a note exists exactly when bf16 was requested but refused.
+  EXPECT_EQ(note.empty(), native);
+  if (!native) EXPECT_NE(note.find("fp32"), std::string::npos);
+  // Agrees with the kernel's own flag list.
+  std::ifstream in("/proc/cpuinfo");
+  const std::string all((std::istreambuf_iterator<char>(in)), {});
+  const bool listed = all.find(" avx512_bf16") != std::string::npos ||
+                      all.find(" amx_bf16") != std::string::npos;
+  EXPECT_EQ(native, listed);
 }
 
 }  // namespace

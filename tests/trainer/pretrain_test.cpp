@@ -136,5 +136,24 @@ TEST_F(TinyPretraining, LossesFallOnARepeatedBatch) {
   EXPECT_LT(m.back()["contrastive"].get<double>(), 0.9 * m.front()["contrastive"].get<double>());
 }
 
+TEST_F(TinyPretraining, MlmOnlySkipsTheContrastivePasses) {
+  // Both contrastive weights 0 (the MLM-only baseline of docs/results.md): the contrastive
+  // parts are absent (logged 0, not computed), the MLM parts are trained.
+  const PretrainConfig cfg =
+      parse_config(yaml(tmp_.file("mlm"), 2), "mlm.yaml",
+                   {"loss.contrastive_weight=0", "loss.self_supervised_weight=0", "save_steps=0"});
+  run_pretraining(cfg, nullptr, {});
+  const auto m = read_metrics(tmp_.path() / "mlm" / "metrics.jsonl");
+  ASSERT_EQ(m.size(), 2u);
+  for (const auto& rec : m) {
+    EXPECT_EQ(rec["contrastive"].get<double>(), 0.0);
+    EXPECT_EQ(rec["self_supervised"].get<double>(), 0.0);
+    EXPECT_GT(rec["mlm_labelled"].get<double>(), 5.0);  // about ln 30522 = 10.3 at init
+    EXPECT_NEAR(rec["loss"].get<double>(),
+                0.1 * (rec["mlm_labelled"].get<double>() + rec["mlm_unlabelled"].get<double>()),
+                1e-9);
+  }
+}
+
 }  // namespace
 }  // namespace dialtree::trainer
