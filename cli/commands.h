@@ -6,6 +6,8 @@
 
 namespace dialtree::cli {
 
+/// `dialtree eval score` (DialoGLUE scoring; more `eval` subcommands join it in cli/eval_cmd.cpp).
+void register_eval(CLI::App& app);
 /// `dialtree sts convert|score`.
 void register_sts(CLI::App& app);
 /// `dialtree tokenizer train|encode|decode`.

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The main job: set up (install what is missing, build), then run dialtree on the real data in
 # ../shared/data: convert every dataset to sts/1 JSONL (out/sts/), train the SentencePiece
-# tokenizer (out/tokenizer/), then pretrain the small SPACE-2 encoder (configs/pretrain-small.yaml,
-# about 25 minutes on 2 cores) into runs/pretrain-small/. The DialoGLUE evaluation will follow.
-# Re-running skips a finished pretraining and resumes an interrupted one from its last checkpoint.
+# tokenizer (out/tokenizer/), pretrain the small SPACE-2 encoder (configs/pretrain-small.yaml,
+# about 30 minutes on 2 cores) into runs/pretrain-small/, then fine-tune and score it few-shot on
+# DialoGLUE's banking, clinc and hwu (3 seeds, configs/eval-few.yaml) into runs/eval-few/ and
+# print the table. Re-running skips a finished pretraining and resumes an interrupted one from
+# its last checkpoint; the evaluation is re-run (EVAL=0 skips it).
 #   usage: scripts/run.sh            env: DIALTREE_SHARED (default ../shared)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -51,4 +53,9 @@ else
     echo "run: resuming from $run_dir/checkpoint-$step"
   fi
   "$bin" train configs/pretrain-small.yaml "${resume[@]}"
+fi
+
+if [[ ${EVAL:-1} != 0 ]]; then
+  "$bin" eval dialoglue --model "$run_dir/final" --tasks banking,clinc,hwu --setting few \
+    --seeds 1,2,3 --config configs/eval-few.yaml --data-dir "$data/dialoglue" --out runs/eval-few
 fi

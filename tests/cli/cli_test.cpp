@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -233,6 +234,75 @@ TEST_F(Cli, ScoreInputs) {
   EXPECT_THAT(r.out, HasSubstr("combined 1"));
   r = run({"sts", "score", "--help"}, dir());
   EXPECT_THAT(r.out, HasSubstr("scores 0 against every tree"));
+}
+
+// `eval score`: DialoGLUE's answer key scored against itself, the default --gold lookup
+// ($DIALTREE_DATA, then ../shared/data/dialoglue relative to the working directory), errors.
+TEST_F(Cli, EvalScore) {
+  const std::string gold = shared_data("dialoglue/gt_test.json");
+  Result r =
+      run({"eval", "score", "--task", "banking", "--predictions", gold, "--gold", gold}, dir());
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "banking accuracy 100.00 (3080 examples)\n");
+  r = run({"eval", "score", "--task", "dstc8_sgd", "--predictions", gold, "--gold", gold}, dir());
+  EXPECT_EQ(r.out, "dstc8 slot F1 100.00 (1813 examples)\n");
+  r = run({"eval", "score", "--task", "top", "--predictions", gold, "--gold", gold, "--json"},
+          dir());
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("\"task\":\"top\""));
+  EXPECT_THAT(r.out, HasSubstr("\"value\":1.0"));
+  EXPECT_THAT(r.out, HasSubstr("\"count\":9042"));
+
+  // Default gold: $DIALTREE_DATA/gt_test.json (no ../shared beside the temporary folder).
+  const char* saved = std::getenv("DIALTREE_DATA");
+  const std::string saved_value = saved ? saved : "";
+  ::setenv("DIALTREE_DATA", fs::path(gold).parent_path().c_str(), 1);
+  r = run({"eval", "score", "--task", "hwu", "--predictions", gold}, dir());
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "hwu accuracy 100.00 (1076 examples)\n");
+  ::setenv("DIALTREE_DATA", (tmp_.path() / "nodata").c_str(), 1);
+  r = run({"eval", "score", "--task", "hwu", "--predictions", gold}, dir());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("no DialoGLUE answer key"));
+  EXPECT_THAT(r.err, HasSubstr("github.com/alexa/dialoglue"));
+  if (saved) {
+    ::setenv("DIALTREE_DATA", saved_value.c_str(), 1);
+  } else {
+    ::unsetenv("DIALTREE_DATA");
+  }
+
+  spit(tmp_.file("preds.json"), "[\"card_arrival\", 17]");
+  r = run({"eval", "score", "--task", "banking", "--predictions", "preds.json", "--gold", gold},
+          dir());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.err, "error: preds.json: record 1: must be a string, got integer\n");
+  spit(tmp_.file("preds.json"), "[\"card_arrival\"]");
+  r = run({"eval", "score", "--task", "banking", "--predictions", "preds.json", "--gold", gold},
+          dir());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("has 1 banking predictions but"));
+  r = run({"eval", "score", "--task", "multiwoz", "--predictions", "preds.json"}, dir());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("--task multiwoz needs --dataset-config"));
+  r = run({"eval", "score", "--task", "banking77", "--predictions", "preds.json"}, dir());
+  EXPECT_EQ(r.status, 2);
+
+  // MultiWOZ: TripPy records carry their own gold; turn 1 predicts dontcare for "centre".
+  spit(tmp_.file("trippy.json"),
+       R"({"class_types": ["none", "dontcare", "copy_value", "true", "false", "inform", "refer"],
+           "slots": ["hotel-area"], "label_maps": {"centre": ["center"]}})");
+  spit(tmp_.file("pred_res.json"),
+       R"([{"guid": ["test", "D.json", "0"], "class_label_id_hotel-area": 2,
+            "class_prediction_hotel-area": 2, "slot_groundtruth_hotel-area": "centre",
+            "slot_prediction_hotel-area": "center"},
+           {"guid": ["test", "D.json", "1"], "class_label_id_hotel-area": 0,
+            "class_prediction_hotel-area": 1, "slot_groundtruth_hotel-area": "centre",
+            "slot_prediction_hotel-area": "dontcare"}])");
+  r = run({"eval", "score", "--task", "multiwoz", "--predictions", "pred_res.json",
+           "--dataset-config", "trippy.json"},
+          dir());
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "multiwoz joint goal accuracy 50.00 (2 turns)\n");
 }
 
 class CliSignals : public Cli, public ::testing::WithParamInterface<int> {};

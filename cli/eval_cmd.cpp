@@ -1,0 +1,235 @@
+// `dialtree eval score`: scores a DialoGLUE prediction file with DialoGLUE's own rules
+// (eval/metrics.h, DIALOGLUE.md §3-§6). Further `eval` subcommands (fine-tune and predict) go
+// beside it, each in its own static function.
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <fmt/core.h>
+
+#include "cli/commands.h"
+#include "common/json_util.h"
+#include "eval/dialoglue.h"
+#include "eval/eval_config.h"
+#include "eval/metrics.h"
+#include "eval/submission.h"
+#include "eval/tasks.h"
+
+namespace dialtree::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct ScoreArgs {
+  std::string task, predictions, gold, dataset_config;
+  bool as_json = false;
+};
+
+// --gold when given; else $DIALTREE_DATA/gt_test.json; else ../shared/data/dialoglue/gt_test.json
+// relative to the working directory. @throws std::invalid_argument telling how to get DialoGLUE.
+std::string resolve_gold(const std::string& given) {
+  if (!given.empty()) return given;
+  std::error_code ec;
+  std::string looked;
+  if (const char* env = std::getenv("DIALTREE_DATA"); env && *env) {
+    const std::string p = (fs::path(env) / "gt_test.json").string();
+    if (fs::is_regular_file(p, ec)) return p;
+    looked = p + " (from $DIALTREE_DATA) or ";
+  }
+  const std::string rel = "../shared/data/dialoglue/gt_test.json";
+  if (fs::is_regular_file(rel, ec)) return rel;
+  throw std::invalid_argument(
+      "no DialoGLUE answer key: --gold was not given and there is no gt_test.json at " + looked +
+      rel +
+      " (relative to the working directory); get gt_test.json from "
+      "https://github.com/alexa/dialoglue (repository root; data_utils/download_data.sh fetches "
+      "the task data), then pass --gold FILE or set DIALTREE_DATA to the folder holding it");
+}
+
+void print_score(const eval::TaskScore& s, const ScoreArgs& a, const std::string& gold) {
+  if (a.as_json) {
+    json j = {{"task", s.task},         {"metric", s.metric}, {"value", s.value},
+              {"score", s.value * 100}, {"count", s.count},   {"predictions", a.predictions}};
+    if (!gold.empty()) j["gold"] = gold;
+    fmt::print("{}\n", j.dump());
+    return;
+  }
+  fmt::print("{} {} {:.2f} ({} {})\n", s.task, s.metric, s.value * 100, s.count,
+             s.task == "multiwoz" ? "turns" : "examples");
+}
+
+void run_score(const ScoreArgs& a) {
+  const eval::Task task = eval::parse_task(a.task);
+  if (eval::task_kind(task) == eval::TaskKind::Dst) {
+    if (!a.gold.empty()) {
+      throw std::invalid_argument(
+          "--gold does not apply to --task multiwoz: gt_test.json holds no MultiWOZ gold; TripPy's "
+          "prediction file (pred_res.test.final.json) carries its own slot_groundtruth values");
+    }
+    if (a.dataset_config.empty()) {
+      throw std::invalid_argument(
+          "--task multiwoz needs --dataset-config: TripPy's dataset_config/multiwoz21.json "
+          "(class_types, slots, label_maps) as used to train the model, since the prediction "
+          "file stores class indices; DialoGLUE's evaluate.py embeds one as `mwoz_config`");
+    }
+    const eval::TripPyConfig config = eval::read_trippy_config(a.dataset_config);
+    print_score(eval::score_trippy_file(a.predictions, config), a, "");
+    return;
+  }
+  if (!a.dataset_config.empty()) {
+    throw std::invalid_argument("--dataset-config applies to --task multiwoz only");
+  }
+  const std::string gold = resolve_gold(a.gold);
+  print_score(eval::score_task_files(task, a.predictions, gold), a, gold);
+}
+
+void register_score(CLI::App& eval) {
+  auto a = std::make_shared<ScoreArgs>();
+  CLI::App* cmd = eval.add_subcommand(
+      "score",
+      "Score a DialoGLUE prediction file exactly as DialoGLUE's evaluate.py does: accuracy "
+      "(banking, clinc, hwu), slot F1 (restaurant8k, dstc8), exact match (top), TripPy joint goal "
+      "accuracy (multiwoz). Prints '<task> <metric> <score x100, 2 decimals> (<n> examples)'.");
+  cmd->add_option("--task", a->task,
+                  "Task: banking, clinc, hwu, restaurant8k, dstc8 (or dstc8_sgd), "
+                  "top, multiwoz")
+      ->required()
+      ->check(CLI::IsMember(eval::task_names()));
+  cmd->add_option("--predictions", a->predictions,
+                  "Prediction file: the task's JSON list in test-file order (labels; span-string "
+                  "lists; [intent, [tags]] pairs; multiwoz: TripPy's pred_res.test.final.json "
+                  "records), or a DialoGLUE submission object holding it under the task's key")
+      ->required();
+  cmd->add_option("--gold", a->gold,
+                  "DialoGLUE answer key gt_test.json (default: $DIALTREE_DATA/gt_test.json, else "
+                  "../shared/data/dialoglue/gt_test.json); not for multiwoz");
+  cmd->add_option("--dataset-config", a->dataset_config,
+                  "multiwoz only: TripPy's dataset config (class_types, slots, label_maps), e.g. "
+                  "dataset_config/multiwoz21.json");
+  cmd->add_flag("--json", a->as_json,
+                "Print one JSON object {task, metric, value (fraction), score (x100), count, "
+                "predictions, gold}");
+  cmd->callback([a] { run_score(*a); });
+}
+
+struct DialoglueArgs {
+  std::string model, tasks = "banking,clinc,hwu", setting = "few", seeds = "1,2,3", out, data_dir,
+                     config;
+  std::vector<std::string> overrides;
+  bool from_scratch = false;
+};
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', start), text.size());
+    if (comma > start) out.push_back(text.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return out;
+}
+
+std::vector<std::uint64_t> parse_seeds(const std::string& text) {
+  std::vector<std::uint64_t> out;
+  for (const auto& s : split_list(text)) {
+    if (s.find_first_not_of("0123456789") != std::string::npos || s.size() > 18) {
+      throw std::invalid_argument("--seeds: '" + s + "' is not a non-negative integer");
+    }
+    out.push_back(std::stoull(s));
+  }
+  if (out.empty()) throw std::invalid_argument("--seeds: no seed given");
+  return out;
+}
+
+void run_dialoglue_cmd(const DialoglueArgs& a) {
+  eval::DialoglueRun run;
+  run.model_dir = a.model;
+  run.tasks = split_list(a.tasks);
+  for (auto& t : run.tasks) {
+    if (t == "dstc8") t = "dstc8_sgd";
+  }
+  run.setting = eval::parse_setting(a.setting);
+  run.seeds = parse_seeds(a.seeds);
+  run.out_dir = a.out;
+  run.data_dir = eval::resolve_data_dir(a.data_dir);
+  run.options = a.config.empty() ? eval::parse_finetune_options("", "defaults", a.overrides)
+                                 : eval::load_finetune_options(a.config, a.overrides);
+  if (a.from_scratch) run.options.from_scratch = true;
+  const bool tty = ::isatty(STDERR_FILENO);
+  const auto t0 = std::chrono::steady_clock::now();
+  const json results = eval::run_dialoglue(run, [&](const eval::RunProgress& p) {
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double done = static_cast<double>(p.run) +
+                        static_cast<double>(p.epoch.epoch) / std::max(1, p.epoch.epochs);
+    const double eta = elapsed / done * (static_cast<double>(p.runs) - done);
+    const std::string line = fmt::format(
+        "[{}/{}] {} seed {}  epoch {}/{}  loss {:.4f}  val {:.2f}  {:.0f} ex/s  ETA {:.0f} s",
+        p.run + 1, p.runs, p.task, p.seed, p.epoch.epoch, p.epoch.epochs, p.epoch.train_loss,
+        p.epoch.val_accuracy * 100, p.epoch.examples_per_second, eta);
+    if (tty) {
+      fmt::print(stderr, "\r\x1b[K{}", line);
+    } else if (p.epoch.epoch == p.epoch.epochs) {
+      fmt::print(stderr, "{}\n", line);  // one line per finished run when not a terminal
+    }
+  });
+  if (tty) fmt::print(stderr, "\n");
+  fmt::print("{}", eval::results_table(results));
+  fmt::print("results: {}/results.json, {}/results.md\n", a.out, a.out);
+}
+
+void register_dialoglue(CLI::App& eval) {
+  auto a = std::make_shared<DialoglueArgs>();
+  CLI::App* cmd = eval.add_subcommand(
+      "dialoglue",
+      "Fine-tune a model bundle on DialoGLUE tasks (intent: banking, clinc, hwu; slot tagging: "
+      "restaurant8k, dstc8_sgd; top) for each seed, select the epoch on val, "
+      "predict test once, score it against gt_test.json as DialoGLUE does, and print the table "
+      "(mean ± std over seeds). Writes <out>/<task>/seed-<s>/test_predictions.json, "
+      "<out>/results.json and <out>/results.md.");
+  cmd->add_option("--model", a->model, "Model bundle folder, e.g. runs/pretrain-small/final")
+      ->required();
+  cmd->add_option("--tasks", a->tasks,
+                  "Comma-separated tasks: banking, clinc, hwu, restaurant8k, dstc8_sgd, top")
+      ->capture_default_str();
+  cmd->add_option("--setting", a->setting, "full (train.csv) or few (train_10.csv)")
+      ->check(CLI::IsMember({"full", "few"}))
+      ->capture_default_str();
+  cmd->add_option("--seeds", a->seeds, "Comma-separated seeds")->capture_default_str();
+  cmd->add_option("--out", a->out, "Output folder")->required();
+  cmd->add_option("--data-dir", a->data_dir,
+                  "DialoGLUE data folder (default: $DIALTREE_DATA, else ../shared/data/dialoglue)");
+  cmd->add_option(
+      "--config", a->config,
+      "Fine-tuning hyper-parameters (YAML, e.g. configs/eval-few.yaml); keys: " + [] {
+        std::string k;
+        for (const auto& s : eval::finetune_option_keys()) k += (k.empty() ? "" : ", ") + s;
+        return k;
+      }());
+  cmd->add_flag("--from-scratch", a->from_scratch,
+                "Re-initialise every weight (the from-scratch baseline: same architecture and "
+                "tokenizer, no pretraining)");
+  cmd->add_option("overrides", a->overrides, "key=value overrides of the config's keys");
+  cmd->callback([a] { run_dialoglue_cmd(*a); });
+}
+
+}  // namespace
+
+void register_eval(CLI::App& app) {
+  CLI::App* eval = app.add_subcommand("eval", "DialoGLUE evaluation");
+  eval->require_subcommand(1);
+  register_score(*eval);
+  register_dialoglue(*eval);
+}
+
+}  // namespace dialtree::cli

@@ -1,0 +1,183 @@
+#include "eval/dialoglue.h"
+
+#include <cmath>
+#include <filesystem>
+#include <memory>
+#include <stdexcept>
+
+#include <fmt/core.h>
+
+#include "common/atomic_file.h"
+#include "common/json_util.h"
+#include "eval/submission.h"
+#include "eval/tag_mapping.h"
+
+namespace dialtree::eval {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+json options_json(const FinetuneOptions& o) {
+  return {{"num_train_epochs", o.num_train_epochs},
+          {"per_device_train_batch_size", o.per_device_train_batch_size},
+          {"per_device_eval_batch_size", o.per_device_eval_batch_size},
+          {"learning_rate", o.learning_rate},
+          {"warmup_ratio", o.warmup_ratio},
+          {"weight_decay", o.weight_decay},
+          {"adam_epsilon", o.adam_epsilon},
+          {"max_grad_norm", o.max_grad_norm},
+          {"dropout", o.dropout},
+          {"max_utt_len", o.max_utt_len},
+          {"bf16", o.bf16},
+          {"from_scratch", o.from_scratch}};
+}
+
+void write_json(const fs::path& path, const json& j) {
+  write_file_atomic(path.string(), j.dump(2) + "\n");
+}
+
+}  // namespace
+
+json run_dialoglue(const DialoglueRun& run,
+                   const std::function<void(const RunProgress&)>& progress) {
+  if (run.seeds.empty()) throw std::invalid_argument("eval dialoglue: no seeds");
+  if (run.tasks.empty()) throw std::invalid_argument("eval dialoglue: no tasks");
+  for (const auto& t : run.tasks) {
+    if (parse_task(t) == Task::Multiwoz) {  // parse_task throws for an unknown name
+      throw std::invalid_argument(
+          "eval dialoglue: multiwoz is not supported (no DST head yet; MultiWOZ is also absent "
+          "from ../shared/data); `dialtree eval score --task multiwoz` scores TripPy output");
+    }
+  }
+  fs::create_directories(run.out_dir);
+  const fs::path gold_path = fs::path(run.data_dir) / "gt_test.json";
+  json gold;
+  if (fs::is_regular_file(gold_path)) gold = json_parse_file(gold_path.string());
+
+  json results = {{"format", "dialtree-dialoglue-results/1"},
+                  {"model", run.model_dir},
+                  {"setting", run.setting == Setting::Few ? "few" : "full"},
+                  {"seeds", run.seeds},
+                  {"options", options_json(run.options)},
+                  {"gold", gold.is_null() ? "test files" : gold_path.string()},
+                  {"tasks", json::object()}};
+  const std::size_t runs = run.tasks.size() * run.seeds.size();
+  std::size_t index = 0;
+  for (const auto& name : run.tasks) {
+    const Task task = parse_task(name);
+    const bool intent = is_intent_task(name);
+    IntentTask intent_data;
+    TaggingTask tagging_data;
+    std::unique_ptr<TagMapper> mapper;
+    json val_gold;
+    if (intent) {
+      intent_data = load_intent_task(run.data_dir, name, run.setting);
+    } else {
+      tagging_data = load_tagging_task(run.data_dir, name, run.setting);
+      mapper = std::make_unique<TagMapper>(run.data_dir, tagging_data);
+      val_gold = mapper->gold_submission(tagging_data.val);
+    }
+    // Test gold: gt_test.json when present (the official key), else the test file's labels.
+    json test_gold;
+    if (!gold.is_null()) {
+      test_gold = gold;
+    } else if (intent) {
+      std::vector<std::string> labels;
+      for (int id : intent_data.test.labels) {
+        labels.push_back(intent_data.labels[static_cast<std::size_t>(id)]);
+      }
+      test_gold = intent_submission_json(labels);
+    } else {
+      test_gold = mapper->gold_submission(tagging_data.test);
+    }
+    const std::string gold_name = gold.is_null() ? "the test file" : gold_path.string();
+    json task_runs = json::array();
+    double sum = 0, sum_sq = 0, val_sum = 0;
+    std::size_t train_examples = 0;
+    for (const std::uint64_t seed : run.seeds) {
+      RunProgress p{name, seed, index, runs, {}};
+      auto on_epoch = [&](const EpochInfo& e) {
+        p.epoch = e;
+        if (progress) progress(p);
+      };
+      json submission;
+      double val = 0, train_s = 0, train_eps = 0, predict_eps = 0;
+      int best_epoch = 0;
+      if (intent) {
+        const IntentRunResult r =
+            finetune_intent(run.model_dir, intent_data, run.options, seed, on_epoch);
+        submission = intent_submission_json(r.test_predictions);
+        val = r.best_val_accuracy, best_epoch = r.best_epoch, train_s = r.train_seconds;
+        train_eps = r.train_examples_per_second, predict_eps = r.predict_examples_per_second;
+        train_examples = intent_data.train.texts.size();
+      } else {
+        auto val_score = [&](const std::vector<std::vector<std::string>>& tags,
+                             const std::vector<std::string>& intents) {
+          return score_task(task, mapper->submission(tagging_data.val, tags, intents), val_gold,
+                            "val predictions", "val gold")
+              .value;
+        };
+        const TaggingRunResult r =
+            finetune_tagging(run.model_dir, tagging_data, run.options, seed, val_score, on_epoch);
+        submission = mapper->submission(tagging_data.test, r.test_tags, r.test_intents);
+        val = r.best_val_score, best_epoch = r.best_epoch, train_s = r.train_seconds;
+        train_eps = r.train_examples_per_second, predict_eps = r.predict_examples_per_second;
+        train_examples = tagging_data.train.size();
+      }
+      const fs::path dir = fs::path(run.out_dir) / name / ("seed-" + std::to_string(seed));
+      fs::create_directories(dir);
+      const std::string pred_path = (dir / "test_predictions.json").string();
+      write_submission(pred_path, submission);
+      const TaskScore s = score_task(task, submission, test_gold, pred_path, gold_name);
+      const json rec = {{"seed", seed},
+                        {"test", s.value * 100},
+                        {"val", val * 100},
+                        {"best_epoch", best_epoch},
+                        {"train_seconds", train_s},
+                        {"train_examples_per_second", train_eps},
+                        {"predict_examples_per_second", predict_eps},
+                        {"test_examples", s.count}};
+      write_json(dir / "run.json", rec);
+      task_runs.push_back(rec);
+      sum += s.value * 100, sum_sq += s.value * 100 * s.value * 100;
+      val_sum += val * 100;
+      ++index;
+    }
+    const auto n = static_cast<double>(run.seeds.size());
+    const double mean = sum / n;
+    const double var = n > 1 ? std::max(0.0, (sum_sq - n * mean * mean) / (n - 1)) : 0.0;
+    results["tasks"][name] = {{"metric", metric_name(task)},
+                              {"mean", mean},
+                              {"std", std::sqrt(var)},
+                              {"val_mean", val_sum / n},
+                              {"train_examples", train_examples},
+                              {"runs", task_runs}};
+    write_json(fs::path(run.out_dir) / "results.json", results);  // partial results survive
+  }
+  write_json(fs::path(run.out_dir) / "results.json", results);
+  write_file_atomic((fs::path(run.out_dir) / "results.md").string(), results_table(results));
+  return results;
+}
+
+std::string results_table(const json& results) {
+  std::string out = fmt::format(
+      "model `{}`, setting {}, seeds {}\n\n| task | metric | test mean ± std | per seed | val "
+      "mean |\n|---|---|---|---|---|\n",
+      results.at("model").get<std::string>(), results.at("setting").get<std::string>(),
+      results.at("seeds").dump());
+  for (const auto& [name, t] : results.at("tasks").items()) {
+    std::string per_seed;
+    for (const auto& r : t.at("runs")) {
+      per_seed +=
+          (per_seed.empty() ? "" : ", ") + fmt::format("{:.2f}", r.at("test").get<double>());
+    }
+    out += fmt::format("| {} | {} | {:.2f} ± {:.2f} | {} | {:.2f} |\n", name,
+                       t.at("metric").get<std::string>(), t.at("mean").get<double>(),
+                       t.at("std").get<double>(), per_seed, t.at("val_mean").get<double>());
+  }
+  return out;
+}
+
+}  // namespace dialtree::eval

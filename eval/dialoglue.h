@@ -1,0 +1,56 @@
+// `dialtree eval dialoglue`: fine-tunes a model bundle on DialoGLUE tasks for several seeds,
+// predicts each test split once, scores the predictions against DialoGLUE's answer key
+// (gt_test.json) with eval/submission.h, and writes submissions, results.json and results.md.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "eval/finetune.h"
+#include "eval/tasks.h"
+
+namespace dialtree::eval {
+
+/// What to run.
+struct DialoglueRun {
+  std::string model_dir;           ///< model bundle (model/bundle.h)
+  std::vector<std::string> tasks;  ///< e.g. {"banking", "clinc", "hwu"}
+  Setting setting = Setting::Few;
+  std::vector<std::uint64_t> seeds = {1, 2, 3};
+  std::string out_dir;   ///< created; one folder per task and seed inside
+  std::string data_dir;  ///< resolved DialoGLUE folder (resolve_data_dir)
+  FinetuneOptions options;
+};
+
+/// Progress of the whole run, for a progress bar: run `run` of `runs` (task x seed), epoch.
+struct RunProgress {
+  std::string task;
+  std::uint64_t seed = 0;
+  std::size_t run = 0, runs = 0;  ///< 0-based index of the current run, number of runs
+  EpochInfo epoch;
+};
+
+/// Runs every (task, seed) pair in order and writes, below out_dir:
+///  - `<task>/seed-<s>/test_predictions.json` (the task's DialoGLUE submission list) and
+///    `<task>/seed-<s>/run.json` (val accuracy, best epoch, test score, throughput);
+///  - `results.json` ({model, setting, seeds, options, tasks: {task: {metric, runs, mean, std}}})
+///    and `results.md` (the Markdown table), all written atomically.
+/// Test scores come from gt_test.json in data_dir when present (the official answer key), else
+/// from the test file's own labels. Mean and sample standard deviation (n - 1) are over seeds,
+/// in percent. Returns results.json's object.
+/// Tasks: banking, clinc, hwu (finetune_intent), restaurant8k, dstc8_sgd, top (finetune_tagging,
+/// val and test scored through eval/tag_mapping.h); multiwoz is refused (no DST head).
+/// @throws std::invalid_argument for an unknown or unsupported task, no seeds, or an unusable
+///   out_dir; DataError / SchemaError for bad data or bundle files.
+nlohmann::json run_dialoglue(const DialoglueRun& run,
+                             const std::function<void(const RunProgress&)>& progress = {});
+
+/// The Markdown table of a results.json object: one row per task, `mean ± std` in percent with
+/// two decimals, the per-seed scores, and the mean val accuracy.
+std::string results_table(const nlohmann::json& results);
+
+}  // namespace dialtree::eval

@@ -1,0 +1,422 @@
+#include "eval/finetune.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <stdexcept>
+#include <unordered_map>
+
+#include <torch/torch.h>
+
+#include "common/cpu_features.h"
+#include "data/serialize.h"
+#include "model/bundle.h"
+#include "model/collate.h"
+#include "model/encoder.h"
+#include "trainer/step.h"
+
+namespace dialtree::eval {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+void check_options(const FinetuneOptions& o) {
+  auto bad = [](const std::string& what) { throw std::invalid_argument("fine-tuning: " + what); };
+  if (o.num_train_epochs < 1) bad("num_train_epochs must be >= 1");
+  if (o.per_device_train_batch_size < 1) bad("per_device_train_batch_size must be >= 1");
+  if (o.per_device_eval_batch_size < 1) bad("per_device_eval_batch_size must be >= 1");
+  if (!(o.learning_rate > 0)) bad("learning_rate must be > 0");
+  if (!(o.warmup_ratio >= 0 && o.warmup_ratio <= 1)) bad("warmup_ratio must be in [0, 1]");
+  if (!(o.dropout < 1)) bad("dropout must be < 1 (or < 0 to keep the bundle's)");
+  if (o.max_utt_len < 1) bad("max_utt_len must be >= 1");
+}
+
+/// The fine-tuning model: the bundle's architecture with an intent head of `num_labels`
+/// classes, every other weight copied from the bundle (unless from_scratch).
+model::SpaceModel build_model(const model::LoadedBundle& base, std::int64_t num_labels,
+                              std::int64_t num_tags, const FinetuneOptions& o) {
+  model::EncoderConfig cfg = base.model->config();
+  cfg.num_labels = num_labels;
+  cfg.num_tags = num_tags;
+  if (o.dropout >= 0) {
+    cfg.hidden_dropout_prob = cfg.attention_probs_dropout_prob = o.dropout;
+    cfg.embedding_dropout_prob = cfg.ffn_dropout_prob = o.dropout;
+  }
+  model::SpaceModel net(cfg);
+  if (!o.from_scratch) {
+    std::unordered_map<std::string, torch::Tensor> from;
+    for (const auto& [name, t] : model::model_tensors(*base.model)) from.emplace(name, t);
+    torch::NoGradGuard no_grad;
+    for (auto& [name, p] : model::model_tensors(*net)) {
+      // The new heads keep their initialisation.
+      if (name.rfind("intent_classifier.", 0) == 0 || name.rfind("token_classifier.", 0) == 0)
+        continue;
+      const auto it = from.find(name);
+      if (it != from.end() && it->second.sizes() == p.sizes()) p.copy_(it->second);
+    }
+  }
+  return net;
+}
+
+/// One user utterance per example (SPACE2.md §1.5 with one turn): positions restart per
+/// utterance and reach max_utt_len + 1 (the markers), so max_utt_len is capped by the table.
+data::SerializeOptions single_turn(const model::EncoderConfig& cfg, int max_utt_len) {
+  data::SerializeOptions so;
+  so.max_utt_len = static_cast<std::size_t>(
+      std::min<std::int64_t>(max_utt_len, cfg.max_position_embeddings - 2));
+  so.max_len = so.max_utt_len + 2;
+  so.max_ctx_turn = 1;
+  return so;
+}
+
+std::vector<data::SerializedExample> serialize_texts(const std::vector<std::string>& texts,
+                                                     const data::Tokenizer& tok,
+                                                     const model::EncoderConfig& cfg,
+                                                     int max_utt_len) {
+  const data::SerializeOptions so = single_turn(cfg, max_utt_len);
+  std::vector<data::SerializedExample> out;
+  out.reserve(texts.size());
+  for (const auto& text : texts) {
+    out.push_back(
+        data::serialize_context({data::Utterance{"user", tok.encode(text)}}, tok.special(), so));
+  }
+  return out;
+}
+
+std::vector<data::SerializedExample> pick(const std::vector<data::SerializedExample>& all,
+                                          const std::vector<std::size_t>& idx, std::size_t begin,
+                                          std::size_t end) {
+  std::vector<data::SerializedExample> out;
+  out.reserve(end - begin);
+  for (std::size_t i = begin; i < end; ++i) out.push_back(all[idx[i]]);
+  return out;
+}
+
+/// Example indices ordered by length (less padding in evaluation batches); results do not
+/// depend on the grouping because padding is masked.
+std::vector<std::size_t> by_length(const std::vector<data::SerializedExample>& xs) {
+  std::vector<std::size_t> order(xs.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return xs[a].input_ids.size() < xs[b].input_ids.size();
+  });
+  return order;
+}
+
+/// Runs the model in eval mode over `xs` in length-sorted batches; `consume(order, begin, end,
+/// hidden)` receives each batch's hidden states [b, L+1, H] (with [CLS]).
+void forward_batches(model::SpaceModel& net, const std::vector<data::SerializedExample>& xs,
+                     int batch_size, bool bf16,
+                     const std::function<void(const std::vector<std::size_t>&, std::size_t,
+                                              std::size_t, const torch::Tensor&)>& consume) {
+  const std::vector<std::size_t> order = by_length(xs);
+  net->eval();
+  torch::InferenceMode guard;
+  for (std::size_t b = 0; b < order.size(); b += static_cast<std::size_t>(batch_size)) {
+    const std::size_t e = std::min(order.size(), b + static_cast<std::size_t>(batch_size));
+    trainer::AutocastScope autocast(bf16);
+    consume(order, b, e, net->forward(model::collate(pick(xs, order, b, e)), true));
+  }
+}
+
+/// Arg-max along the last axis as int64 values, contiguous.
+std::vector<std::int64_t> argmax_ids(const torch::Tensor& logits) {
+  const torch::Tensor a = logits.to(torch::kFloat32).argmax(-1).to(torch::kInt64).contiguous();
+  return {a.data_ptr<std::int64_t>(), a.data_ptr<std::int64_t>() + a.numel()};
+}
+
+/// Intent class of every example, in input order.
+std::vector<int> predict_intents(model::SpaceModel& net,
+                                 const std::vector<data::SerializedExample>& xs, int batch_size,
+                                 bool bf16) {
+  std::vector<int> out(xs.size(), -1);
+  forward_batches(net, xs, batch_size, bf16,
+                  [&](const std::vector<std::size_t>& order, std::size_t b, std::size_t e,
+                      const torch::Tensor& hidden) {
+                    const auto ids =
+                        argmax_ids(net->intent_logits(model::SpaceModelImpl::cls_vector(hidden)));
+                    for (std::size_t i = b; i < e; ++i)
+                      out[order[i]] = static_cast<int>(ids[i - b]);
+                  });
+  return out;
+}
+
+/// The shared fine-tuning loop: AdamW with linear warm-up and decay over
+/// num_train_epochs x ceil(n / batch) steps, seeded batch order, clipping, a val score after
+/// every epoch; the best epoch's weights (earliest on ties) are restored at the end.
+struct LoopResult {
+  int best_epoch = 0;
+  double best_score = -1;
+  double seconds = 0, step_seconds = 0;
+};
+
+LoopResult train_and_select(
+    model::SpaceModel& net, std::size_t n_train, const FinetuneOptions& o, std::uint64_t seed,
+    const std::function<torch::Tensor(const std::vector<std::size_t>&)>& batch_loss,
+    const std::function<double()>& validate,
+    const std::function<void(const EpochInfo&)>& on_epoch) {
+  const auto bs = static_cast<std::size_t>(o.per_device_train_batch_size);
+  const auto steps_per_epoch = static_cast<std::int64_t>((n_train + bs - 1) / bs);
+  const std::int64_t total = steps_per_epoch * o.num_train_epochs;
+  const auto warmup =
+      static_cast<std::int64_t>(std::ceil(o.warmup_ratio * static_cast<double>(total)));
+  auto opt = trainer::make_adamw(net, o.learning_rate, o.weight_decay, 0.9, 0.999, o.adam_epsilon);
+  LoopResult r;
+  std::vector<torch::Tensor> best;
+  std::mt19937_64 rng(seed);
+  std::vector<std::size_t> order(n_train);
+  std::iota(order.begin(), order.end(), 0);
+  std::int64_t step = 0;
+  const auto start = Clock::now();
+  for (int epoch = 1; epoch <= o.num_train_epochs; ++epoch) {
+    std::shuffle(order.begin(), order.end(), rng);
+    net->train();
+    double loss_sum = 0;
+    const auto t_epoch = Clock::now();
+    for (std::size_t b = 0; b < order.size(); b += bs) {
+      const std::vector<std::size_t> batch(
+          order.begin() + static_cast<std::ptrdiff_t>(b),
+          order.begin() + static_cast<std::ptrdiff_t>(std::min(order.size(), b + bs)));
+      trainer::set_lr(*opt, o.learning_rate * trainer::lr_factor(step, warmup, total));
+      opt->zero_grad();
+      const torch::Tensor loss = batch_loss(batch);
+      loss.backward();
+      if (o.max_grad_norm > 0)
+        torch::nn::utils::clip_grad_norm_(net->parameters(), o.max_grad_norm);
+      opt->step();
+      ++step;
+      loss_sum += loss.item<double>();
+    }
+    const double train_s = seconds_since(t_epoch);
+    r.step_seconds += train_s;
+    const double score = validate();
+    if (score > r.best_score) {
+      r.best_score = score;
+      r.best_epoch = epoch;
+      best.clear();
+      for (const auto& p : net->parameters()) best.push_back(p.detach().clone());
+    }
+    if (on_epoch) {
+      on_epoch(EpochInfo{epoch, o.num_train_epochs, loss_sum / static_cast<double>(steps_per_epoch),
+                         score, static_cast<double>(n_train) / train_s});
+    }
+  }
+  r.seconds = seconds_since(start);
+  torch::NoGradGuard no_grad;
+  auto params = net->parameters();
+  for (std::size_t i = 0; i < params.size(); ++i) params[i].copy_(best[i]);
+  return r;
+}
+
+double accuracy(const std::vector<int>& predicted, const std::vector<int>& gold) {
+  std::size_t right = 0;
+  for (std::size_t i = 0; i < gold.size(); ++i) right += predicted[i] == gold[i] ? 1 : 0;
+  return gold.empty() ? 0.0 : static_cast<double>(right) / static_cast<double>(gold.size());
+}
+
+int find_index(const std::vector<std::string>& names, const std::string& x) {
+  const auto it = std::find(names.begin(), names.end(), x);
+  return it == names.end() ? -1 : static_cast<int>(it - names.begin());
+}
+
+/// A tagging example on the model's sub-words: the serialised input and, per word, the row of
+/// its first sub-word in the hidden states with [CLS] prepended (-1: the word has no sub-word
+/// left).
+struct TaggedInput {
+  data::SerializedExample input;
+  std::vector<std::int64_t> first_row;
+};
+
+TaggedInput encode_words(const std::vector<std::string>& words, const data::Tokenizer& tok,
+                         const data::SerializeOptions& so) {
+  std::vector<std::int32_t> ids;
+  std::vector<std::int64_t> first(words.size(), -1);
+  for (std::size_t w = 0; w < words.size(); ++w) {
+    const std::vector<std::int32_t> pieces = tok.encode(words[w]);
+    if (!pieces.empty()) first[w] = static_cast<std::int64_t>(ids.size());
+    ids.insert(ids.end(), pieces.begin(), pieces.end());
+  }
+  TaggedInput out;
+  out.input = data::serialize_context({data::Utterance{"user", ids}}, tok.special(), so);
+  // Layout of one user utterance: [sos_u] kept ids [eos_u]; left truncation drops the first
+  // `drop` ids; row 0 of the hidden states is [CLS].
+  const auto kept = static_cast<std::int64_t>(out.input.input_ids.size()) - 2;
+  const auto drop = static_cast<std::int64_t>(ids.size()) - kept;
+  for (auto& f : first) {
+    if (f >= 0) f = f >= drop ? f - drop + 2 : -1;
+  }
+  out.first_row = std::move(first);
+  return out;
+}
+
+}  // namespace
+
+IntentRunResult finetune_intent(const std::string& bundle_dir, const IntentTask& task,
+                                const FinetuneOptions& o, std::uint64_t seed,
+                                const std::function<void(const EpochInfo&)>& on_epoch) {
+  check_options(o);
+  const bool bf16 = effective_bf16(o.bf16);
+  const model::LoadedBundle base = model::load_bundle(bundle_dir);
+  torch::manual_seed(seed);
+  model::SpaceModel net = build_model(base, static_cast<std::int64_t>(task.labels.size()), 0, o);
+  const data::Tokenizer& tok = *base.tokenizer;
+  const auto train = serialize_texts(task.train.texts, tok, net->config(), o.max_utt_len);
+  const auto val = serialize_texts(task.val.texts, tok, net->config(), o.max_utt_len);
+  const auto test = serialize_texts(task.test.texts, tok, net->config(), o.max_utt_len);
+
+  auto batch_loss = [&](const std::vector<std::size_t>& batch) {
+    std::vector<std::int64_t> labels;
+    for (std::size_t i : batch) labels.push_back(task.train.labels[i]);
+    torch::Tensor logits;
+    {
+      trainer::AutocastScope autocast(bf16);
+      const torch::Tensor hidden =
+          net->forward(model::collate(pick(train, batch, 0, batch.size())), true);
+      logits = net->intent_logits(model::SpaceModelImpl::cls_vector(hidden));
+    }
+    return torch::nn::functional::cross_entropy(logits.to(torch::kFloat32),
+                                                torch::tensor(labels, torch::kInt64));
+  };
+  auto validate = [&] {
+    const std::vector<int> pred = predict_intents(net, val, o.per_device_eval_batch_size, bf16);
+    return accuracy(pred, task.val.labels);
+  };
+  const LoopResult loop =
+      train_and_select(net, train.size(), o, seed, batch_loss, validate, on_epoch);
+
+  IntentRunResult result;
+  result.best_epoch = loop.best_epoch;
+  result.best_val_accuracy = loop.best_score;
+  result.train_seconds = loop.seconds;
+  result.train_examples_per_second =
+      static_cast<double>(train.size()) * o.num_train_epochs / loop.step_seconds;
+  const auto t_test = Clock::now();
+  const std::vector<int> ids = predict_intents(net, test, o.per_device_eval_batch_size, bf16);
+  result.predict_examples_per_second = static_cast<double>(test.size()) / seconds_since(t_test);
+  result.test_predictions.reserve(ids.size());
+  for (int id : ids) result.test_predictions.push_back(task.labels[static_cast<std::size_t>(id)]);
+  return result;
+}
+
+TaggingRunResult finetune_tagging(const std::string& bundle_dir, const TaggingTask& task,
+                                  const FinetuneOptions& o, std::uint64_t seed,
+                                  const TaggingScorer& val_score,
+                                  const std::function<void(const EpochInfo&)>& on_epoch) {
+  check_options(o);
+  const bool bf16 = effective_bf16(o.bf16);
+  const bool top = !task.intent_labels.empty();
+  const model::LoadedBundle base = model::load_bundle(bundle_dir);
+  torch::manual_seed(seed);
+  model::SpaceModel net = build_model(base, static_cast<std::int64_t>(task.intent_labels.size()),
+                                      static_cast<std::int64_t>(task.tag_labels.size()), o);
+  const data::Tokenizer& tok = *base.tokenizer;
+  const data::SerializeOptions so = single_turn(net->config(), o.max_utt_len);
+  auto encode = [&](const std::vector<TaggingExample>& xs) {
+    std::vector<TaggedInput> out;
+    out.reserve(xs.size());
+    for (const auto& x : xs) out.push_back(encode_words(x.words, tok, so));
+    return out;
+  };
+  const auto train = encode(task.train), val = encode(task.val), test = encode(task.test);
+  auto inputs = [](const std::vector<TaggedInput>& xs) {
+    std::vector<data::SerializedExample> out;
+    out.reserve(xs.size());
+    for (const auto& x : xs) out.push_back(x.input);
+    return out;
+  };
+  const auto train_in = inputs(train), val_in = inputs(val), test_in = inputs(test);
+
+  auto batch_loss = [&](const std::vector<std::size_t>& batch) {
+    const model::EncoderInputs in = model::collate(pick(train_in, batch, 0, batch.size()));
+    // Tag targets on the rows of each word's first sub-word, -100 elsewhere.
+    torch::Tensor targets = torch::full({in.input_ids.size(0), in.input_ids.size(1) + 1},
+                                        model::kIgnoreLabel, torch::kInt64);
+    auto* t = targets.data_ptr<std::int64_t>();
+    const std::int64_t width = targets.size(1);
+    std::vector<std::int64_t> intents;
+    for (std::size_t k = 0; k < batch.size(); ++k) {
+      const TaggingExample& ex = task.train[batch[k]];
+      const auto& rows = train[batch[k]].first_row;
+      for (std::size_t w = 0; w < rows.size(); ++w) {
+        if (rows[w] >= 0) {
+          t[static_cast<std::int64_t>(k) * width + rows[w]] =
+              find_index(task.tag_labels, ex.tags[w]);
+        }
+      }
+      if (top) intents.push_back(find_index(task.intent_labels, ex.intent));
+    }
+    torch::Tensor tag_logits, intent_logits;
+    {
+      trainer::AutocastScope autocast(bf16);
+      const torch::Tensor hidden = net->forward(in, true);
+      tag_logits = net->tag_logits(hidden);
+      if (top) intent_logits = net->intent_logits(model::SpaceModelImpl::cls_vector(hidden));
+    }
+    namespace F = torch::nn::functional;
+    torch::Tensor loss = F::cross_entropy(
+        tag_logits.to(torch::kFloat32).reshape({-1, tag_logits.size(-1)}), targets.reshape({-1}),
+        F::CrossEntropyFuncOptions().ignore_index(model::kIgnoreLabel));
+    if (top) {
+      loss = loss + F::cross_entropy(intent_logits.to(torch::kFloat32),
+                                     torch::tensor(intents, torch::kInt64));
+    }
+    return loss;
+  };
+  // Word tags ("O" for words without a sub-word) and intents of every example of `xs`.
+  auto predict = [&](const std::vector<TaggedInput>& xs,
+                     const std::vector<data::SerializedExample>& xs_in,
+                     std::vector<std::vector<std::string>>& tags, std::vector<std::string>& ints) {
+    tags.assign(xs.size(), {});
+    ints.assign(top ? xs.size() : 0, "");
+    forward_batches(
+        net, xs_in, o.per_device_eval_batch_size, bf16,
+        [&](const std::vector<std::size_t>& order, std::size_t b, std::size_t e,
+            const torch::Tensor& hidden) {
+          const auto tag_ids = argmax_ids(net->tag_logits(hidden));
+          const std::int64_t width = hidden.size(1);
+          std::vector<std::int64_t> intent_ids;
+          if (top) {
+            intent_ids = argmax_ids(net->intent_logits(model::SpaceModelImpl::cls_vector(hidden)));
+          }
+          for (std::size_t i = b; i < e; ++i) {
+            const std::size_t x = order[i];
+            const auto k = static_cast<std::int64_t>(i - b);
+            for (const std::int64_t row : xs[x].first_row) {
+              tags[x].push_back(row < 0 ? "O"
+                                        : task.tag_labels[static_cast<std::size_t>(
+                                              tag_ids[static_cast<std::size_t>(k * width + row)])]);
+            }
+            if (top)
+              ints[x] = task.intent_labels[static_cast<std::size_t>(
+                  intent_ids[static_cast<std::size_t>(k)])];
+          }
+        });
+  };
+  auto validate = [&] {
+    std::vector<std::vector<std::string>> tags;
+    std::vector<std::string> ints;
+    predict(val, val_in, tags, ints);
+    return val_score(tags, ints);
+  };
+  const LoopResult loop =
+      train_and_select(net, train.size(), o, seed, batch_loss, validate, on_epoch);
+
+  TaggingRunResult result;
+  result.best_epoch = loop.best_epoch;
+  result.best_val_score = loop.best_score;
+  result.train_seconds = loop.seconds;
+  result.train_examples_per_second =
+      static_cast<double>(train.size()) * o.num_train_epochs / loop.step_seconds;
+  const auto t_test = Clock::now();
+  predict(test, test_in, result.test_tags, result.test_intents);
+  result.predict_examples_per_second = static_cast<double>(test.size()) / seconds_since(t_test);
+  return result;
+}
+
+}  // namespace dialtree::eval

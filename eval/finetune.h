@@ -1,0 +1,95 @@
+// Fine-tuning a dialtree model bundle on a DialoGLUE task and predicting its test split. Intent
+// tasks: SPACE2.md §6.1 without R-Drop / MLM / CAN (a linear classifier on the [CLS] head
+// vector, cross-entropy); slot tasks and TOP: word-level BIO tagging (plus TOP's root intent).
+// All: AdamW with linear warm-up and decay, model selection on the val metric, the test split
+// predicted once with the selected weights. Torch stays inside finetune.cpp.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "eval/tasks.h"
+
+namespace dialtree::eval {
+
+/// Fine-tuning hyper-parameters (HF Trainer names where the concept exists).
+struct FinetuneOptions {
+  int num_train_epochs = 20;
+  int per_device_train_batch_size = 32;
+  int per_device_eval_batch_size = 128;
+  double learning_rate = 1e-4;
+  double warmup_ratio = 0.1;
+  double weight_decay = 0.01;
+  double adam_epsilon = 1e-6;
+  double max_grad_norm = 5.0;
+  /// Replaces the bundle's hidden/attention/embedding/FFN dropout while fine-tuning (SPACE-2
+  /// fine-tunes intent tasks with 0.25); < 0 keeps the bundle's values.
+  double dropout = 0.25;
+  int max_utt_len = 64;  ///< sub-word ids kept per utterance (its last ones, SPACE2.md §1.5)
+  /// CPU bf16 autocast for forward passes (weights stay fp32); only where the CPU has native
+  /// bf16 (common/cpu_features.h), fp32 otherwise.
+  bool bf16 = true;
+  /// Re-initialise every weight (HF BERT initialisation) instead of starting from the bundle's:
+  /// the "from scratch" baseline with the same architecture and tokenizer.
+  bool from_scratch = false;
+};
+
+/// Progress of one epoch.
+struct EpochInfo {
+  int epoch = 0;                   ///< 1-based
+  int epochs = 0;                  ///< num_train_epochs
+  double train_loss = 0;           ///< mean cross-entropy of the epoch's batches
+  double val_accuracy = 0;         ///< fraction in [0, 1]
+  double examples_per_second = 0;  ///< training throughput of the epoch
+};
+
+/// The outcome of one fine-tuning run.
+struct IntentRunResult {
+  int best_epoch = 0;                         ///< 1-based epoch of the selected weights
+  double best_val_accuracy = 0;               ///< fraction
+  std::vector<std::string> test_predictions;  ///< label strings, test.csv order
+  double train_seconds = 0;                   ///< wall time of all epochs (incl. val passes)
+  double train_examples_per_second = 0;       ///< training examples / training-step seconds
+  double predict_examples_per_second = 0;     ///< test examples / test prediction seconds
+};
+
+/// Fine-tunes the bundle at `bundle_dir` (model/bundle.h) on `task.train` with seed `seed`
+/// (weights of the new classifier, dropout, batch order), selects the epoch with the best
+/// `task.val` accuracy (earliest on ties), and predicts `task.test` with it.
+/// @param on_epoch called after every epoch (may be empty)
+/// @throws DataError for an unreadable bundle; std::invalid_argument for bad options (a
+///   non-positive epoch count or batch size, a learning rate <= 0, dropout >= 1).
+IntentRunResult finetune_intent(const std::string& bundle_dir, const IntentTask& task,
+                                const FinetuneOptions& options, std::uint64_t seed,
+                                const std::function<void(const EpochInfo&)>& on_epoch = {});
+
+/// The outcome of one tagging fine-tuning run.
+struct TaggingRunResult {
+  int best_epoch = 0;
+  double best_val_score = 0;  ///< val score of `val_score` (fraction) at best_epoch
+  std::vector<std::vector<std::string>> test_tags;  ///< predicted word tags per test example
+  std::vector<std::string> test_intents;            ///< TOP: predicted root intents; else empty
+  double train_seconds = 0;
+  double train_examples_per_second = 0;
+  double predict_examples_per_second = 0;
+};
+
+/// Scores predicted word tags (and TOP intents) of the val examples, as a fraction; the
+/// runner passes DialoGLUE's own metric through eval/tag_mapping.h.
+using TaggingScorer = std::function<double(const std::vector<std::vector<std::string>>& tags,
+                                           const std::vector<std::string>& intents)>;
+
+/// Fine-tunes the bundle on a tagging task (SPACE2.md §6.2 / DialoGLUE protocol): a linear
+/// tagger on the state of each word's first sub-word (cross-entropy over those positions,
+/// SentencePiece or WordPiece alike), plus for TOP a root-intent classifier on [CLS] (the
+/// two cross-entropies summed). Words left without a sub-word (empty, or cut by max_utt_len's
+/// left truncation) are predicted "O". Selects the epoch with the best `val_score`, then
+/// predicts the test split. @throws as finetune_intent().
+TaggingRunResult finetune_tagging(const std::string& bundle_dir, const TaggingTask& task,
+                                  const FinetuneOptions& options, std::uint64_t seed,
+                                  const TaggingScorer& val_score,
+                                  const std::function<void(const EpochInfo&)>& on_epoch = {});
+
+}  // namespace dialtree::eval

@@ -1,0 +1,331 @@
+#include "eval/submission.h"
+
+#include <map>
+#include <stdexcept>
+#include <utility>
+
+#include "common/atomic_file.h"
+#include "common/error.h"
+
+namespace dialtree::eval {
+
+namespace {
+
+struct TaskInfo {
+  Task task;
+  const char* key;
+  TaskKind kind;
+  const char* metric;
+};
+
+const TaskInfo kTasks[] = {
+    {Task::Banking, "banking", TaskKind::Intent, "accuracy"},
+    {Task::Clinc, "clinc", TaskKind::Intent, "accuracy"},
+    {Task::Hwu, "hwu", TaskKind::Intent, "accuracy"},
+    {Task::Restaurant8k, "restaurant8k", TaskKind::Slot, "slot F1"},
+    {Task::Dstc8, "dstc8", TaskKind::Slot, "slot F1"},
+    {Task::Top, "top", TaskKind::Top, "exact match"},
+    {Task::Multiwoz, "multiwoz", TaskKind::Dst, "joint goal accuracy"},
+};
+
+const TaskInfo& info(Task task) {
+  for (const auto& t : kTasks) {
+    if (t.task == task) return t;
+  }
+  throw std::logic_error("unknown eval::Task");
+}
+
+// "must be <expected>, got <type>" for entry `index` of a submission list.
+[[noreturn]] void bad_entry(const std::string& file, std::size_t index, const std::string& field,
+                            const json& v, const char* expected) {
+  std::string got = json_type_name(v);
+  if (v.is_string()) got += " " + quote_for_message(v.get_ref<const std::string&>(), 60);
+  throw SchemaError(file, at_record(index), field,
+                    std::string("must be ") + expected + ", got " + got);
+}
+
+const json& require_array(const json& list, const std::string& file, const char* what) {
+  if (!list.is_array()) {
+    throw SchemaError(
+        file, "", "",
+        std::string("must be a JSON list of ") + what + ", got " + json_type_name(list));
+  }
+  return list;
+}
+
+std::vector<std::string> strings_of(const json& v, const std::string& file, std::size_t index,
+                                    const std::string& field, const char* expected) {
+  if (!v.is_array()) bad_entry(file, index, field, v, expected);
+  std::vector<std::string> out;
+  out.reserve(v.size());
+  for (std::size_t k = 0; k < v.size(); ++k) {
+    if (!v[k].is_string())
+      bad_entry(file, index, field + "[" + std::to_string(k) + "]", v[k], "a string");
+    out.push_back(v[k].get<std::string>());
+  }
+  return out;
+}
+
+void check_counts(std::size_t predicted, std::size_t gold, Task task,
+                  const std::string& predictions_file, const std::string& gold_file) {
+  if (predicted != gold) {
+    throw DataError(predictions_file, "", "",
+                    "has " + std::to_string(predicted) + " " + task_key(task) +
+                        " predictions but " + gold_file + " has " + std::to_string(gold) +
+                        " gold examples; the counts and order must match the test file");
+  }
+  if (gold == 0) throw DataError(gold_file, "", task_key(task), "holds no gold examples");
+}
+
+[[noreturn]] void no_multiwoz_gold() {
+  throw std::invalid_argument(
+      "gt_test.json has no MultiWOZ gold: TripPy's prediction file (pred_res.test.final.json) "
+      "carries its own gold values; score it with score_trippy_file");
+}
+
+}  // namespace
+
+Task parse_task(std::string_view name) {
+  if (name == "dstc8_sgd") return Task::Dstc8;
+  for (const auto& t : kTasks) {
+    if (name == t.key) return t.task;
+  }
+  std::string names;
+  for (const auto& n : task_names()) names += (names.empty() ? "" : ", ") + n;
+  throw std::invalid_argument("unknown DialoGLUE task " + quote_for_message(name) +
+                              "; expected one of " + names);
+}
+
+std::vector<std::string> task_names() {
+  return {"banking", "clinc", "hwu", "restaurant8k", "dstc8", "dstc8_sgd", "top", "multiwoz"};
+}
+
+std::string task_key(Task task) {
+  return info(task).key;
+}
+TaskKind task_kind(Task task) {
+  return info(task).kind;
+}
+std::string metric_name(Task task) {
+  return info(task).metric;
+}
+
+const json& task_list(const json& root, Task task, const std::string& file) {
+  if (root.is_array()) return root;
+  if (root.is_object()) {
+    const auto it = root.find(task_key(task));
+    if (it == root.end()) {
+      throw SchemaError(file, "", task_key(task),
+                        "is missing (the file is a JSON object, so it must hold the task's list "
+                        "under key \"" +
+                            task_key(task) + "\")");
+    }
+    if (!it->is_array()) {
+      throw SchemaError(file, "", task_key(task), "must be a list, got " + json_type_name(*it));
+    }
+    return *it;
+  }
+  throw SchemaError(file, "", "",
+                    "must be a JSON list of " + task_key(task) +
+                        " predictions or an object keyed by task, got " + json_type_name(root));
+}
+
+std::vector<std::string> intent_labels_from_json(const json& list, const std::string& file) {
+  require_array(list, file, "label strings");
+  std::vector<std::string> out;
+  out.reserve(list.size());
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    if (!list[i].is_string()) bad_entry(file, i, "", list[i], "a string");
+    out.push_back(list[i].get<std::string>());
+  }
+  return out;
+}
+
+std::vector<SpanList> span_lists_from_json(const json& list, const std::string& file) {
+  require_array(list, file, "span lists");
+  std::vector<SpanList> out;
+  out.reserve(list.size());
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    out.push_back(strings_of(list[i], file, i, "", "a list of strings"));
+  }
+  return out;
+}
+
+std::vector<TopParse> top_parses_from_json(const json& list, const std::string& file) {
+  require_array(list, file, "[intent, [tags]] pairs");
+  std::vector<TopParse> out;
+  out.reserve(list.size());
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const json& v = list[i];
+    if (!v.is_array() || v.size() != 2) {
+      if (v.is_array()) {
+        throw SchemaError(
+            file, at_record(i), "",
+            "must be a list [intent, [tags]] of 2 elements, got " + std::to_string(v.size()));
+      }
+      bad_entry(file, i, "", v, "a list [intent, [tags]]");
+    }
+    if (!v[0].is_string()) bad_entry(file, i, "[0]", v[0], "an intent string");
+    TopParse p;
+    p.intent = v[0].get<std::string>();
+    p.tags = strings_of(v[1], file, i, "[1]", "a list of tag strings");
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+std::vector<TripPyTurn> trippy_turns_from_json(const json& list,
+                                               const std::vector<std::string>& slots,
+                                               const std::string& file) {
+  require_array(list, file, "TripPy prediction records");
+  std::vector<TripPyTurn> out;
+  out.reserve(list.size());
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const json& rec = list[i];
+    const JsonPlace place{file, at_record(i)};
+    json_as_object(rec, place, "(record)");
+    TripPyTurn turn;
+    const json& guid = json_require(rec, "guid", place, "");
+    if (guid.is_string()) {
+      const std::string g = guid.get<std::string>();
+      std::size_t start = 0;
+      for (std::size_t dash; (dash = g.find('-', start)) != std::string::npos; start = dash + 1) {
+        turn.guid.push_back(g.substr(start, dash - start));
+      }
+      turn.guid.push_back(g.substr(start));
+    } else {
+      turn.guid = strings_of(guid, file, i, "guid", "a list of strings");
+    }
+    for (const auto& slot : slots) {
+      TripPySlotPrediction sp;
+      const auto field = [&](const char* prefix) -> const json& {
+        return json_require(rec, prefix + slot, place, "");
+      };
+      sp.class_label_id =
+          static_cast<int>(json_as_int(field("class_label_id_"), place, "class_label_id_" + slot));
+      sp.class_prediction = static_cast<int>(
+          json_as_int(field("class_prediction_"), place, "class_prediction_" + slot));
+      sp.slot_groundtruth =
+          json_as_string(field("slot_groundtruth_"), place, "slot_groundtruth_" + slot);
+      sp.slot_prediction =
+          json_as_string(field("slot_prediction_"), place, "slot_prediction_" + slot);
+      turn.slots.emplace(slot, std::move(sp));
+    }
+    out.push_back(std::move(turn));
+  }
+  return out;
+}
+
+TripPyConfig read_trippy_config(const std::string& path) {
+  const json root = json_parse_file(path);
+  const JsonPlace place{path, ""};
+  json_as_object(root, place, "(root)");
+  TripPyConfig cfg;
+  const auto strings = [&](const char* key) {
+    const json& a = json_as_array(json_require(root, key, place, ""), place, key);
+    std::vector<std::string> out;
+    for (std::size_t k = 0; k < a.size(); ++k) {
+      out.push_back(json_as_string(a[k], place, json_index_path(key, k)));
+    }
+    return out;
+  };
+  cfg.class_types = strings("class_types");
+  cfg.slots = strings("slots");
+  const json& maps =
+      json_as_object(json_require(root, "label_maps", place, ""), place, "label_maps");
+  std::map<std::string, std::vector<std::string>> raw;
+  for (const auto& [key, variants] : maps.items()) {
+    const std::string vpath = json_child_path("label_maps", key);
+    json_as_array(variants, place, vpath);
+    std::vector<std::string> vs;
+    for (std::size_t k = 0; k < variants.size(); ++k) {
+      vs.push_back(json_as_string(variants[k], place, json_index_path(vpath, k)));
+    }
+    raw[key] = std::move(vs);
+  }
+  cfg.label_maps = normalize_label_maps(raw);
+  return cfg;
+}
+
+json intent_submission_json(const std::vector<std::string>& labels) {
+  return json(labels);
+}
+
+json slot_submission_json(const std::vector<SpanList>& spans) {
+  return json(spans);
+}
+
+json top_submission_json(const std::vector<TopParse>& parses) {
+  json out = json::array();
+  for (const auto& p : parses) out.push_back(json::array({p.intent, p.tags}));
+  return out;
+}
+
+void write_submission(const std::string& path, const json& submission) {
+  write_file_atomic(path, submission.dump() + "\n");
+}
+
+TaskScore score_task(Task task, const json& predictions, const json& gold,
+                     const std::string& predictions_file, const std::string& gold_file) {
+  TaskScore s;
+  s.task = task_key(task);
+  s.metric = metric_name(task);
+  const json& p = task_list(predictions, task, predictions_file);
+  const json& g = task_list(gold, task, gold_file);
+  switch (task_kind(task)) {
+    case TaskKind::Intent: {
+      const auto pl = intent_labels_from_json(p, predictions_file);
+      const auto gl = intent_labels_from_json(g, gold_file);
+      check_counts(pl.size(), gl.size(), task, predictions_file, gold_file);
+      s.value = intent_accuracy(pl, gl);
+      s.count = gl.size();
+      break;
+    }
+    case TaskKind::Slot: {
+      const auto pl = span_lists_from_json(p, predictions_file);
+      const auto gl = span_lists_from_json(g, gold_file);
+      check_counts(pl.size(), gl.size(), task, predictions_file, gold_file);
+      s.value = slot_f1(pl, gl);
+      s.count = gl.size();
+      break;
+    }
+    case TaskKind::Top: {
+      const auto pl = top_parses_from_json(p, predictions_file);
+      const auto gl = top_parses_from_json(g, gold_file);
+      check_counts(pl.size(), gl.size(), task, predictions_file, gold_file);
+      s.value = top_exact_match(pl, gl);
+      s.count = gl.size();
+      break;
+    }
+    case TaskKind::Dst:
+      no_multiwoz_gold();
+  }
+  return s;
+}
+
+TaskScore score_task_files(Task task, const std::string& predictions_path,
+                           const std::string& gold_path) {
+  if (task_kind(task) == TaskKind::Dst) no_multiwoz_gold();
+  const json gold = json_parse_file(gold_path);
+  const json predictions = json_parse_file(predictions_path);
+  return score_task(task, predictions, gold, predictions_path, gold_path);
+}
+
+TaskScore score_trippy_file(const std::string& predictions_path, const TripPyConfig& config) {
+  const json root = json_parse_file(predictions_path);
+  const json& list = task_list(root, Task::Multiwoz, predictions_path);
+  const auto records = trippy_turns_from_json(list, config.slots, predictions_path);
+  if (records.empty()) throw DataError(predictions_path, "", "", "holds no prediction records");
+  TaskScore s;
+  s.task = task_key(Task::Multiwoz);
+  s.metric = metric_name(Task::Multiwoz);
+  try {
+    s.value = trippy_joint_goal_accuracy(records, config);
+  } catch (const std::invalid_argument& e) {
+    throw DataError(predictions_path, "", "", e.what());
+  }
+  s.count = records.size();
+  return s;
+}
+
+}  // namespace dialtree::eval

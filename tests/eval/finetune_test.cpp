@@ -1,0 +1,286 @@
+// eval/finetune, eval/dialoglue, eval/eval_config: intent fine-tuning of a tiny bundle on a
+// separable toy task, the whole `eval dialoglue` run on a DialoGLUE-shaped folder, and the
+// strict fine-tuning config.
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/core.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+#include "data/tokenizer_factory.h"
+#include "eval/dialoglue.h"
+#include "eval/eval_config.h"
+#include "eval/finetune.h"
+#include "model/bundle.h"
+#include "model/encoder.h"
+#include "test_paths.h"
+
+namespace dialtree::eval {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+// Three intents, each with its own key words, so a tiny encoder separates them in a few epochs.
+const std::vector<std::string> kLabels = {"card_arrival", "weather", "book_table"};
+const std::vector<std::vector<std::string>> kTexts = {
+    {"my card has not arrived", "where is my new card", "card still not here",
+     "when will the card arrive", "has my card been sent", "i am waiting for my card",
+     "my card did not come", "track my card delivery"},
+    {"what is the weather today", "will it rain tomorrow", "is it sunny outside",
+     "weather forecast please", "how hot is it today", "will it snow this week",
+     "is it going to rain", "tell me the weather"},
+    {"book a table for two", "reserve a table tonight", "i need a table for four",
+     "can i book a table", "table for two at seven", "reserve dinner table",
+     "book me a table please", "get a table for six"}};
+
+class TinyIntent : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    data::save_wordpiece_tokenizer_config(
+        tmp_.file("tok"), testing::shared_data("dialoglue/bert-base-uncased-vocab.txt"));
+    const auto tok = data::load_tokenizer(tmp_.file("tok"));
+    model::EncoderConfig c;
+    c.vocab_size = tok->vocab_size();
+    c.hidden_size = 32;
+    c.num_hidden_layers = 1;
+    c.num_attention_heads = 2;
+    c.intermediate_size = 64;
+    c.max_position_embeddings = 64;
+    c.projection_dim = 8;
+    c.cls_token_id = tok->special().cls;
+    c.pad_token_id = tok->special().pad;
+    torch::manual_seed(3);
+    model::SpaceModel net(c);
+    model::save_bundle(tmp_.file("bundle"), *net, tmp_.file("tok"));
+    // Train: texts 0-5 of each class; val: 6; test: 7 (class order interleaved).
+    task_.name = "banking";
+    task_.labels = kLabels;
+    for (int i = 0; i < 8; ++i) {
+      for (int k = 0; k < 3; ++k) {
+        IntentSplit& s = i < 6 ? task_.train : (i == 6 ? task_.val : task_.test);
+        s.texts.push_back(kTexts[k][i]);
+        s.labels.push_back(k);
+      }
+    }
+    options_.num_train_epochs = 25;
+    options_.per_device_train_batch_size = 6;
+    options_.learning_rate = 3e-3;
+    options_.warmup_ratio = 0.1;
+    options_.dropout = 0.0;
+    options_.bf16 = false;
+  }
+
+  testing::TempDir tmp_;
+  IntentTask task_;
+  FinetuneOptions options_;
+};
+
+TEST_F(TinyIntent, LearnsASeparableTaskAndIsDeterministicPerSeed) {
+  std::vector<EpochInfo> epochs;
+  const IntentRunResult a = finetune_intent(tmp_.file("bundle"), task_, options_, 1,
+                                            [&](const EpochInfo& e) { epochs.push_back(e); });
+  ASSERT_EQ(epochs.size(), 25u);
+  EXPECT_EQ(epochs.front().epoch, 1);
+  EXPECT_EQ(epochs.back().epochs, 25);
+  // Loss falls from about ln 3 = 1.10 and val reaches 100%.
+  EXPECT_NEAR(epochs.front().train_loss, std::log(3.0), 0.3);
+  EXPECT_LT(epochs.back().train_loss, 0.2);
+  EXPECT_DOUBLE_EQ(a.best_val_accuracy, 1.0);
+  EXPECT_GE(a.best_epoch, 1);
+  EXPECT_LE(a.best_epoch, 25);
+  // The selected epoch is the first one that reached the best val accuracy.
+  for (int e = 0; e + 1 < a.best_epoch; ++e) EXPECT_LT(epochs[e].val_accuracy, 1.0);
+  EXPECT_EQ(a.test_predictions, kLabels);  // test holds one example per class, in label order
+  EXPECT_GT(a.train_examples_per_second, 0);
+  EXPECT_GT(a.predict_examples_per_second, 0);
+
+  const IntentRunResult b = finetune_intent(tmp_.file("bundle"), task_, options_, 1);
+  EXPECT_EQ(b.best_epoch, a.best_epoch);
+  EXPECT_EQ(b.test_predictions, a.test_predictions);
+}
+
+TEST_F(TinyIntent, StartsFromTheBundleUnlessFromScratch) {
+  // The bundle was initialised under torch seed 3. A fine-tuning run with seed 3 draws the same
+  // sequence for the encoder (its parameters come first) and then the new intent head, so with
+  // seed 3 "from scratch" rebuilds exactly the bundle's weights and both runs give the same
+  // first-epoch loss; with seed 4 the from-scratch encoder differs, the copied one does not.
+  options_.num_train_epochs = 1;
+  auto first_loss = [&](std::uint64_t seed, bool scratch) {
+    FinetuneOptions o = options_;
+    o.from_scratch = scratch;
+    double loss = -1;
+    finetune_intent(tmp_.file("bundle"), task_, o, seed,
+                    [&](const EpochInfo& e) { loss = e.train_loss; });
+    return loss;
+  };
+  EXPECT_EQ(first_loss(3, false), first_loss(3, true));
+  EXPECT_NE(first_loss(4, false), first_loss(4, true));
+}
+
+TEST_F(TinyIntent, RejectsBadOptions) {
+  FinetuneOptions o = options_;
+  o.num_train_epochs = 0;
+  EXPECT_THROW(finetune_intent(tmp_.file("bundle"), task_, o, 1), std::invalid_argument);
+  o = options_;
+  o.dropout = 1.0;
+  EXPECT_THROW(finetune_intent(tmp_.file("bundle"), task_, o, 1), std::invalid_argument);
+  EXPECT_THROW(finetune_intent(tmp_.file("missing"), task_, options_, 1), DataError);
+}
+
+TEST_F(TinyIntent, TaggingLearnsWordTagsAndTopIntents) {
+  // Toy TOP-like task: the word after "to" is a location, the intent follows the first word.
+  TaggingTask t;
+  t.name = "top";
+  t.tag_labels = {"O", "B-SL_LOCATION", "I-SL_LOCATION"};
+  t.intent_labels = {"IN_GET_DIRECTIONS", "IN_GET_DISTANCE"};
+  const std::vector<std::string> places = {"paris",  "london", "berlin", "rome",   "madrid",
+                                           "vienna", "oslo",   "dublin", "athens", "prague"};
+  for (std::size_t i = 0; i < places.size(); ++i) {
+    const bool dir = i % 2 == 0;
+    TaggingExample ex{{dir ? "directions" : "distance", "to", places[i], "please"},
+                      {"O", "O", "B-SL_LOCATION", "O"},
+                      dir ? "IN_GET_DIRECTIONS" : "IN_GET_DISTANCE"};
+    (i < 6 ? t.train : (i < 8 ? t.val : t.test)).push_back(ex);
+    if (i < 6) t.train.push_back(ex);  // twice: a small task needs a few more steps per epoch
+  }
+  int scorer_calls = 0;
+  // Exact match over the val examples (both intents present, so a constant guess scores 0.5).
+  const auto scorer = [&](const std::vector<std::vector<std::string>>& tags,
+                          const std::vector<std::string>& intents) {
+    ++scorer_calls;
+    EXPECT_EQ(tags.size(), 2u);
+    EXPECT_EQ(intents.size(), 2u);
+    double right = 0;
+    for (std::size_t i = 0; i < 2; ++i) {
+      right += tags[i] == t.val[i].tags && intents[i] == t.val[i].intent ? 1 : 0;
+    }
+    return right / 2;
+  };
+  // The intent plateaus near ln 2 for ~40 epochs on this toy before it separates: 80 epochs.
+  options_.num_train_epochs = 80;
+  const TaggingRunResult r = finetune_tagging(tmp_.file("bundle"), t, options_, 1, scorer);
+  EXPECT_EQ(scorer_calls, 80);
+  EXPECT_DOUBLE_EQ(r.best_val_score, 1.0);
+  ASSERT_EQ(r.test_tags.size(), 2u);
+  EXPECT_EQ(r.test_tags[0], t.test[0].tags);
+  EXPECT_EQ(r.test_tags[1], t.test[1].tags);
+  EXPECT_EQ(r.test_intents, (std::vector<std::string>{t.test[0].intent, t.test[1].intent}));
+  // Words beyond max_utt_len (left truncation keeps the end) are predicted "O".
+  FinetuneOptions o = options_;
+  o.max_utt_len = 2;
+  o.num_train_epochs = 1;
+  const TaggingRunResult cut = finetune_tagging(tmp_.file("bundle"), t, o, 1, scorer);
+  EXPECT_EQ(cut.test_tags[0][0], "O");
+  EXPECT_EQ(cut.test_tags[0][1], "O");
+}
+
+void write_csv(const std::string& path, const std::vector<std::pair<std::string, int>>& rows) {
+  std::ofstream out(path);
+  out << "text,category\n";
+  for (const auto& [text, label] : rows) out << text << "," << kLabels[label] << "\n";
+}
+
+TEST_F(TinyIntent, DialoglueRunWritesSubmissionsResultsAndTable) {
+  // A DialoGLUE-shaped folder with one intent task and no gt_test.json (scored from test.csv).
+  const fs::path data = tmp_.path() / "dialoglue";
+  fs::create_directories(data / "hwu");
+  std::ofstream(data / "hwu" / "categories.json") << nlohmann::json(kLabels).dump();
+  std::vector<std::pair<std::string, int>> train, val, test;
+  for (int k = 0; k < 3; ++k) {
+    for (int i = 0; i < 6; ++i) train.emplace_back(kTexts[k][i], k);
+    val.emplace_back(kTexts[k][6], k);
+    test.emplace_back(kTexts[k][7], k);
+  }
+  test.emplace_back(kTexts[0][0], 2);  // a deliberately wrong gold label: 3/4 at best
+  write_csv((data / "hwu" / "train_10.csv").string(), train);
+  write_csv((data / "hwu" / "val.csv").string(), val);
+  write_csv((data / "hwu" / "test.csv").string(), test);
+
+  DialoglueRun run;
+  run.model_dir = tmp_.file("bundle");
+  run.tasks = {"hwu"};
+  run.setting = Setting::Few;
+  run.seeds = {1, 2};
+  run.out_dir = tmp_.file("out");
+  run.data_dir = resolve_data_dir(data.string());
+  run.options = options_;
+  std::size_t calls = 0;
+  const nlohmann::json r = run_dialoglue(run, [&](const RunProgress& p) {
+    EXPECT_EQ(p.runs, 2u);
+    ++calls;
+  });
+  EXPECT_EQ(calls, 50u);  // 2 seeds x 25 epochs
+  const auto& t = r.at("tasks").at("hwu");
+  EXPECT_EQ(t.at("metric"), "accuracy");
+  ASSERT_EQ(t.at("runs").size(), 2u);
+  // Each seed's test score is the accuracy of its written predictions against test.csv (the
+  // folder has no gt_test.json), and the 4th gold label is wrong on purpose: at most 75%.
+  std::vector<double> scores;
+  for (int seed : {1, 2}) {
+    const fs::path dir = tmp_.path() / "out" / "hwu" / ("seed-" + std::to_string(seed));
+    const nlohmann::json sub = nlohmann::json::parse(std::ifstream(dir / "test_predictions.json"));
+    ASSERT_EQ(sub.size(), test.size());
+    double right = 0;
+    for (std::size_t i = 0; i < test.size(); ++i) right += sub[i] == kLabels[test[i].second];
+    const nlohmann::json rec = nlohmann::json::parse(std::ifstream(dir / "run.json"));
+    EXPECT_DOUBLE_EQ(rec.at("test").get<double>(), 100 * right / 4);
+    EXPECT_EQ(rec, t.at("runs")[static_cast<std::size_t>(seed - 1)]);
+    EXPECT_LE(rec.at("test").get<double>(), 75.0);
+    scores.push_back(rec.at("test").get<double>());
+  }
+  const double mean = (scores[0] + scores[1]) / 2;
+  EXPECT_DOUBLE_EQ(t.at("mean").get<double>(), mean);
+  EXPECT_NEAR(t.at("std").get<double>(), std::abs(scores[0] - scores[1]) / std::sqrt(2.0), 1e-9);
+  EXPECT_TRUE(fs::exists(tmp_.path() / "out" / "results.json"));
+  std::ifstream md(tmp_.path() / "out" / "results.md");
+  const std::string table((std::istreambuf_iterator<char>(md)), {});
+  EXPECT_THAT(table, HasSubstr(fmt::format("| hwu | accuracy | {:.2f} ± {:.2f} | {:.2f}, {:.2f} |",
+                                           mean, t.at("std").get<double>(), scores[0],
+                                           scores[1])));
+
+  run.tasks = {"multiwoz"};
+  EXPECT_THROW(run_dialoglue(run), std::invalid_argument);
+  run.tasks = {"nope"};
+  EXPECT_THROW(run_dialoglue(run), std::invalid_argument);
+  EXPECT_THROW(resolve_data_dir(tmp_.file("nowhere")), std::invalid_argument);
+}
+
+TEST(FinetuneConfig, StrictKeysTypesAndOverrides) {
+  const FinetuneOptions o =
+      parse_finetune_options("num_train_epochs: 7\nlearning_rate: 2.0e-4\nbf16: false\n",
+                             "eval.yaml", {"dropout=0.3", "from_scratch=true"});
+  EXPECT_EQ(o.num_train_epochs, 7);
+  EXPECT_DOUBLE_EQ(o.learning_rate, 2e-4);
+  EXPECT_FALSE(o.bf16);
+  EXPECT_DOUBLE_EQ(o.dropout, 0.3);
+  EXPECT_TRUE(o.from_scratch);
+  EXPECT_EQ(o.per_device_train_batch_size, FinetuneOptions{}.per_device_train_batch_size);
+  auto error_of = [](const std::string& yaml, std::vector<std::string> ov = {}) -> std::string {
+    try {
+      parse_finetune_options(yaml, "eval.yaml", ov);
+    } catch (const DataError& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  EXPECT_THAT(error_of("learning_rte: 1e-4\n"),
+              AllOf(HasSubstr("eval.yaml"), HasSubstr("line 1"), HasSubstr("learning_rte"),
+                    HasSubstr("did you mean 'learning_rate'")));
+  EXPECT_THAT(error_of("seed: 1\nnum_train_epochs: ten\n"), HasSubstr("line 1"));
+  EXPECT_THAT(error_of("num_train_epochs: ten\n"),
+              AllOf(HasSubstr("line 1"), HasSubstr("num_train_epochs"), HasSubstr("an integer"),
+                    HasSubstr("'ten'")));
+  EXPECT_THAT(error_of("bf16: maybe\n"), HasSubstr("true or false"));
+  EXPECT_THAT(error_of("- a\n- b\n"), HasSubstr("mapping"));
+  EXPECT_THAT(error_of("", {"dropout"}), HasSubstr("key=value"));
+  EXPECT_THAT(error_of("", {"num_train_epoch=3"}), HasSubstr("did you mean 'num_train_epochs'"));
+}
+
+}  // namespace
+}  // namespace dialtree::eval
