@@ -1,5 +1,7 @@
 #include "eval/finetune.h"
 
+#include "eval/finetune_step.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -135,15 +137,15 @@ std::vector<std::int64_t> argmax_ids(const torch::Tensor& logits) {
 std::vector<int> predict_intents(model::SpaceModel& net,
                                  const std::vector<data::SerializedExample>& xs, int batch_size,
                                  bool bf16) {
+  const std::vector<std::size_t> order = by_length(xs);
+  net->eval();
+  torch::InferenceMode guard;
   std::vector<int> out(xs.size(), -1);
-  forward_batches(net, xs, batch_size, bf16,
-                  [&](const std::vector<std::size_t>& order, std::size_t b, std::size_t e,
-                      const torch::Tensor& hidden) {
-                    const auto ids =
-                        argmax_ids(net->intent_logits(model::SpaceModelImpl::cls_vector(hidden)));
-                    for (std::size_t i = b; i < e; ++i)
-                      out[order[i]] = static_cast<int>(ids[i - b]);
-                  });
+  for (std::size_t b = 0; b < order.size(); b += static_cast<std::size_t>(batch_size)) {
+    const std::size_t e = std::min(order.size(), b + static_cast<std::size_t>(batch_size));
+    const auto ids = predict_intent_batch(net, model::collate(pick(xs, order, b, e)), bf16);
+    for (std::size_t i = b; i < e; ++i) out[order[i]] = static_cast<int>(ids[i - b]);
+  }
   return out;
 }
 
@@ -257,6 +259,24 @@ TaggedInput encode_words(const std::vector<std::string>& words, const data::Toke
 
 }  // namespace
 
+torch::Tensor intent_batch_loss(model::SpaceModel& net, const model::EncoderInputs& inputs,
+                                const torch::Tensor& labels, bool bf16) {
+  torch::Tensor logits;
+  {
+    trainer::AutocastScope autocast(bf16);
+    const torch::Tensor hidden = net->forward(inputs, true);
+    logits = net->intent_logits(model::SpaceModelImpl::cls_vector(hidden));
+  }
+  return torch::nn::functional::cross_entropy(logits.to(torch::kFloat32), labels);
+}
+
+std::vector<std::int64_t> predict_intent_batch(model::SpaceModel& net,
+                                               const model::EncoderInputs& inputs, bool bf16) {
+  trainer::AutocastScope autocast(bf16);
+  const torch::Tensor hidden = net->forward(inputs, true);
+  return argmax_ids(net->intent_logits(model::SpaceModelImpl::cls_vector(hidden)));
+}
+
 IntentRunResult finetune_intent(const std::string& bundle_dir, const IntentTask& task,
                                 const FinetuneOptions& o, std::uint64_t seed,
                                 const std::function<void(const EpochInfo&)>& on_epoch) {
@@ -273,15 +293,8 @@ IntentRunResult finetune_intent(const std::string& bundle_dir, const IntentTask&
   auto batch_loss = [&](const std::vector<std::size_t>& batch) {
     std::vector<std::int64_t> labels;
     for (std::size_t i : batch) labels.push_back(task.train.labels[i]);
-    torch::Tensor logits;
-    {
-      trainer::AutocastScope autocast(bf16);
-      const torch::Tensor hidden =
-          net->forward(model::collate(pick(train, batch, 0, batch.size())), true);
-      logits = net->intent_logits(model::SpaceModelImpl::cls_vector(hidden));
-    }
-    return torch::nn::functional::cross_entropy(logits.to(torch::kFloat32),
-                                                torch::tensor(labels, torch::kInt64));
+    return intent_batch_loss(net, model::collate(pick(train, batch, 0, batch.size())),
+                             torch::tensor(labels, torch::kInt64), bf16);
   };
   auto validate = [&] {
     const std::vector<int> pred = predict_intents(net, val, o.per_device_eval_batch_size, bf16);
