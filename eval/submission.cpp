@@ -272,31 +272,27 @@ TaskScore score_task(Task task, const json& predictions, const json& gold,
   s.metric = metric_name(task);
   const json& p = task_list(predictions, task, predictions_file);
   const json& g = task_list(gold, task, gold_file);
+  // Reads both lists with `read`, checks the counts, applies `metric`.
+  auto score_with = [&](TaskScore& out, const json& pj, const json& gj, auto read, auto metric) {
+    const auto pl = read(pj, predictions_file);
+    const auto gl = read(gj, gold_file);
+    check_counts(pl.size(), gl.size(), task, predictions_file, gold_file);
+    out.value = metric(pl, gl);
+    out.count = gl.size();
+  };
   switch (task_kind(task)) {
-    case TaskKind::Intent: {
-      const auto pl = intent_labels_from_json(p, predictions_file);
-      const auto gl = intent_labels_from_json(g, gold_file);
-      check_counts(pl.size(), gl.size(), task, predictions_file, gold_file);
-      s.value = intent_accuracy(pl, gl);
-      s.count = gl.size();
+    case TaskKind::Intent:
+      score_with(s, p, g, intent_labels_from_json,
+                 [](const auto& a, const auto& b) { return intent_accuracy(a, b); });
       break;
-    }
-    case TaskKind::Slot: {
-      const auto pl = span_lists_from_json(p, predictions_file);
-      const auto gl = span_lists_from_json(g, gold_file);
-      check_counts(pl.size(), gl.size(), task, predictions_file, gold_file);
-      s.value = slot_f1(pl, gl);
-      s.count = gl.size();
+    case TaskKind::Slot:
+      score_with(s, p, g, span_lists_from_json,
+                 [](const auto& a, const auto& b) { return slot_f1(a, b); });
       break;
-    }
-    case TaskKind::Top: {
-      const auto pl = top_parses_from_json(p, predictions_file);
-      const auto gl = top_parses_from_json(g, gold_file);
-      check_counts(pl.size(), gl.size(), task, predictions_file, gold_file);
-      s.value = top_exact_match(pl, gl);
-      s.count = gl.size();
+    case TaskKind::Top:
+      score_with(s, p, g, top_parses_from_json,
+                 [](const auto& a, const auto& b) { return top_exact_match(a, b); });
       break;
-    }
     case TaskKind::Dst:
       no_multiwoz_gold();
   }
