@@ -2,7 +2,7 @@
 # The main job: set up (install what is missing, build), then run dialtree on the real data in
 # ../shared/data: convert every dataset to sts/1 JSONL (out/sts/), train the SentencePiece
 # tokenizer (out/tokenizer/), pretrain the small SPACE-2 encoder (configs/pretrain-small.yaml,
-# about 30 minutes on 2 cores) into runs/pretrain-small/, then fine-tune and score it few-shot on
+# about 35 minutes on 2 cores in fp32) into runs/pretrain-small/, then fine-tune and score it few-shot on
 # DialoGLUE's banking, clinc and hwu (3 seeds, configs/eval-few.yaml) into runs/eval-few/ and
 # print the table. Re-running skips a finished pretraining and resumes an interrupted one from
 # its last checkpoint; the evaluation is re-run (EVAL=0 skips it).
