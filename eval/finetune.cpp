@@ -216,6 +216,16 @@ LoopResult train_and_select(
   return r;
 }
 
+/// The loop's figures every run result carries (IntentRunResult, TaggingRunResult).
+template <class Result>
+void fill_run_stats(Result& r, const LoopResult& loop, std::size_t n_train,
+                    const FinetuneOptions& o) {
+  r.best_epoch = loop.best_epoch;
+  r.train_seconds = loop.seconds;
+  r.train_examples_per_second =
+      static_cast<double>(n_train) * o.num_train_epochs / loop.step_seconds;
+}
+
 double accuracy(const std::vector<int>& predicted, const std::vector<int>& gold) {
   std::size_t right = 0;
   for (std::size_t i = 0; i < gold.size(); ++i) right += predicted[i] == gold[i] ? 1 : 0;
@@ -304,11 +314,8 @@ IntentRunResult finetune_intent(const std::string& bundle_dir, const IntentTask&
       train_and_select(net, train.size(), o, seed, batch_loss, validate, on_epoch);
 
   IntentRunResult result;
-  result.best_epoch = loop.best_epoch;
+  fill_run_stats(result, loop, train.size(), o);
   result.best_val_accuracy = loop.best_score;
-  result.train_seconds = loop.seconds;
-  result.train_examples_per_second =
-      static_cast<double>(train.size()) * o.num_train_epochs / loop.step_seconds;
   const auto t_test = Clock::now();
   const std::vector<int> ids = predict_intents(net, test, o.per_device_eval_batch_size, bf16);
   result.predict_examples_per_second = static_cast<double>(test.size()) / seconds_since(t_test);
@@ -421,11 +428,8 @@ TaggingRunResult finetune_tagging(const std::string& bundle_dir, const TaggingTa
       train_and_select(net, train.size(), o, seed, batch_loss, validate, on_epoch);
 
   TaggingRunResult result;
-  result.best_epoch = loop.best_epoch;
+  fill_run_stats(result, loop, train.size(), o);
   result.best_val_score = loop.best_score;
-  result.train_seconds = loop.seconds;
-  result.train_examples_per_second =
-      static_cast<double>(train.size()) * o.num_train_epochs / loop.step_seconds;
   const auto t_test = Clock::now();
   predict(test, test_in, result.test_tags, result.test_intents);
   result.predict_examples_per_second = static_cast<double>(test.size()) / seconds_since(t_test);
