@@ -33,7 +33,9 @@ int main(int argc, char** argv) {
   app.failure_message([](const CLI::App*, const CLI::Error& e) {
     return std::string("error: ") + e.what() + "\nRun with --help for more information.\n";
   });
+  dialtree::cli::register_embed(app);
   dialtree::cli::register_eval(app);
+  dialtree::cli::register_serve(app);
   dialtree::cli::register_sts(app);
   dialtree::cli::register_tokenizer(app);
   dialtree::cli::register_train(app);

@@ -53,16 +53,15 @@ void check_out_is_not_an_input(const data::SentencePieceTrainOptions& t) {
   }
 }
 
-// Library warnings (skipped lines) go to stderr, never into the summary on stdout.
-void log_to_stderr() {
+}  // namespace
+
+void log_to_stderr(bool timestamps) {
   if (!spdlog::get("dialtree-stderr")) {
     auto logger = spdlog::stderr_color_mt("dialtree-stderr");
-    logger->set_pattern("%l: %v");
+    logger->set_pattern(timestamps ? "[%Y-%m-%d %H:%M:%S.%e] [%l] %v" : "%l: %v");
     spdlog::set_default_logger(logger);
   }
 }
-
-}  // namespace
 
 void register_tokenizer(CLI::App& app) {
   CLI::App* tok = app.add_subcommand("tokenizer", "Train and apply tokenizers");

@@ -29,6 +29,15 @@ void configure_threads() {
   at::set_num_threads(n);
 }
 
+void set_num_threads(int n) {
+  const int cpus = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (n < 1 || n > cpus) {
+    throw std::invalid_argument("thread count " + std::to_string(n) + " must be in [1, " +
+                                std::to_string(cpus) + "]");
+  }
+  at::set_num_threads(n);
+}
+
 void register_version(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("version", "Print versions and thread settings");
   cmd->callback([] {

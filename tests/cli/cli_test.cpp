@@ -20,6 +20,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "process_util.h"
 #include "test_paths.h"
 
 namespace dialtree {
@@ -28,65 +29,10 @@ namespace {
 namespace fs = std::filesystem;
 using dialtree::testing::shared_data;
 using dialtree::testing::TempDir;
+using namespace dialtree::testing::process;
 using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::StartsWith;
-
-std::string binary() {
-  return std::string(DIALTREE_BINARY_DIR) + "/cli/dialtree";
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-void spit(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary) << bytes;
-}
-
-struct Result {
-  int status = -1;  ///< exit status, or -signal if killed
-  std::string out, err;
-};
-
-/// Starts dialtree with `args` in `cwd`, stdout and stderr to files in `io`; returns the pid.
-pid_t start(const std::vector<std::string>& args, const std::string& cwd, const TempDir& io) {
-  const std::string out = io.file("stdout"), err = io.file("stderr");
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    if (::chdir(cwd.c_str()) != 0) ::_exit(120);
-    const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (o < 0 || e < 0) ::_exit(121);
-    ::dup2(o, 1);
-    ::dup2(e, 2);
-    std::vector<char*> argv;
-    std::string bin = binary();
-    argv.push_back(bin.data());
-    std::vector<std::string> copy = args;
-    for (auto& a : copy) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    ::execv(bin.c_str(), argv.data());
-    ::_exit(122);
-  }
-  return pid;
-}
-
-Result finish(pid_t pid, const TempDir& io) {
-  Result r;
-  int ws = 0;
-  ::waitpid(pid, &ws, 0);
-  r.status = WIFEXITED(ws) ? WEXITSTATUS(ws) : WIFSIGNALED(ws) ? -WTERMSIG(ws) : -1000;
-  r.out = slurp(io.file("stdout"));
-  r.err = slurp(io.file("stderr"));
-  return r;
-}
-
-Result run(const std::vector<std::string>& args, const std::string& cwd) {
-  TempDir io;
-  return finish(start(args, cwd, io), io);
-}
 
 class Cli : public ::testing::Test {
  protected:

@@ -1,0 +1,165 @@
+// `dialtree embed --model DIR [--input FILE] [--output FILE]`: offline batch embeddings with the
+// server's Embedder (serve/embedder.h), so the vectors equal `dialtree serve`'s for the same
+// inputs. Input: one text per line (--input-format text) or one JSON input per line (jsonl: a
+// string, a dialog {"turns": [...]} or token ids). Output: one JSON array of floats per line, in
+// input order.
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <numeric>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "common/atomic_file.h"
+#include "common/error.h"
+#include "common/utf8.h"
+#include "serve/api.h"
+#include "serve/embedder.h"
+
+namespace dialtree::cli {
+namespace {
+
+struct EmbedArgs {
+  std::string model, input = "-", output = "-", input_format = "text";
+  bool normalize = true, truncate = true;
+  std::size_t max_input_length = 256, batch_size = 64, max_batch_tokens = 16384;
+  std::optional<std::int64_t> dimensions;
+  int num_threads = 0;
+};
+
+// Reads every input; errors name the file and the 1-based line.
+std::vector<serve::Input> read_inputs(const EmbedArgs& a) {
+  std::ifstream file;
+  std::istream* in = &std::cin;
+  const std::string name = a.input == "-" ? "<stdin>" : a.input;
+  if (a.input != "-") {
+    file.open(a.input, std::ios::binary);
+    if (!file) throw DataError(a.input, "", "", "cannot open the input file");
+    in = &file;
+  }
+  std::vector<serve::Input> inputs;
+  std::string line;
+  std::size_t n = 0;
+  while (std::getline(*in, line)) {
+    ++n;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    const std::string where = "line " + std::to_string(n);
+    try {
+      if (a.input_format == "text") {
+        inputs.push_back(serve::parse_input(nlohmann::json(line), "text"));
+      } else {
+        if (!utf8::is_valid(line)) throw DataError(name, where, "", "not valid UTF-8");
+        const auto j = nlohmann::json::parse(line, nullptr, false);
+        if (j.is_discarded()) throw DataError(name, where, "", "not a JSON value");
+        inputs.push_back(serve::parse_input(j, "input"));
+      }
+    } catch (const serve::ApiError& e) {
+      throw DataError(name, where, e.param(), e.what());
+    } catch (const nlohmann::json::exception& e) {
+      // A text line with invalid UTF-8 cannot become a JSON string.
+      throw DataError(name, where, "", "not valid UTF-8");
+    }
+  }
+  if (in->bad()) throw DataError(name, "", "", "read error");
+  return inputs;
+}
+
+void run_embed(const EmbedArgs& a) {
+  log_to_stderr();
+  if (a.num_threads > 0) set_num_threads(a.num_threads);
+  if (a.batch_size < 1 || a.max_batch_tokens < 1) {
+    throw std::invalid_argument("--batch-size and --max-batch-tokens must be >= 1");
+  }
+  const std::vector<serve::Input> inputs = read_inputs(a);
+  serve::Embedder embedder(a.model, a.max_input_length);
+  const std::string name = a.input == "-" ? "<stdin>" : a.input;
+  std::vector<data::SerializedExample> examples;
+  examples.reserve(inputs.size());
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    try {
+      examples.push_back(
+          embedder.prepare(inputs[i], a.truncate, serve::TruncationDirection::kRight, "input"));
+    } catch (const serve::ApiError& e) {
+      throw DataError(name, "line " + std::to_string(i + 1), e.param(), e.what());
+    }
+  }
+  // Longest first, so each batch pads little; results go back to input order.
+  std::vector<std::size_t> order(examples.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
+    return examples[x].input_ids.size() > examples[y].input_ids.size();
+  });
+  std::vector<std::vector<float>> vectors(examples.size());
+  std::size_t start = 0;
+  while (start < order.size()) {
+    std::vector<const data::SerializedExample*> batch;
+    const std::size_t longest = examples[order[start]].input_ids.size();
+    std::size_t end = start;
+    while (end < order.size() && batch.size() < a.batch_size &&
+           (batch.empty() || longest * (batch.size() + 1) <= a.max_batch_tokens)) {
+      batch.push_back(&examples[order[end++]]);
+    }
+    serve::ForwardOutputs out = embedder.forward(batch, false);
+    for (std::size_t i = start; i < end; ++i) {
+      vectors[order[i]] =
+          serve::finish_embedding(std::move(out.pooled[i - start]), a.dimensions, a.normalize);
+    }
+    start = end;
+  }
+  std::string text;
+  for (const auto& v : vectors) {
+    serve::append_float_array(text, v.data(), v.size());
+    text.push_back('\n');
+  }
+  if (a.output == "-") {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+  } else {
+    write_file_atomic(a.output, text);
+  }
+  spdlog::info("embedded {} inputs with {} (hidden_size {})", vectors.size(), a.model,
+               embedder.hidden_size());
+}
+
+}  // namespace
+
+void register_embed(CLI::App& app) {
+  auto a = std::make_shared<EmbedArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "embed", "Embed texts or dialogs offline with a model bundle (same vectors as serve)");
+  cmd->add_option("--model", a->model, "Model bundle folder")->required();
+  cmd->add_option("--input", a->input, "Input file, one input per line ('-' = stdin)")
+      ->capture_default_str();
+  cmd->add_option("--output", a->output, "Output JSONL file, one vector per line ('-' = stdout)")
+      ->capture_default_str();
+  cmd->add_option("--input-format", a->input_format,
+                  "text: one text per line; jsonl: one JSON input per line (string, "
+                  "{\"turns\":[...]} or token ids)")
+      ->check(CLI::IsMember({"text", "jsonl"}))
+      ->capture_default_str();
+  cmd->add_option("--normalize", a->normalize, "L2-normalise the vectors (true/false)")
+      ->capture_default_str();
+  cmd->add_option("--truncate", a->truncate,
+                  "Cut over-long inputs (true) or fail naming the line (false)")
+      ->capture_default_str();
+  cmd->add_option("--dimensions", a->dimensions, "Keep the first N dimensions");
+  cmd->add_option("--max-input-length", a->max_input_length,
+                  "Tokens per serialised input, role markers included")
+      ->capture_default_str();
+  cmd->add_option("--batch-size", a->batch_size, "Inputs per forward pass")->capture_default_str();
+  cmd->add_option("--max-batch-tokens", a->max_batch_tokens,
+                  "Padded tokens (longest x inputs) per forward pass")
+      ->capture_default_str();
+  cmd->add_option("--num-threads", a->num_threads, "LibTorch threads (0 = default)")
+      ->envname("DIALTREE_NUM_THREADS");
+  cmd->callback([a] { run_embed(*a); });
+}
+
+}  // namespace dialtree::cli

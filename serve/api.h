@@ -1,0 +1,157 @@
+// The HTTP API of `dialtree serve` without the HTTP: request schemas (OpenAI /v1/embeddings,
+// TEI /embed, /classify, /tokenize), their validation, the one table of error kinds -> HTTP
+// status, and the JSON response writers. Torch-free, so its unit tests build in seconds.
+//
+// Sources: OpenAI embeddings API and Hugging Face text-embeddings-inference (TEI) request and
+// response shapes (ANCHORS.md A1, A2); CASES.md C19 (empty input -> 400), C25 (invalid UTF-8 ->
+// 400, output always valid UTF-8). Every error is the body {"error": {"message", "type", "code",
+// "param"}} (OpenAI's nested form) with the status of http_status(kind).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace dialtree::serve {
+
+/// Every way a request can fail. The status, type and code of each are in one table
+/// (api.cpp, kErrorTable) and documented in docs/serving.md.
+enum class ErrorKind {
+  kInvalidJson,      ///< 400 body is not JSON (syntax error)
+  kInvalidUtf8,      ///< 400 body or a text is not valid UTF-8 (C25)
+  kEmptyInput,       ///< 400 `inputs` / `input` is an empty list or an empty string (C19)
+  kUnauthorized,     ///< 401 --api-key set and the Bearer token is missing or wrong
+  kNotFound,         ///< 404 unknown route
+  kPayloadTooLarge,  ///< 413 body over --max-request-bytes
+  kInputTooLong,     ///< 413 an input over --max-input-length tokens with truncation off
+  kTooManyInputs,    ///< 413 more inputs in one request than --max-client-batch-size
+  kValidation,       ///< 422 wrong JSON type, missing field, or a value out of range
+  kNoClassifier,     ///< 424 /classify on a model bundle without an intent head
+  kOverloaded,       ///< 429 --max-concurrent-requests requests already in flight
+  kInternal,         ///< 500 inference or an unexpected failure
+  kUnavailable,      ///< 503 model still loading / warming up, or the server is draining
+};
+
+/// HTTP status of `kind` (see ErrorKind).
+int http_status(ErrorKind kind);
+/// OpenAI error "type" of `kind`: invalid_request_error, authentication_error, not_found_error,
+/// rate_limit_error, server_error or service_unavailable_error.
+std::string error_type(ErrorKind kind);
+/// Stable machine-readable "code" of `kind`, e.g. "empty_input", "input_too_long".
+std::string error_code(ErrorKind kind);
+/// Every kind, in declaration order (for the error-table test and the docs).
+const std::vector<ErrorKind>& all_error_kinds();
+
+/// A request that cannot be served. `param` is the JSON path of the offending field ("" if
+/// none), e.g. "input[2]" or "truncation_direction".
+class ApiError : public std::runtime_error {
+ public:
+  ApiError(ErrorKind kind, std::string message, std::string param = "");
+  ErrorKind kind() const noexcept { return kind_; }
+  const std::string& param() const noexcept { return param_; }
+
+ private:
+  ErrorKind kind_;
+  std::string param_;
+};
+
+/// The JSON body of `error`: {"error": {"message", "type", "code", "param"}}; param is null when
+/// empty. The message is made valid UTF-8 (invalid bytes become U+FFFD), so the body always is.
+std::string error_body(const ApiError& error);
+
+/// One dialog turn. role is "user" or "system" ("assistant" is accepted as "system").
+struct Turn {
+  std::string role;
+  std::string text;
+};
+
+/// One input to embed, classify or tokenize: a dialog (a plain string is one user turn) or,
+/// OpenAI-style, an array of token ids (one user utterance, already tokenized).
+struct Input {
+  std::vector<Turn> turns;  ///< oldest first; the last turn is the current one
+  std::optional<std::vector<std::int64_t>> token_ids;  ///< set instead of turns for id inputs
+};
+
+/// Which end of an over-long utterance is cut: TEI's truncation_direction. "right" (TEI's
+/// default) keeps the first tokens; "left" keeps the last ones, as SPACE-2 training does.
+enum class TruncationDirection { kRight, kLeft };
+
+/// POST /v1/embeddings (OpenAI) or POST /embed (TEI), parsed and type-checked.
+struct EmbedRequest {
+  std::vector<Input> inputs;     ///< >= 1
+  bool normalize = true;         ///< TEI `normalize`; always true for OpenAI
+  std::optional<bool> truncate;  ///< unset = the server's --auto-truncate
+  TruncationDirection truncation_direction = TruncationDirection::kRight;
+  std::optional<std::int64_t> dimensions;  ///< keep the first N dims (then re-normalise), >= 1
+  bool base64 = false;                     ///< OpenAI encoding_format "base64"
+  std::string model;                       ///< OpenAI `model` (echoed; not used to route)
+};
+
+/// POST /classify: `inputs` as /embed, `top_k` (default 1) labels per input.
+struct ClassifyRequest {
+  std::vector<Input> inputs;
+  std::optional<bool> truncate;
+  TruncationDirection truncation_direction = TruncationDirection::kRight;
+  std::int64_t top_k = 1;  ///< >= 1; clamped to the number of labels
+};
+
+/// POST /tokenize: `inputs` as /embed; add_special_tokens (default true) includes the role
+/// markers of the serialised form.
+struct TokenizeRequest {
+  std::vector<Input> inputs;
+  bool add_special_tokens = true;
+  std::optional<bool> truncate;
+  TruncationDirection truncation_direction = TruncationDirection::kRight;
+};
+
+/// One input value: a string (one user turn), a dialog object {"turns": [{"role", "text"}]},
+/// or an array of token ids. `param` is its JSON path, named in errors.
+/// @throws ApiError kEmptyInput, kInvalidUtf8 or kValidation.
+Input parse_input(const nlohmann::json& value, const std::string& param);
+
+/// Parses a request body into JSON. @throws ApiError kInvalidUtf8 if `body` is not valid UTF-8
+/// (C25), kInvalidJson on a syntax error (with line/column), kValidation if it is not an object.
+nlohmann::json parse_body(std::string_view body);
+
+/// OpenAI request: `input` (string | array of strings | array of token ids | array of token-id
+/// arrays | our dialog objects), `model` (string, optional here), `encoding_format` ("float" |
+/// "base64"), `dimensions` (integer >= 1), `user` (string, ignored). Unknown keys are ignored,
+/// as OpenAI clients add their own.
+/// @throws ApiError kEmptyInput, kInvalidUtf8 or kValidation naming the field.
+EmbedRequest parse_openai_embeddings(const nlohmann::json& body);
+/// TEI request: `inputs` (as `input` above), `normalize` (bool), `truncate` (bool or null),
+/// `truncation_direction` ("right" | "left", either case), `dimensions`, `prompt_name` (must be
+/// null: this server has no prompts). @throws as parse_openai_embeddings().
+EmbedRequest parse_tei_embed(const nlohmann::json& body);
+/// @throws as parse_openai_embeddings(); kValidation for top_k < 1.
+ClassifyRequest parse_classify(const nlohmann::json& body);
+/// @throws as parse_openai_embeddings().
+TokenizeRequest parse_tokenize(const nlohmann::json& body);
+
+/// Keeps the first `dimensions` values (all when unset) and L2-normalises them when `normalize`
+/// (the norm is accumulated in double; an all-zero vector stays zero, never NaN: CASES.md C21).
+/// @throws ApiError kValidation if dimensions exceeds vector.size().
+std::vector<float> finish_embedding(std::vector<float> vector,
+                                    std::optional<std::int64_t> dimensions, bool normalize);
+
+/// Appends `[v0,v1,...]` with each float in its shortest round-trip decimal form; non-finite
+/// values become null (JSON has no NaN).
+void append_float_array(std::string& out, const float* values, std::size_t n);
+/// Base64 (RFC 4648, padded) of the little-endian float32 bytes of `values` (OpenAI's
+/// encoding_format "base64").
+std::string base64_floats(const std::vector<float>& values);
+
+/// OpenAI response: {"object":"list","data":[{"object":"embedding","index":i,"embedding":..}],
+/// "model":model,"usage":{"prompt_tokens":n,"total_tokens":n}}.
+std::string openai_embeddings_body(const std::vector<std::vector<float>>& vectors, bool base64,
+                                   const std::string& model, std::size_t prompt_tokens);
+/// TEI response: a list of vectors, one per input, even for a single input.
+std::string tei_embed_body(const std::vector<std::vector<float>>& vectors);
+
+}  // namespace dialtree::serve

@@ -1,0 +1,149 @@
+#include "serve/embedder.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <utility>
+
+#include <torch/torch.h>
+
+#include "model/bundle.h"
+#include "model/collate.h"
+
+namespace dialtree::serve {
+
+struct Embedder::Impl {
+  model::LoadedBundle bundle;
+};
+
+Embedder::Embedder(const std::string& model_dir, std::size_t max_input_length)
+    : impl_(std::make_unique<Impl>()), model_dir_(model_dir) {
+  if (max_input_length < 3) {
+    throw std::invalid_argument(
+        "max_input_length must be >= 3 (one sub-word and two role "
+        "markers), got " +
+        std::to_string(max_input_length));
+  }
+  impl_->bundle = model::load_bundle(model_dir);
+  const auto& cfg = impl_->bundle.model->config();
+  limits_.max_input_length = max_input_length;
+  limits_.max_utterance_length =
+      static_cast<std::size_t>(std::min<std::int64_t>(static_cast<std::int64_t>(max_input_length),
+                                                      cfg.max_position_embeddings) -
+                               2);
+  limits_.max_turns = static_cast<std::size_t>(cfg.max_turns);
+}
+
+Embedder::~Embedder() = default;
+
+const data::Tokenizer& Embedder::tokenizer() const {
+  return *impl_->bundle.tokenizer;
+}
+std::size_t Embedder::hidden_size() const {
+  return static_cast<std::size_t>(impl_->bundle.model->config().hidden_size);
+}
+bool Embedder::has_classifier() const {
+  return impl_->bundle.model->has_intent_head();
+}
+const std::vector<std::string>& Embedder::intent_labels() const {
+  return impl_->bundle.info.intent_labels;
+}
+
+data::SerializedExample Embedder::prepare(const Input& input, bool truncate,
+                                          TruncationDirection direction,
+                                          const std::string& param) const {
+  const data::Tokenizer& tok = tokenizer();
+  std::vector<data::Utterance> history;
+  if (input.token_ids) {
+    data::Utterance u{"user", {}};
+    u.ids.reserve(input.token_ids->size());
+    for (std::size_t i = 0; i < input.token_ids->size(); ++i) {
+      const std::int64_t id = (*input.token_ids)[i];
+      if (id >= tok.vocab_size()) {
+        const std::string p = param + "[" + std::to_string(i) + "]";
+        throw ApiError(ErrorKind::kValidation,
+                       p + ": token id " + std::to_string(id) +
+                           " is outside the vocabulary (size " + std::to_string(tok.vocab_size()) +
+                           ")",
+                       p);
+      }
+      u.ids.push_back(static_cast<std::int32_t>(id));
+    }
+    history.push_back(std::move(u));
+  } else {
+    history.reserve(input.turns.size());
+    for (const Turn& t : input.turns) history.push_back({t.role, tok.encode(t.text)});
+  }
+
+  const std::size_t keep = limits_.max_utterance_length;
+  if (!truncate) {
+    if (history.size() > limits_.max_turns) {
+      throw ApiError(ErrorKind::kInputTooLong,
+                     param + ": the dialog has " + std::to_string(history.size()) +
+                         " turns; the model sees at most " + std::to_string(limits_.max_turns) +
+                         " (send truncate=true to keep the newest ones)",
+                     param);
+    }
+    std::size_t total = 0;
+    for (std::size_t i = 0; i < history.size(); ++i) {
+      if (history[i].ids.size() > keep) {
+        throw ApiError(ErrorKind::kInputTooLong,
+                       param + ": an utterance has " + std::to_string(history[i].ids.size()) +
+                           " tokens; at most " + std::to_string(keep) +
+                           " fit (raise --max-input-length, or send truncate=true)",
+                       param);
+      }
+      total += history[i].ids.size() + 2;
+    }
+    if (total > limits_.max_input_length) {
+      throw ApiError(ErrorKind::kInputTooLong,
+                     param + ": the input has " + std::to_string(total) +
+                         " tokens with its role markers; --max-input-length is " +
+                         std::to_string(limits_.max_input_length) + " (send truncate=true)",
+                     param);
+    }
+  } else if (direction == TruncationDirection::kRight) {
+    // serialize_context keeps an utterance's last ids; cutting here first keeps the first ones.
+    for (auto& u : history) {
+      if (u.ids.size() > keep) u.ids.resize(keep);
+    }
+  }
+  data::SerializeOptions so;
+  so.max_len = limits_.max_input_length;
+  so.max_utt_len = keep;
+  so.max_ctx_turn = limits_.max_turns;
+  return data::serialize_context(history, tok.special(), so);
+}
+
+ForwardOutputs Embedder::forward(const std::vector<const data::SerializedExample*>& batch,
+                                 bool with_probs) const {
+  ForwardOutputs out;
+  if (batch.empty()) return out;
+  std::vector<data::SerializedExample> examples;
+  examples.reserve(batch.size());
+  for (const auto* ex : batch) examples.push_back(*ex);
+
+  torch::InferenceMode guard;
+  model::SpaceModel& net = impl_->bundle.model;
+  const model::EncoderInputs inputs = model::collate(examples);
+  const torch::Tensor hidden = net->forward(inputs, /*prepend_cls=*/true);
+  const torch::Tensor cls =
+      model::SpaceModelImpl::cls_vector(hidden).to(torch::kFloat32).contiguous();
+  const auto rows = cls.size(0), dims = cls.size(1);
+  out.pooled.resize(static_cast<std::size_t>(rows));
+  const float* p = cls.data_ptr<float>();
+  for (std::int64_t r = 0; r < rows; ++r) {
+    out.pooled[static_cast<std::size_t>(r)].assign(p + r * dims, p + (r + 1) * dims);
+  }
+  if (with_probs && net->has_intent_head()) {
+    const torch::Tensor probs = torch::softmax(net->intent_logits(cls), -1).contiguous();
+    const auto classes = probs.size(1);
+    const float* q = probs.data_ptr<float>();
+    out.probs.resize(static_cast<std::size_t>(rows));
+    for (std::int64_t r = 0; r < rows; ++r) {
+      out.probs[static_cast<std::size_t>(r)].assign(q + r * classes, q + (r + 1) * classes);
+    }
+  }
+  return out;
+}
+
+}  // namespace dialtree::serve

@@ -1,0 +1,85 @@
+// A loaded model bundle ready for inference: turns requests' inputs into serialised dialog
+// examples (data/serialize.h, SPACE2.md §1.5, the tokenizer read from the bundle: CASES.md C17)
+// and runs batched forward passes to the pooled [CLS] dialog vector (SPACE2.md §1.2) and, when
+// the bundle has an intent head, class probabilities. Shared by `dialtree serve` and the
+// offline `dialtree embed`, so both give the same vectors. The header is torch-free (pimpl).
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "data/serialize.h"
+#include "data/tokenizer.h"
+#include "serve/api.h"
+
+namespace dialtree::serve {
+
+/// Results of one forward pass, one row per input, float32.
+struct ForwardOutputs {
+  std::vector<std::vector<float>> pooled;  ///< [B][hidden_size]: the [CLS] head vector's
+                                           ///< final hidden state, not normalised
+  std::vector<std::vector<float>> probs;   ///< [B][num_labels] softmax of the intent logits;
+                                           ///< empty unless requested and the head exists
+};
+
+/// How inputs are serialised: the cut of one utterance and of the whole dialog context.
+struct InputLimits {
+  std::size_t max_input_length = 256;    ///< tokens of a serialised input (role markers included)
+  std::size_t max_utterance_length = 0;  ///< sub-words kept per utterance; derived (see load)
+  std::size_t max_turns = 0;             ///< utterances kept; derived (the turn table's size)
+};
+
+/// A bundle on the CPU in eval mode. forward() is not re-entrant: call it from one thread at a
+/// time (the server's single inference worker); prepare() is thread-safe.
+class Embedder {
+ public:
+  /// Loads the bundle at `model_dir` (model/bundle.h) and derives the limits: utterances keep
+  /// min(max_input_length, max_position_embeddings) - 2 sub-words (the markers take two
+  /// positions), dialogs keep the last max_turns utterances.
+  /// @throws DataError naming the bundle file at fault; std::invalid_argument if
+  ///   max_input_length < 3 (one sub-word and two markers).
+  Embedder(const std::string& model_dir, std::size_t max_input_length);
+  ~Embedder();
+  Embedder(const Embedder&) = delete;
+  Embedder& operator=(const Embedder&) = delete;
+
+  /// Serialises one input as training does: each turn's text tokenised and wrapped in its role
+  /// markers, the last turn current (SPACE2.md §1.5). Token-id inputs are one user utterance.
+  /// With `truncate`, an over-long utterance keeps its first (kRight) or last (kLeft)
+  /// max_utterance_length sub-words and a long dialog keeps its newest turns and last
+  /// max_input_length tokens (SPACE-2's left cut). Without it such an input is refused.
+  /// `param` is the input's JSON path, used in errors.
+  /// @throws ApiError kInputTooLong (truncate false and something would be cut), kValidation
+  ///   (a token id outside the vocabulary).
+  data::SerializedExample prepare(const Input& input, bool truncate, TruncationDirection direction,
+                                  const std::string& param) const;
+
+  /// One batched forward pass under inference mode (no autograd state is kept: CASES.md C26).
+  /// Examples are right-padded to the longest; padding never changes a row's result beyond
+  /// float rounding (the attention mask removes padded keys). An empty batch gives empty
+  /// outputs. `with_probs` adds the intent probabilities when has_classifier().
+  /// @throws std::invalid_argument on malformed examples (ids outside the tables).
+  ForwardOutputs forward(const std::vector<const data::SerializedExample*>& batch,
+                         bool with_probs) const;
+
+  const data::Tokenizer& tokenizer() const;
+  const InputLimits& limits() const { return limits_; }
+  std::size_t hidden_size() const;
+  /// True when the bundle has an intent head (num_labels > 0).
+  bool has_classifier() const;
+  /// Intent names by class id (size num_labels).
+  const std::vector<std::string>& intent_labels() const;
+  /// Model dtype name, "float32".
+  std::string dtype() const { return "float32"; }
+  const std::string& model_dir() const { return model_dir_; }
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  std::string model_dir_;
+  InputLimits limits_;
+};
+
+}  // namespace dialtree::serve

@@ -1,0 +1,71 @@
+// `dialtree serve`: the embedding HTTP server (cpp-httplib, STACK.md P4). Routes, limits and
+// errors: docs/serving.md. One inference worker fed by a dynamic batcher (serve/batcher.h);
+// tokenisation runs on the HTTP threads. Health is 503 until the model is loaded and warmed up,
+// and again while draining.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace dialtree::serve {
+
+/// Every setting of the server. Each has a `--flag` and a `DIALTREE_*` environment twin
+/// (cli/serve_cmd.cpp); defaults follow TEI where TEI has the setting (ANCHORS.md A1).
+struct ServerOptions {
+  std::string model_dir;                      ///< model bundle folder (required)
+  std::string served_model_name;              ///< echoed as OpenAI `model`; "" = folder name
+  std::string host = "127.0.0.1";             ///< bind address (loopback unless told otherwise)
+  int port = 3000;                            ///< 0 = any free port (logged at start)
+  std::string api_key;                        ///< "" = no auth; else `Authorization: Bearer KEY`
+  std::size_t max_concurrent_requests = 512;  ///< requests in flight before 429
+  std::size_t max_batch_tokens = 16384;       ///< padded tokens per forward pass
+  std::size_t max_batch_requests = 64;        ///< inputs per forward pass
+  std::size_t max_client_batch_size = 256;    ///< inputs per HTTP request (413 beyond)
+  double max_wait_ms = 2.0;                   ///< how long an input waits for company
+  std::size_t max_input_length = 256;         ///< tokens per serialised input
+  std::size_t max_request_bytes = 2000000;    ///< body limit (413 beyond); 0 is rejected
+  bool auto_truncate = true;                  ///< default of a request's `truncate`
+  std::size_t http_threads = 64;              ///< connection threads (>= concurrent clients)
+  int keep_alive_timeout_s = 5;               ///< idle keep-alive connections close after this
+  int num_threads = 0;                        ///< LibTorch intra-op threads; 0 = leave as is
+
+  /// Checks ranges (counts >= 1, port 0..65535, max_wait_ms in [0, 10000], threads in
+  /// [1, CPUs] when set: CASES.md C27) and that max_input_length fits max_batch_tokens (a
+  /// single input must fit a batch: TEI's start-up guard).
+  /// @throws std::invalid_argument naming the flag.
+  void validate() const;
+  /// The effective settings as JSON (api_key shown as "***" when set), logged at start.
+  nlohmann::json to_json() const;
+};
+
+/// The server. Construct, start(), then wait(); stop() (from any thread, e.g. a signal
+/// watcher) drains in-flight requests and makes wait() return.
+class Server {
+ public:
+  /// @throws std::invalid_argument from options.validate().
+  explicit Server(ServerOptions options);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  /// Binds the port (health answers 503 from here on), then loads the bundle and warms it up
+  /// in the background; logs "ready" when /health turns 200. Returns the bound port.
+  /// @throws std::runtime_error if the address cannot be bound.
+  int start();
+  /// Blocks until the server has stopped. Returns 0, or 1 if loading the model failed.
+  int wait();
+  /// Stops accepting connections, finishes requests in flight, then stops the batcher.
+  /// Idempotent; safe from any thread.
+  void stop();
+  /// True once the model is loaded and warmed up (and not draining).
+  bool ready() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace dialtree::serve

@@ -1,0 +1,167 @@
+// `dialtree serve` and `dialtree embed` as a user runs them: the real binary on a free loopback
+// port, environment twins of flags, the same vectors as the offline command (1e-5), flag errors
+// with exit status 2, and SIGTERM draining a request in flight before exit 0.
+#include <signal.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include "process_util.h"
+#include "test_paths.h"
+#include "tiny_bundle.h"
+
+namespace dialtree::serve {
+namespace {
+
+using json = nlohmann::json;
+using dialtree::testing::TempDir;
+using namespace dialtree::testing::process;
+using ::testing::HasSubstr;
+using namespace std::chrono_literals;
+
+/// Waits until the server logged its port and /health is 200; returns the port (0 on failure).
+int wait_until_ready(const TempDir& io) {
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  const std::regex listening("listening on http://127\\.0\\.0\\.1:(\\d+)");
+  int port = 0;
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::smatch m;
+    const std::string err = slurp(io.file("stderr"));
+    if (port == 0 && std::regex_search(err, m, listening)) port = std::stoi(m[1]);
+    if (port != 0) {
+      httplib::Client c("127.0.0.1", port);
+      auto h = c.Get("/health");
+      if (h && h->status == 200) return port;
+    }
+    std::this_thread::sleep_for(20ms);
+  }
+  ADD_FAILURE() << "server not ready; stderr:\n" << slurp(io.file("stderr"));
+  return 0;
+}
+
+std::vector<std::vector<float>> read_jsonl_vectors(const std::string& text) {
+  std::vector<std::vector<float>> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) out.push_back(json::parse(line).get<std::vector<float>>());
+  return out;
+}
+
+class ServeCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(std::filesystem::exists(binary())) << binary() << " is missing";
+    bundle_ = serve::testing::make_tiny_bundle(tmp_, false);
+  }
+  TempDir tmp_;
+  std::string bundle_;
+};
+
+TEST_F(ServeCli, ServerVectorsEqualTheOfflineEmbedCommand) {
+  spit(tmp_.file("texts.txt"), "hello\ni lost my card\nwhere is the bank\n");
+  const Result offline =
+      run({"embed", "--model", bundle_, "--input", tmp_.file("texts.txt")}, tmp_.path().string());
+  ASSERT_EQ(offline.status, 0) << offline.err;
+  const auto want = read_jsonl_vectors(offline.out);
+  ASSERT_EQ(want.size(), 3u);
+  ASSERT_EQ(want[0].size(), 32u);
+
+  TempDir io;
+  const pid_t pid = start({"serve", "--model", bundle_, "--port", "0"}, tmp_.path().string(), io);
+  ChildGuard guard(pid);
+  const int port = wait_until_ready(io);
+  ASSERT_NE(port, 0);
+  httplib::Client c("127.0.0.1", port);
+  auto res = c.Post("/v1/embeddings",
+                    R"({"model":"bundle","input":["hello","i lost my card","where is the bank"]})",
+                    "application/json");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  const json o = json::parse(res->body);
+  for (std::size_t i = 0; i < 3; ++i) {
+    const auto got = o["data"][i]["embedding"].get<std::vector<float>>();
+    ASSERT_EQ(got.size(), 32u);
+    for (std::size_t d = 0; d < 32; ++d) EXPECT_NEAR(got[d], want[i][d], 1e-5) << i << "," << d;
+  }
+  ::kill(pid, SIGTERM);
+  guard.release();
+  const Result r = finish(pid, io);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("\"max_batch_tokens\":16384"));  // effective config logged
+}
+
+TEST_F(ServeCli, EnvironmentTwinsSetFlagsAndSigtermDrainsARequestInFlight) {
+  ::setenv("DIALTREE_MAX_CLIENT_BATCH_SIZE", "1", 1);
+  ::setenv("DIALTREE_MAX_WAIT_MS", "1500", 1);
+  TempDir io;
+  const pid_t pid = start({"serve", "--model", bundle_, "--port", "0"}, tmp_.path().string(), io);
+  ::unsetenv("DIALTREE_MAX_CLIENT_BATCH_SIZE");
+  ::unsetenv("DIALTREE_MAX_WAIT_MS");
+  ChildGuard guard(pid);
+  const int port = wait_until_ready(io);
+  ASSERT_NE(port, 0);
+  httplib::Client c("127.0.0.1", port);
+  c.set_read_timeout(20, 0);
+  auto two = c.Post("/embed", R"({"inputs":["a","b"]})", "application/json");
+  ASSERT_TRUE(two);
+  EXPECT_EQ(two->status, 413);
+  EXPECT_EQ(json::parse(c.Get("/info")->body)["max_client_batch_size"], 1);
+
+  // A lone request waits 1.5 s in the batcher; SIGTERM arrives meanwhile.
+  int status = 0;
+  std::thread client([&] {
+    httplib::Client c2("127.0.0.1", port);
+    c2.set_read_timeout(20, 0);
+    auto res = c2.Post("/embed", R"({"inputs":"hello"})", "application/json");
+    status = res ? res->status : -1;
+  });
+  std::this_thread::sleep_for(400ms);
+  ::kill(pid, SIGTERM);
+  client.join();
+  EXPECT_EQ(status, 200);
+  guard.release();
+  const Result r = finish(pid, io);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("received SIGTERM"));
+}
+
+TEST_F(ServeCli, BadFlagsAndBadInputLinesExitWithStatus2) {
+  const std::string cwd = tmp_.path().string();
+  Result r = run({"serve", "--model", bundle_, "--max-request-bytes", "0"}, cwd);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("--max-request-bytes"));
+  r = run({"serve", "--model", bundle_, "--num-threads", "100000"}, cwd);  // C27
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("--num-threads"));
+  r = run({"serve", "--model", bundle_, "--max-input-length", "20000"}, cwd);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("--max-batch-tokens"));
+  r = run({"serve", "--model", tmp_.file("missing"), "--port", "0"}, cwd);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_THAT(r.err, HasSubstr("cannot load model"));
+
+  spit(tmp_.file("bad.txt"), "hello\n\nworld\n");
+  r = run({"embed", "--model", bundle_, "--input", tmp_.file("bad.txt")}, cwd);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("line 2"));
+  spit(tmp_.file("bad.jsonl"), "\"hello\"\n{\"turns\":[{\"role\":\"bot\",\"text\":\"x\"}]}\n");
+  r = run(
+      {"embed", "--model", bundle_, "--input", tmp_.file("bad.jsonl"), "--input-format", "jsonl"},
+      cwd);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("line 2"));
+  EXPECT_THAT(r.err, HasSubstr("role"));
+}
+
+}  // namespace
+}  // namespace dialtree::serve

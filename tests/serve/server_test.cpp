@@ -1,0 +1,460 @@
+// serve/server.h in-process, over real HTTP on a free loopback port (cpp-httplib's client and
+// raw sockets): every route, the error table end to end (CASES.md C19, C22, C24, C25), limits,
+// batching across clients, keep-alive starvation, and vectors equal to the offline Embedder.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include "serve/embedder.h"
+#include "serve/server.h"
+#include "test_paths.h"
+#include "tiny_bundle.h"
+
+namespace dialtree::serve {
+namespace {
+
+using json = nlohmann::json;
+using dialtree::testing::TempDir;
+using ::testing::HasSubstr;
+using namespace std::chrono_literals;
+
+/// A started server on 127.0.0.1:<free port>.
+class Running {
+ public:
+  explicit Running(ServerOptions o, bool wait_ready = true) : server_(std::make_unique<Server>(o)) {
+    port_ = server_->start();
+    if (!wait_ready) return;
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    while (!server_->ready() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(5ms);
+    }
+    EXPECT_TRUE(server_->ready());
+  }
+  ~Running() {
+    server_->stop();
+    server_->wait();
+  }
+  httplib::Client client() const {
+    httplib::Client c("127.0.0.1", port_);
+    c.set_read_timeout(20, 0);
+    return c;
+  }
+  int port() const { return port_; }
+  Server& server() { return *server_; }
+
+ private:
+  std::unique_ptr<Server> server_;
+  int port_ = 0;
+};
+
+ServerOptions options_for(const std::string& dir) {
+  ServerOptions o;
+  o.model_dir = dir;
+  o.port = 0;
+  o.http_threads = 16;
+  o.max_wait_ms = 1.0;
+  return o;
+}
+
+/// POSTs `body` and returns (status, parsed JSON body or null).
+std::pair<int, json> post(const Running& r, const std::string& path, const std::string& body,
+                          const char* type = "application/json") {
+  auto c = r.client();
+  auto res = c.Post(path.c_str(), body, type);
+  EXPECT_TRUE(res) << path << ": no response";
+  if (!res) return {0, nullptr};
+  return {res->status, json::parse(res->body, nullptr, false)};
+}
+
+/// Sends raw bytes on a fresh connection and closes it without reading the answer.
+void send_and_close(int port, const std::string& bytes) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(bytes.size()));
+  ::close(fd);
+}
+
+float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  float d = 0.0f;
+  for (std::size_t i = 0; i < a.size() && i < b.size(); ++i) d = std::max(d, std::abs(a[i] - b[i]));
+  return d;
+}
+
+std::vector<float> floats(const json& j) {
+  return j.get<std::vector<float>>();
+}
+
+class ServerTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    tmp_ = new TempDir;
+    plain_ = serve::testing::make_tiny_bundle(*tmp_, false, "plain");
+    intent_ = serve::testing::make_tiny_bundle(*tmp_, true, "intent");
+  }
+  static void TearDownTestSuite() { delete tmp_; }
+  static TempDir* tmp_;
+  static std::string plain_, intent_;
+};
+TempDir* ServerTest::tmp_ = nullptr;
+std::string ServerTest::plain_, ServerTest::intent_;
+
+TEST_F(ServerTest, OpenAiAndTeiRoutesGiveTheOfflineEmbeddersVectors) {
+  Running r(options_for(intent_));
+  Embedder offline(intent_, 256);
+  const Input dialog{{Turn{"system", "how can i help"}, Turn{"user", "i lost my card"}},
+                     std::nullopt};
+  std::vector<std::vector<float>> want;
+  for (const Input& in : {Input{{Turn{"user", "hello"}}, std::nullopt}, dialog}) {
+    const auto ex = offline.prepare(in, true, TruncationDirection::kRight, "x");
+    want.push_back(offline.forward({&ex}, false).pooled[0]);
+  }
+  const std::string inputs =
+      R"(["hello",{"turns":[{"role":"system","text":"how can i help"},{"role":"user","text":"i lost my card"}]}])";
+
+  auto [status, o] = post(r, "/v1/embeddings", R"({"model":"m","input":)" + inputs + "}");
+  ASSERT_EQ(status, 200) << o.dump();
+  EXPECT_EQ(o["object"], "list");
+  EXPECT_EQ(o["model"], "intent");  // the served model name (the folder's name)
+  ASSERT_EQ(o["data"].size(), 2u);
+  // hello: [sos_u] hello [eos_u] = 3; the dialog: 6 + 6 = 12.
+  EXPECT_EQ(o["usage"], json::parse(R"({"prompt_tokens":15,"total_tokens":15})"));
+  for (std::size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(o["data"][i]["index"], i);
+    EXPECT_EQ(o["data"][i]["object"], "embedding");
+    const auto unit = finish_embedding(want[i], std::nullopt, true);
+    EXPECT_LT(max_abs_diff(floats(o["data"][i]["embedding"]), unit), 1e-5f);
+  }
+
+  auto [s2, raw] = post(r, "/embed", R"({"normalize":false,"inputs":)" + inputs + "}");
+  ASSERT_EQ(s2, 200);
+  ASSERT_EQ(raw.size(), 2u);
+  EXPECT_LT(max_abs_diff(floats(raw[0]), want[0]), 1e-5f);
+  EXPECT_LT(max_abs_diff(floats(raw[1]), want[1]), 1e-5f);
+
+  // A single string still gets a list of one vector (TEI); dimensions cut and re-normalise.
+  auto [s3, cut] = post(r, "/embed", R"({"inputs":"hello","dimensions":8})");
+  ASSERT_EQ(s3, 200);
+  ASSERT_EQ(cut.size(), 1u);
+  const auto want_cut = finish_embedding(want[0], 8, true);
+  EXPECT_LT(max_abs_diff(floats(cut[0]), want_cut), 1e-5f);
+
+  // base64: the little-endian float32 bytes of the float answer (same batch shape: bitwise).
+  auto [s4, b] = post(r, "/v1/embeddings", R"({"input":"hello","encoding_format":"base64"})");
+  auto [s5, f] = post(r, "/v1/embeddings", R"({"input":"hello"})");
+  ASSERT_EQ(s4, 200);
+  ASSERT_EQ(s5, 200);
+  EXPECT_EQ(b["data"][0]["embedding"], base64_floats(floats(f["data"][0]["embedding"])));
+}
+
+TEST_F(ServerTest, ClassifyTokenizeInfoModelsHealthMetricsAndTimingHeaders) {
+  Running r(options_for(intent_));
+  Embedder offline(intent_, 256);
+  const auto ex = offline.prepare(Input{{Turn{"user", "transfer money"}}, std::nullopt}, true,
+                                  TruncationDirection::kRight, "x");
+  const auto probs = offline.forward({&ex}, true).probs[0];
+
+  auto [status, c] = post(r, "/classify", R"({"inputs":["transfer money"],"top_k":5})");
+  ASSERT_EQ(status, 200) << c.dump();
+  ASSERT_EQ(c.size(), 1u);
+  const json& top = c[0]["top_k"];
+  ASSERT_EQ(top.size(), 3u);  // clamped to the three labels
+  const std::vector<std::string> names = {"card_lost", "transfer", "greeting"};
+  std::size_t best = 0;
+  for (std::size_t i = 1; i < 3; ++i) best = probs[i] > probs[best] ? i : best;
+  EXPECT_EQ(c[0]["label"], names[best]);
+  EXPECT_NEAR(c[0]["score"].get<float>(), probs[best], 1e-5);
+  EXPECT_GE(top[0]["score"].get<float>(), top[1]["score"].get<float>());
+  EXPECT_GE(top[1]["score"].get<float>(), top[2]["score"].get<float>());
+  float sum = 0;
+  for (const auto& t : top) sum += t["score"].get<float>();
+  EXPECT_NEAR(sum, 1.0f, 1e-5f);
+
+  auto [st, t] = post(r, "/tokenize",
+                      R"({"inputs":{"turns":[{"role":"system","text":"how can i help"},)"
+                      R"({"role":"user","text":"my cards"}]}})");
+  ASSERT_EQ(st, 200);
+  ASSERT_EQ(t[0].size(), 11u);
+  EXPECT_EQ(t[0][0], json::parse(R"({"id":7,"text":"[unused2]","special":true,"position_id":0,
+                                    "role_id":0,"turn_id":2})"));
+  EXPECT_EQ(t[0][9]["text"], "##s");
+  EXPECT_EQ(t[0][9]["special"], false);
+  EXPECT_EQ(t[0][10]["special"], true);
+  auto [st2, t2] = post(r, "/tokenize", R"({"inputs":"my cards","add_special_tokens":false})");
+  ASSERT_EQ(st2, 200);
+  ASSERT_EQ(t2[0].size(), 3u);
+  EXPECT_EQ(t2[0][0]["id"], 11);
+
+  auto cl = r.client();
+  auto info = cl.Get("/info");
+  ASSERT_TRUE(info);
+  const json i = json::parse(info->body);
+  EXPECT_EQ(i["hidden_size"], 32);
+  EXPECT_EQ(i["max_input_length"], 256);
+  EXPECT_EQ(i["max_utterance_length"], 14);
+  EXPECT_EQ(i["model_dtype"], "float32");
+  EXPECT_EQ(i["labels"], json(names));
+  EXPECT_EQ(i["ready"], true);
+  auto models = cl.Get("/v1/models");
+  ASSERT_TRUE(models);
+  EXPECT_EQ(json::parse(models->body)["data"][0]["id"], "intent");
+  auto health = cl.Get("/health");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+
+  auto res = cl.Post("/embed", R"({"inputs":["hello","my card"]})", "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->get_header_value("x-compute-tokens"), "7");
+  for (const char* h :
+       {"x-total-time", "x-queue-time", "x-inference-time", "x-tokenization-time"}) {
+    EXPECT_TRUE(res->has_header(h)) << h;
+  }
+  auto metrics = cl.Get("/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_THAT(metrics->get_header_value("Content-Type"), HasSubstr("text/plain"));
+  EXPECT_THAT(metrics->body,
+              HasSubstr("dialtree_request_count{route=\"/classify\",status=\"200\"} 1\n"));
+  EXPECT_THAT(metrics->body,
+              HasSubstr("dialtree_request_count{route=\"/tokenize\",status=\"200\"} 2\n"));
+  EXPECT_THAT(metrics->body, HasSubstr("dialtree_batch_size_count"));
+}
+
+TEST_F(ServerTest, TheErrorTableEndToEnd) {
+  ServerOptions o = options_for(plain_);
+  o.max_client_batch_size = 4;
+  o.max_input_length = 10;
+  o.max_batch_tokens = 64;
+  Running r(o);
+  struct Case {
+    const char* path;
+    std::string body;
+    int status;
+    const char* code;
+  };
+  const std::vector<Case> cases = {
+      {"/embed", "{\"inputs\": ", 400, "invalid_json"},
+      {"/embed", "{\"inputs\":\"caf\xC3\"}", 400, "invalid_utf8"},  // C25
+      {"/embed", R"({"inputs":[]})", 400, "empty_input"},           // C19, not 413
+      {"/v1/embeddings", R"({"input":""})", 400, "empty_input"},
+      {"/embed", R"({"inputs":["a","b","c","d","e"]})", 413, "too_many_inputs"},
+      {"/embed", R"({"inputs":"hello i lost my card where is the bank","truncate":false})", 413,
+       "input_too_long"},
+      {"/embed", R"({"inputs":42})", 422, "validation_error"},
+      {"/embed", R"({"inputs":"a","dimensions":33})", 422, "validation_error"},
+      {"/embed", R"({"inputs":[9, 99]})", 422, "validation_error"},
+      {"/classify", R"({"inputs":"hello"})", 424, "no_classifier"},
+      {"/nope", "{}", 404, "not_found"},
+  };
+  for (const Case& c : cases) {
+    auto [status, body] = post(r, c.path, c.body);
+    EXPECT_EQ(status, c.status) << c.body;
+    EXPECT_EQ(body["error"]["code"], c.code) << c.body << " -> " << body.dump();
+    EXPECT_TRUE(body["error"]["message"].is_string()) << c.body;
+  }
+  auto [s, b] = post(r, "/embed", R"({"inputs":["a", 3]})");
+  EXPECT_EQ(s, 422);
+  EXPECT_EQ(b["error"]["param"], "inputs[1]");
+  // With truncation (the server default) the same long input is fine.
+  EXPECT_EQ(post(r, "/embed", R"({"inputs":"hello i lost my card where is the bank"})").first, 200);
+  auto cl = r.client();
+  auto get404 = cl.Get("/v2/whatever");
+  ASSERT_TRUE(get404);
+  EXPECT_EQ(get404->status, 404);
+  EXPECT_EQ(json::parse(get404->body)["error"]["code"], "not_found");
+  // The server still answers after every bad request.
+  EXPECT_EQ(cl.Get("/health")->status, 200);
+}
+
+TEST_F(ServerTest, PayloadLimitIsHonouredExactlyWhateverTheContentType) {  // C22
+  ServerOptions o = options_for(plain_);
+  o.max_request_bytes = 1 << 20;
+  Running r(o);
+  // 100 KiB of JSON as `curl -d` sends it (form-urlencoded) and as JSON: both accepted.
+  std::string big = R"({"inputs":"hello")" + std::string(100 * 1024, ' ') + "}";
+  EXPECT_EQ(post(r, "/embed", big, "application/x-www-form-urlencoded").first, 200);
+  EXPECT_EQ(post(r, "/embed", big, "application/json").first, 200);
+  // Exactly the limit: 200; one byte more: 413 with a JSON body.
+  std::string exact = R"({"inputs":"hello")";
+  exact += std::string((1 << 20) - exact.size() - 1, ' ') + "}";
+  ASSERT_EQ(exact.size(), std::size_t{1} << 20);
+  EXPECT_EQ(post(r, "/embed", exact).first, 200);
+  auto [status, body] = post(r, "/embed", exact + " ");
+  EXPECT_EQ(status, 413);
+  EXPECT_EQ(body["error"]["code"], "payload_too_large");
+
+  ServerOptions zero = options_for(plain_);
+  zero.max_request_bytes = 0;  // documented: rejected, not "unlimited"
+  EXPECT_THROW(zero.validate(), std::invalid_argument);
+}
+
+TEST_F(ServerTest, ApiKeyGuardsEveryRouteButHealth) {
+  ServerOptions o = options_for(plain_);
+  o.api_key = "s3cret";
+  Running r(o);
+  auto cl = r.client();
+  auto no = cl.Post("/embed", R"({"inputs":"hello"})", "application/json");
+  ASSERT_TRUE(no);
+  EXPECT_EQ(no->status, 401);
+  EXPECT_EQ(json::parse(no->body)["error"]["type"], "authentication_error");
+  EXPECT_EQ(no->get_header_value("WWW-Authenticate"), "Bearer");
+  EXPECT_EQ(cl.Get("/info")->status, 401);
+  EXPECT_EQ(cl.Get("/health")->status, 200);
+  cl.set_bearer_token_auth("wrong");
+  EXPECT_EQ(cl.Post("/embed", R"({"inputs":"hello"})", "application/json")->status, 401);
+  cl.set_bearer_token_auth("s3cret");
+  EXPECT_EQ(cl.Post("/embed", R"({"inputs":"hello"})", "application/json")->status, 200);
+}
+
+TEST_F(ServerTest, OverloadGets429AtOnceAndLoadingGets503) {
+  ServerOptions o = options_for(plain_);
+  o.max_concurrent_requests = 1;
+  o.max_wait_ms = 1500;  // warm-up and each lone request wait this long for company
+  Running r(o, /*wait_ready=*/false);
+  // Loading / warming up: 503 with the JSON body, on /health and on the routes.
+  auto cl = r.client();
+  auto h = cl.Get("/health");
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->status, 503);
+  EXPECT_EQ(json::parse(h->body)["error"]["code"], "unavailable");
+  EXPECT_EQ(post(r, "/embed", R"({"inputs":"hello"})").first, 503);
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (!r.server().ready() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_TRUE(r.server().ready());
+
+  std::atomic<int> first{0};
+  std::thread slow([&] { first = post(r, "/embed", R"({"inputs":"hello"})").first; });
+  std::this_thread::sleep_for(300ms);  // the first request now waits in the batcher
+  const auto t0 = std::chrono::steady_clock::now();
+  auto [status, body] = post(r, "/embed", R"({"inputs":"hello"})");
+  EXPECT_EQ(status, 429);
+  EXPECT_EQ(body["error"]["type"], "rate_limit_error");
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 1s);  // at once, not after the first
+  slow.join();
+  EXPECT_EQ(first.load(), 200);
+}
+
+TEST_F(ServerTest, ClientsThatVanishDoNotTakeTheServerDown) {  // C24 (SIGPIPE is not ignored here)
+  Running r(options_for(plain_));
+  // Body announced but never sent in full.
+  send_and_close(r.port(),
+                 "POST /embed HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                 "Content-Length: 100000\r\n\r\n{\"inputs\":");
+  // A whole request whose answer nobody reads.
+  std::string body = R"({"inputs":[)";
+  for (int i = 0; i < 200; ++i) body += std::string(i ? "," : "") + "\"i lost my card\"";
+  body += "]}";
+  for (int i = 0; i < 5; ++i) {
+    send_and_close(r.port(),
+                   "POST /embed HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                   "Content-Length: " +
+                       std::to_string(body.size()) + "\r\n\r\n" + body);
+  }
+  std::this_thread::sleep_for(200ms);
+  EXPECT_EQ(post(r, "/embed", R"({"inputs":"hello"})").first, 200);
+  EXPECT_EQ(r.client().Get("/health")->status, 200);
+}
+
+TEST_F(ServerTest, ManyClientsShareForwardPassesAndGetTheirOwnVectors) {
+  ServerOptions o = options_for(plain_);
+  o.max_wait_ms = 20;
+  Running r(o);
+  const std::vector<std::string> texts = {"hello", "i lost my card", "transfer money", "the bank"};
+  std::vector<std::vector<float>> want;
+  for (const auto& t : texts) {
+    auto [s, v] = post(r, "/embed", json{{"inputs", t}}.dump());
+    ASSERT_EQ(s, 200);
+    want.push_back(floats(v[0]));
+  }
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> clients;
+  for (int c = 0; c < 8; ++c) {
+    clients.emplace_back([&, c] {
+      auto cl = r.client();
+      for (int k = 0; k < 5; ++k) {
+        const std::size_t i = static_cast<std::size_t>(c + k) % texts.size();
+        auto res = cl.Post("/embed", json{{"inputs", texts[i]}}.dump(), "application/json");
+        if (!res || res->status != 200 ||
+            max_abs_diff(floats(json::parse(res->body)[0]), want[i]) > 1e-5f) {
+          ++wrong;
+        }
+      }
+    });
+  }
+  for (auto& t : clients) t.join();
+  EXPECT_EQ(wrong.load(), 0);
+  const std::string m = r.client().Get("/metrics")->body;
+  std::smatch match;
+  ASSERT_TRUE(std::regex_search(m, match, std::regex("dialtree_batch_size_count (\\d+)")));
+  // 1 warm-up batch + 4 single requests + 40 concurrent requests in fewer forward passes.
+  EXPECT_LT(std::stoi(match[1]), 1 + 4 + 40);
+}
+
+TEST_F(ServerTest, IdleKeepAliveConnectionsDoNotStarveNewClients) {
+  ServerOptions o = options_for(plain_);
+  o.http_threads = 2;
+  o.keep_alive_timeout_s = 1;
+  Running r(o);
+  std::vector<std::unique_ptr<httplib::Client>> idle;
+  for (int i = 0; i < 3; ++i) {  // more idle keep-alive connections than threads
+    idle.push_back(std::make_unique<httplib::Client>("127.0.0.1", r.port()));
+    idle.back()->set_keep_alive(true);
+    auto res = idle.back()->Get("/health");
+    ASSERT_TRUE(res);
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  auto cl = r.client();
+  auto res = cl.Post("/embed", R"({"inputs":"hello"})", "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 4s);
+}
+
+TEST_F(ServerTest, BadOptionsAndABadBundleAreClearErrors) {
+  ServerOptions o = options_for(plain_);
+  o.max_input_length = 512;
+  o.max_batch_tokens = 256;
+  try {
+    o.validate();
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_THAT(e.what(), HasSubstr("--max-input-length"));
+  }
+  o = options_for(plain_);
+  o.num_threads = 100000;  // C27
+  EXPECT_THROW(o.validate(), std::invalid_argument);
+  o = options_for(plain_);
+  o.port = 70000;
+  EXPECT_THROW(o.validate(), std::invalid_argument);
+
+  Server bad(options_for(tmp_->file("no-such-bundle")));
+  bad.start();
+  EXPECT_EQ(bad.wait(), 1);  // load failed: the server stops itself
+  EXPECT_FALSE(bad.ready());
+}
+
+}  // namespace
+}  // namespace dialtree::serve
