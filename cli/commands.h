@@ -8,6 +8,10 @@ namespace dialtree::cli {
 
 /// `dialtree eval score` (DialoGLUE scoring; more `eval` subcommands join it in cli/eval_cmd.cpp).
 void register_eval(CLI::App& app);
+/// `dialtree export --model BUNDLE --format hf|sentence-transformers --out DIR`.
+void register_export(CLI::App& app);
+/// `dialtree import-hf --from DIR --out BUNDLE`.
+void register_import_hf(CLI::App& app);
 /// `dialtree sts convert|score`.
 void register_sts(CLI::App& app);
 /// `dialtree tokenizer train|encode|decode`.

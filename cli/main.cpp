@@ -34,6 +34,8 @@ int main(int argc, char** argv) {
     return std::string("error: ") + e.what() + "\nRun with --help for more information.\n";
   });
   dialtree::cli::register_eval(app);
+  dialtree::cli::register_export(app);
+  dialtree::cli::register_import_hf(app);
   dialtree::cli::register_sts(app);
   dialtree::cli::register_tokenizer(app);
   dialtree::cli::register_train(app);
