@@ -526,6 +526,16 @@ HfImportReport import_hf(const std::string& from, const std::string& out,
     report.notes.push_back(extra.string() + ": dialtree-only tensors restored");
   }
 
+  // The tokenizer must fit the config; errors name the HF folder's files, not our temp copy.
+  const std::string tok_source =
+      fs::exists(side_file) ? side_file.string() : (dir / "tokenizer_config.json").string();
+  const data::WordPieceTokenizer vocab(vocab_file, wp);
+  if (vocab.vocab_size() > side.config.vocab_size) {
+    throw DataError(vocab_file, "", "",
+                    "has " + std::to_string(vocab.vocab_size()) + " entries but " + config_file +
+                        " has vocab_size " + std::to_string(side.config.vocab_size));
+  }
+
   torch::manual_seed(options.seed);
   SpaceModel model(side.config);
   const NamedTensors params = model_tensors(*model);
@@ -570,7 +580,11 @@ HfImportReport import_hf(const std::string& from, const std::string& out,
   load_model_tensors(*model, full, weights);
 
   TempSibling tok(out, "tok");
-  data::save_wordpiece_tokenizer_config(tok.path().string(), vocab_file, wp);
+  try {
+    data::save_wordpiece_tokenizer_config(tok.path().string(), vocab_file, wp);
+  } catch (const DataError& e) {
+    throw DataError(tok_source, e.where(), e.field(), e.detail());
+  }
   save_bundle(out, *model, tok.path().string(), side.info);
   return report;
 }

@@ -17,6 +17,7 @@
 
 #include "common/error.h"
 #include "common/json_util.h"
+#include "data/sentencepiece_tokenizer.h"
 #include "data/tokenizer_factory.h"
 #include "model/bundle.h"
 #include "model/hf_interop.h"
@@ -413,6 +414,19 @@ TEST(ImportHf, BadFoldersAreClearErrors) {
               HasSubstr("tensor 'bert.embeddings.position_embeddings.weight': has shape [17, 8] "
                         "but the model expects [16, 8]"));
 
+  // An uncased vocabulary declared cased (CASES.md C17): the HF file is named, not a temp copy.
+  write_hf_folder(root / "cased", tiny_pretraining_tensors());
+  std::ofstream(root / "cased" / "tokenizer_config.json") << R"({"do_lower_case": false})";
+  EXPECT_THAT(import_error(root / "cased", out),
+              HasSubstr((root / "cased" / "tokenizer_config.json").string() + ": field"));
+
+  cfg = tiny_hf_config();
+  cfg["vocab_size"] = kVocab - 1;
+  write_hf_folder(root / "small", tiny_pretraining_tensors(), cfg);
+  EXPECT_THAT(import_error(root / "small", out),
+              HasSubstr("vocab.txt: has 30 entries but " + (root / "small/config.json").string() +
+                        " has vocab_size 29"));
+
   EXPECT_THROW(import_hf((root / "shape").string(), (root / "shape").string()),
                std::invalid_argument);
   EXPECT_FALSE(fs::exists(out));
@@ -551,6 +565,54 @@ TEST(ExportHf, EditedConfigIsCaughtOnReimport) {
   EXPECT_THAT(import_error(hf, root / "back"), HasSubstr("field 'layer_norm_eps'"));
   EXPECT_THROW(export_hf(bundle.string(), bundle.string(), HfExportFormat::kHf),
                std::invalid_argument);
+}
+
+TEST(ExportHf, SentencePieceBundleExportsWeightsOnlyWhenAsked) {
+  TempDir tmp;
+  const fs::path root(tmp.path());
+  {
+    std::ofstream corpus(root / "corpus.txt");
+    const char* words[] = {"book",    "a",      "table", "for",  "two", "at",
+                           "seven",   "please", "my",    "card", "has", "not",
+                           "arrived", "yet",    "where", "is",   "it"};
+    for (int i = 0; i < 400; ++i) {
+      for (int w = 0; w < 6; ++w) corpus << words[(i * 7 + w * 5) % 17] << (w < 5 ? " " : "\n");
+    }
+  }
+  data::SentencePieceTrainOptions o;
+  o.inputs = {(root / "corpus.txt").string()};
+  o.out_dir = (root / "tok").string();
+  o.vocab_size = 40;
+  data::train_sentencepiece(o);
+  EncoderConfig c;
+  c.vocab_size = 40;
+  c.hidden_size = kH;
+  c.num_hidden_layers = 1;
+  c.num_attention_heads = 2;
+  c.intermediate_size = kF;
+  c.max_position_embeddings = kPositions;
+  c.cls_token_id = data::sentencepiece_special_tokens().cls;
+  SpaceModel m(c);
+  save_bundle((root / "bundle").string(), *m, o.out_dir);
+
+  try {
+    export_hf((root / "bundle").string(), (root / "hf").string(), HfExportFormat::kHf);
+    FAIL() << "no exception";
+  } catch (const DataError& e) {
+    EXPECT_THAT(e.what(),
+                HasSubstr("tokenizer.json: field 'type': is \"sentencepiece\": "
+                          "transformers' BertTokenizer reads only a WordPiece vocab.txt"));
+    EXPECT_THAT(e.what(), HasSubstr("pass --weights-only"));
+  }
+  EXPECT_FALSE(fs::exists(root / "hf"));
+  const HfExportReport r = export_hf((root / "bundle").string(), (root / "hf").string(),
+                                     HfExportFormat::kHf, /*weights_only=*/true);
+  EXPECT_EQ(r.files, (std::vector<std::string>{"model.safetensors", kHfExtraWeightsFile,
+                                               "config.json", kHfSideConfigFile}));
+  EXPECT_FALSE(fs::exists(root / "hf" / "tokenizer.json"));
+  EXPECT_FALSE(fs::exists(root / "hf" / "spm.model"));
+  EXPECT_THAT(import_error(root / "hf", root / "back"),
+              HasSubstr("vocab.txt: missing: only WordPiece (BERT) tokenizers are imported"));
 }
 
 }  // namespace
