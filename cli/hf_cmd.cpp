@@ -48,7 +48,8 @@ void register_export(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "export", "Write a bundle as a folder transformers or sentence-transformers can load");
   cmd->add_option("--model", a->model, "Bundle folder")->required();
-  cmd->add_option("--format", a->format, "hf (BertForPreTraining) or sentence-transformers")
+  cmd->add_option("--format", a->format,
+                  "hf (BertForPreTraining, the default) or sentence-transformers")
       ->check(CLI::IsMember({"hf", "sentence-transformers"}));
   cmd->add_option("--out", a->out, "Folder to write (replaced as a whole)")->required();
   cmd->add_flag("--weights-only", a->weights_only,
