@@ -12,6 +12,10 @@ void register_eval(CLI::App& app);
 void register_embed(CLI::App& app);
 /// `dialtree serve --model DIR`: the embedding HTTP server (cli/serve_cmd.cpp).
 void register_serve(CLI::App& app);
+/// `dialtree export --model BUNDLE --format hf|sentence-transformers --out DIR`.
+void register_export(CLI::App& app);
+/// `dialtree import-hf --from DIR --out BUNDLE`.
+void register_import_hf(CLI::App& app);
 /// `dialtree sts convert|score`.
 void register_sts(CLI::App& app);
 /// `dialtree tokenizer train|encode|decode`.

@@ -77,6 +77,27 @@ TEST_F(Cli, ExitStatusesAndErrorLines) {
   EXPECT_EQ(r.err, "error: banking: is a directory, not a file\n");
 }
 
+TEST_F(Cli, HfImportAndExportAreWiredWithExitStatus2OnBadInput) {
+  // model/hf_interop is tested in tests/model; here: the subcommands exist and map errors.
+  fs::create_directories(tmp_.path() / "pt");
+  spit(tmp_.file("pt/config.json"), "{}");
+  spit(tmp_.file("pt/pytorch_model.bin"), "not read");
+  Result r = run({"import-hf", "--from", "pt", "--out", "bundle"}, dir());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.err,
+            "error: pt/pytorch_model.bin: is a PyTorch pickle, which dialtree does not read "
+            "(unpickling can run code); convert it to model.safetensors first "
+            "(docs/hf-interop.md)\n");
+  EXPECT_FALSE(fs::exists(tmp_.path() / "bundle"));
+  r = run({"export", "--model", "pt", "--format", "onnx", "--out", "o"}, dir());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("--format"));
+  r = run({"export", "--model", "missing", "--out", "o"}, dir());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("missing/config.json"));
+  EXPECT_FALSE(fs::exists(tmp_.path() / "o"));
+}
+
 TEST_F(Cli, OutSafety) {
   const std::vector<std::string> conv = {"sts",     "convert",           "--format", "intent-csv",
                                          "--input", "banking/train.csv", "--out"};
