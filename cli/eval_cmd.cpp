@@ -126,6 +126,7 @@ struct DialoglueArgs {
                      config;
   std::vector<std::string> overrides;
   bool from_scratch = false;
+  bool save_models = false;
 };
 
 std::vector<std::string> split_list(const std::string& text) {
@@ -165,6 +166,7 @@ void run_dialoglue_cmd(const DialoglueArgs& a) {
   run.options = a.config.empty() ? eval::parse_finetune_options("", "defaults", a.overrides)
                                  : eval::load_finetune_options(a.config, a.overrides);
   if (a.from_scratch) run.options.from_scratch = true;
+  run.save_models = a.save_models;
   const bool tty = ::isatty(STDERR_FILENO);
   const auto t0 = std::chrono::steady_clock::now();
   const json results = eval::run_dialoglue(run, [&](const eval::RunProgress& p) {
@@ -216,6 +218,9 @@ void register_dialoglue(CLI::App& eval) {
         for (const auto& s : eval::finetune_option_keys()) k += (k.empty() ? "" : ", ") + s;
         return k;
       }());
+  cmd->add_flag("--save-models", a->save_models,
+                "Save each intent task's fine-tuned model as a bundle in <out>/<task>/seed-<s>/model "
+                "(servable: dialtree serve --model ... answers /classify)");
   cmd->add_flag("--from-scratch", a->from_scratch,
                 "Re-initialise every weight (the from-scratch baseline: same architecture and "
                 "tokenizer, no pretraining)");

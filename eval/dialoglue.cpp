@@ -106,8 +106,13 @@ json run_dialoglue(const DialoglueRun& run,
       double val = 0, train_s = 0, train_eps = 0, predict_eps = 0;
       int best_epoch = 0;
       if (intent) {
+        const std::string save_dir =
+            run.save_models ? (fs::path(run.out_dir) / name / ("seed-" + std::to_string(seed)) /
+                               "model")
+                                  .string()
+                            : std::string();
         const IntentRunResult r =
-            finetune_intent(run.model_dir, intent_data, run.options, seed, on_epoch);
+            finetune_intent(run.model_dir, intent_data, run.options, seed, on_epoch, save_dir);
         submission = intent_submission_json(r.test_predictions);
         val = r.best_val_accuracy, best_epoch = r.best_epoch, train_s = r.train_seconds;
         train_eps = r.train_examples_per_second, predict_eps = r.predict_examples_per_second;

@@ -24,6 +24,9 @@ struct DialoglueRun {
   std::string out_dir;   ///< created; one folder per task and seed inside
   std::string data_dir;  ///< resolved DialoGLUE folder (resolve_data_dir)
   FinetuneOptions options;
+  /// Save each intent task's selected model as a bundle in `<task>/seed-<s>/model/` (for
+  /// `dialtree serve` /classify). Tagging tasks save nothing.
+  bool save_models = false;
 };
 
 /// Progress of the whole run, for a progress bar: run `run` of `runs` (task x seed), epoch.

@@ -289,7 +289,8 @@ std::vector<std::int64_t> predict_intent_batch(model::SpaceModel& net,
 
 IntentRunResult finetune_intent(const std::string& bundle_dir, const IntentTask& task,
                                 const FinetuneOptions& o, std::uint64_t seed,
-                                const std::function<void(const EpochInfo&)>& on_epoch) {
+                                const std::function<void(const EpochInfo&)>& on_epoch,
+                                const std::string& save_dir) {
   check_options(o);
   const bool bf16 = effective_bf16(o.bf16);
   const model::LoadedBundle base = model::load_bundle(bundle_dir);
@@ -321,6 +322,16 @@ IntentRunResult finetune_intent(const std::string& bundle_dir, const IntentTask&
   result.predict_examples_per_second = static_cast<double>(test.size()) / seconds_since(t_test);
   result.test_predictions.reserve(ids.size());
   for (int id : ids) result.test_predictions.push_back(task.labels[static_cast<std::size_t>(id)]);
+  if (!save_dir.empty()) {
+    model::BundleInfo info;
+    info.intent_labels = task.labels;
+    info.recipe = {{"finetuned_from", bundle_dir},
+                   {"seed", seed},
+                   {"best_epoch", result.best_epoch},
+                   {"best_val_accuracy", result.best_val_accuracy}};
+    // The source bundle folder holds tokenizer.json and its model / vocabulary file.
+    model::save_bundle(save_dir, *net, bundle_dir, info);
+  }
   return result;
 }
 

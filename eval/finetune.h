@@ -59,11 +59,15 @@ struct IntentRunResult {
 /// (weights of the new classifier, dropout, batch order), selects the epoch with the best
 /// `task.val` accuracy (earliest on ties), and predicts `task.test` with it.
 /// @param on_epoch called after every epoch (may be empty)
+/// @param save_dir when not empty, the selected model is saved there as a bundle (model/
+///   bundle.h) with its intent head and the label names, ready for `dialtree serve` /classify
 /// @throws DataError for an unreadable bundle; std::invalid_argument for bad options (a
-///   non-positive epoch count or batch size, a learning rate <= 0, dropout >= 1).
+///   non-positive epoch count or batch size, a learning rate <= 0, dropout >= 1);
+///   std::runtime_error if the bundle cannot be saved.
 IntentRunResult finetune_intent(const std::string& bundle_dir, const IntentTask& task,
                                 const FinetuneOptions& options, std::uint64_t seed,
-                                const std::function<void(const EpochInfo&)>& on_epoch = {});
+                                const std::function<void(const EpochInfo&)>& on_epoch = {},
+                                const std::string& save_dir = {});
 
 /// The outcome of one tagging fine-tuning run.
 struct TaggingRunResult {

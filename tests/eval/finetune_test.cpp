@@ -17,7 +17,10 @@
 #include "eval/eval_config.h"
 #include "eval/finetune.h"
 #include "model/bundle.h"
+#include "eval/finetune_step.h"
+#include "model/collate.h"
 #include "model/encoder.h"
+#include "data/serialize.h"
 #include "test_paths.h"
 
 namespace dialtree::eval {
@@ -100,9 +103,25 @@ TEST_F(TinyIntent, LearnsASeparableTaskAndIsDeterministicPerSeed) {
   EXPECT_GT(a.train_examples_per_second, 0);
   EXPECT_GT(a.predict_examples_per_second, 0);
 
-  const IntentRunResult b = finetune_intent(tmp_.file("bundle"), task_, options_, 1);
+  // The same run again, saving the selected model: same outcome, and the saved bundle carries
+  // the intent head and label names and predicts the test split as the run did.
+  const IntentRunResult b =
+      finetune_intent(tmp_.file("bundle"), task_, options_, 1, {}, tmp_.file("saved/model"));
   EXPECT_EQ(b.best_epoch, a.best_epoch);
   EXPECT_EQ(b.test_predictions, a.test_predictions);
+  model::LoadedBundle saved = model::load_bundle(tmp_.file("saved/model"));
+  EXPECT_EQ(saved.info.intent_labels, kLabels);
+  EXPECT_EQ(saved.info.recipe["finetuned_from"], tmp_.file("bundle"));
+  EXPECT_EQ(saved.info.recipe["best_epoch"], b.best_epoch);
+  ASSERT_TRUE(saved.model->has_intent_head());
+  std::vector<data::SerializedExample> test;
+  for (const auto& t : task_.test.texts) {
+    test.push_back(data::serialize_context({{"user", saved.tokenizer->encode(t)}},
+                                           saved.tokenizer->special()));
+  }
+  torch::InferenceMode guard;
+  EXPECT_EQ(predict_intent_batch(saved.model, model::collate(test), false),
+            (std::vector<std::int64_t>{0, 1, 2}));
 }
 
 TEST_F(TinyIntent, StartsFromTheBundleUnlessFromScratch) {
