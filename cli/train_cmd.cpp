@@ -136,11 +136,11 @@ void register_train(CLI::App& app) {
     const std::optional<trainer::Rendezvous> rz = trainer::rendezvous_from_env();
     if (a->nproc_given) {
       if (a->nproc_per_node < 1 || a->nproc_per_node > 1024) {
-        throw DataError("", "", "--nproc-per-node",
+        throw DataError("<command line>", "", "--nproc-per-node",
                         fmt::format("must be in [1, 1024], got {}", a->nproc_per_node));
       }
       if (rz) {
-        throw DataError("", "", "--nproc-per-node",
+        throw DataError("<command line>", "", "--nproc-per-node",
                         "cannot be combined with RANK / WORLD_SIZE in the environment (this "
                         "process would be one rank of another job)");
       }

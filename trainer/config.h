@@ -121,7 +121,7 @@ struct LossConfig {
   /// rank's contrastive loss sees only its own batch (SPACE2.md §4.5); true all-gathers the
   /// projected embeddings of every rank's batch of the micro-step, so each loss has the
   /// world_size x larger candidate set (sentence-transformers' gather_across_devices). Needs
-  /// data.contrastive_shard_size 0.
+  /// data.contrastive_shard_size 0. In a single process the gathered set is the local batch.
   bool gather_across_devices = false;
 };
 

@@ -23,7 +23,7 @@ namespace dialtree::trainer {
 namespace {
 
 DataError env_error(const char* var, const std::string& message) {
-  return DataError("", "", std::string("environment variable ") + var, message);
+  return DataError("<environment>", "", var, message);
 }
 
 // A decimal integer in [lo, hi], or a DataError naming `var`.
@@ -115,13 +115,15 @@ struct DataParallelGroup::Impl {
 DataParallelGroup::DataParallelGroup(const Rendezvous& rz, const DistributedOptions& options)
     : impl_(std::make_unique<Impl>()) {
   if (options.backend != "gloo") {
-    throw DataError("", "", "ddp_backend",
+    throw DataError("<config>", "", "ddp_backend",
                     quote_for_message(options.backend) +
                         " is not available: this build trains on CPU with Gloo only (NCCL "
                         "needs a CUDA build of libtorch)");
   }
-  if (options.timeout.count() <= 0) throw DataError("", "", "ddp_timeout", "must be > 0 seconds");
-  if (options.bucket_cap_bytes <= 0) throw DataError("", "", "ddp_bucket_cap_mb", "must be > 0");
+  if (options.timeout.count() <= 0)
+    throw DataError("<config>", "", "ddp_timeout", "must be > 0 seconds");
+  if (options.bucket_cap_bytes <= 0)
+    throw DataError("<config>", "", "ddp_bucket_cap_mb", "must be > 0");
   if (rz.world_size < 1 || rz.rank < 0 || rz.rank >= rz.world_size) {
     throw DataError(
         "", "", "RANK",

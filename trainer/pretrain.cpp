@@ -7,7 +7,6 @@
 #include <fstream>
 #include <optional>
 #include <random>
-#include <sstream>
 
 #include <fmt/core.h>
 #include <torch/torch.h>

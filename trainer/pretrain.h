@@ -36,9 +36,9 @@ struct StepInfo {
 ///  - writes `output_dir/config.yaml` (resolved), `env.json`, appends to `metrics.jsonl`;
 ///  - every step: one labelled batch (10-view soft-mask contrastive loss + MLM) and one
 ///    unlabelled batch (self-supervised contrastive + MLM), batches never mixing datasets;
-///  - `checkpoint-<step>/` every save_steps (bundle + optimizer.pt + rng_state.pt +
-///    trainer_state.json), written to a temporary folder and renamed, pruned to
-///    save_total_limit; `final/` bundle at the end;
+///  - `checkpoint-<step>/` every save_steps (bundle + optimizer.pt + trainer_state.json),
+///    written to a temporary folder and renamed, pruned to save_total_limit; `final/` bundle at
+///    the end;
 ///  - stops after the step in progress when `*stop` becomes true, saving a checkpoint first.
 /// Resuming from a checkpoint continues with the same learning rate and batch positions; the
 /// MLM masks and dropout of every micro-batch are seeded by its global index, so the remaining

@@ -19,6 +19,7 @@
 #include "model/safetensors.h"
 #include "sts/convert.h"
 #include "test_paths.h"
+#include "trainer/distributed.h"
 #include "trainer/pretrain.h"
 
 namespace dialtree::trainer {
@@ -54,14 +55,25 @@ double max_weight_diff(const fs::path& a, const fs::path& b) {
   return most;
 }
 
+// Runs `ENV dialtree train ARGS` (ENV: "VAR=value ..." or empty) with stdout and stderr in
+// `log`, and returns its exit status.
+int run_train(const std::string& env, const std::string& args, const std::string& log) {
+  const std::string cmd =
+      env + " " + DIALTREE_BINARY_DIR + "/cli/dialtree train " + args + " >" + log + " 2>&1";
+  const int status = std::system(cmd.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
 // Runs `dialtree train --nproc-per-node N CONFIG OVERRIDES` and returns its exit status.
 int train_processes(int nproc, const std::string& config, const std::string& overrides,
                     const std::string& log) {
-  const std::string cmd = std::string(DIALTREE_BINARY_DIR) +
-                          "/cli/dialtree train --nproc-per-node " + std::to_string(nproc) + " " +
-                          config + " " + overrides + " >" + log + " 2>&1";
-  const int status = std::system(cmd.c_str());
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return run_train("", "--nproc-per-node " + std::to_string(nproc) + " " + config + " " + overrides,
+                   log);
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
 class TinyPretraining : public ::testing::Test {
@@ -256,16 +268,31 @@ TEST_F(TinyPretraining, GatherAcrossDevicesWidensTheCandidateSet) {
   EXPECT_NEAR(m[0]["self_supervised"].get<double>(), std::log(11.0), 0.1);
 }
 
-TEST_F(TinyPretraining, LauncherRejectsABadProcessCount) {
+TEST_F(TinyPretraining, BadProcessCountsAndRanksAreUsageErrors) {
   {
     std::ofstream cfg(tmp_.file("bad.yaml"));
     cfg << yaml(tmp_.file("bad"), 1);
   }
-  EXPECT_EQ(train_processes(0, tmp_.file("bad.yaml"), "", tmp_.file("bad.log")), 2);
-  std::ifstream in(tmp_.file("bad.log"));
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  EXPECT_NE(text.find("--nproc-per-node"), std::string::npos) << text;
-  EXPECT_FALSE(fs::exists(tmp_.path() / "bad"));
+  const std::string cfg = tmp_.file("bad.yaml"), log = tmp_.file("bad.log");
+  EXPECT_EQ(train_processes(0, cfg, "", log), 2);
+  EXPECT_NE(slurp(log).find("field '--nproc-per-node': must be in [1, 1024], got 0"),
+            std::string::npos)
+      << slurp(log);
+  // None of these runs gets as far as binding the port.
+  const std::string port = std::to_string(free_loopback_port());
+  const std::string rank2 = "RANK=2 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + port;
+  EXPECT_EQ(run_train(rank2, cfg, log), 2);
+  EXPECT_NE(slurp(log).find("RANK (2) must be < WORLD_SIZE (2)"), std::string::npos) << slurp(log);
+  EXPECT_EQ(run_train("RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=http", cfg, log), 2);
+  EXPECT_NE(slurp(log).find("field 'MASTER_PORT': 'http' is not a port number"), std::string::npos)
+      << slurp(log);
+  EXPECT_EQ(run_train("RANK=0 WORLD_SIZE=2", cfg, log), 2);
+  EXPECT_NE(slurp(log).find("field 'MASTER_ADDR': is not set"), std::string::npos) << slurp(log);
+  EXPECT_EQ(run_train("RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + port,
+                      "--nproc-per-node 2 " + cfg, log),
+            2);
+  EXPECT_NE(slurp(log).find("cannot be combined with RANK"), std::string::npos) << slurp(log);
+  EXPECT_FALSE(fs::exists(tmp_.path() / "bad"));  // nothing was started
 }
 
 }  // namespace
