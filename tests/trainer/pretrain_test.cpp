@@ -3,13 +3,17 @@
 // (CASES.md C32, C34, C35). Data-parallel: `dialtree train --nproc-per-node 2` (two processes,
 // Gloo over 127.0.0.1) trains the same parameters as one process with twice the gradient
 // accumulation, and its checkpoint resumes in one process.
+#include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -266,6 +270,45 @@ TEST_F(TinyPretraining, GatherAcrossDevicesWidensTheCandidateSet) {
   const auto m = read_metrics(tmp_.path() / "gather" / "metrics.jsonl");
   ASSERT_EQ(m.size(), 1u);
   EXPECT_NEAR(m[0]["self_supervised"].get<double>(), std::log(11.0), 0.1);
+}
+
+TEST_F(TinyPretraining, SigtermStopsEveryRankAfterTheSameStepWithACheckpoint) {
+  // The launcher forwards SIGTERM to both ranks; they agree on the step to stop after, rank 0
+  // saves that step's checkpoint, and the job exits with 128 + SIGTERM.
+  {
+    std::ofstream cfg(tmp_.file("long.yaml"));
+    cfg << yaml(tmp_.file("long"), 1000);
+  }
+  const std::string cmd = "exec " + std::string(DIALTREE_BINARY_DIR) +
+                          "/cli/dialtree train --nproc-per-node 2 " + tmp_.file("long.yaml") +
+                          " save_steps=0 >" + tmp_.file("long.log") + " 2>&1";
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    std::_Exit(127);
+  }
+  const fs::path metrics = tmp_.path() / "long" / "metrics.jsonl";
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (read_metrics(metrics).size() < 2 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ::kill(pid, SIGTERM);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << slurp(tmp_.file("long.log"));
+  EXPECT_EQ(WEXITSTATUS(status), 128 + SIGTERM) << slurp(tmp_.file("long.log"));
+  const auto lines = read_metrics(metrics);
+  ASSERT_GE(lines.size(), 2u);
+  const auto last = lines.back()["step"].get<std::int64_t>();
+  EXPECT_LT(last, 1000);
+  std::ifstream state_file(tmp_.path() / "long" / ("checkpoint-" + std::to_string(last)) /
+                           "trainer_state.json");
+  ASSERT_TRUE(state_file.good()) << slurp(tmp_.file("long.log"));
+  const auto state = nlohmann::json::parse(state_file);
+  EXPECT_EQ(state["global_step"], last);
+  EXPECT_EQ(state["micro_batches_done"], 2 * last);
+  EXPECT_FALSE(fs::exists(tmp_.path() / "long" / "final"));
 }
 
 TEST_F(TinyPretraining, BadProcessCountsAndRanksAreUsageErrors) {
