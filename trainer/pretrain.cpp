@@ -366,6 +366,7 @@ void write_env(const Run& r) {
       {"cpu_model", read_first_line_with("/proc/cpuinfo", "model name")},
       {"cpu_flags", cpu_flags},
       {"blas", fs::read_symlink("/etc/alternatives/libblas.so.3-x86_64-linux-gnu", ec).string()},
+      {"world_size", r.world},
       {"bf16", r.cfg.bf16},
       {"bf16_effective", r.bf16},
       {"model_parameters", [&] {
