@@ -70,6 +70,9 @@ const std::vector<FieldSpec>& specs() {
       DT_TOP(resume_from_checkpoint),
       DT_TOP(bf16),
       DT_TOP(threads),
+      DT_TOP(ddp_backend),
+      DT_TOP(ddp_timeout),
+      DT_TOP(ddp_bucket_cap_mb),
       DT_SUB(model, vocab_size),
       DT_SUB(model, hidden_size),
       DT_SUB(model, num_hidden_layers),
@@ -101,6 +104,7 @@ const std::vector<FieldSpec>& specs() {
       DT_SUB(loss, mlm_weight),
       DT_SUB(loss, mlm_probability),
       DT_SUB(loss, score_mode),
+      DT_SUB(loss, gather_across_devices),
   };
   return table;
 }
@@ -650,6 +654,9 @@ void Validator::run() const {
   const int cpus = available_cpus();
   integer("threads", c_.threads, 1, cpus,
           "this process may use " + std::to_string(cpus) + " CPU" + (cpus == 1 ? "" : "s"));
+  one_of("ddp_backend", c_.ddp_backend, {"gloo"});
+  at_least("ddp_timeout", c_.ddp_timeout, 1, "seconds");
+  integer("ddp_bucket_cap_mb", c_.ddp_bucket_cap_mb, 1, 1 << 16);
 
   // model:
   integer("model.vocab_size", m.vocab_size, 0, 1 << 24, "0 = the tokenizer's size");
@@ -738,6 +745,12 @@ void Validator::run() const {
   real("loss.mlm_weight", l.mlm_weight, 0, true, kInf, false);
   real("loss.mlm_probability", l.mlm_probability, 0, false, 1, false);
   one_of("loss.score_mode", l.score_mode, {"per_view", "combined"});
+  if (l.gather_across_devices && d.contrastive_shard_size != 0) {
+    fail_at(blame("loss.gather_across_devices", "data.contrastive_shard_size"),
+            "loss.gather_across_devices needs data.contrastive_shard_size 0 (the gathered "
+            "candidate set is not cut into shards); got " +
+                std::to_string(d.contrastive_shard_size));
+  }
   const bool any_term = l.mlm_weight > 0 || (!d.labelled.empty() && l.contrastive_weight > 0) ||
                         (!d.unlabelled.empty() && l.self_supervised_weight > 0);
   if (!any_term) {

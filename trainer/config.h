@@ -117,6 +117,12 @@ struct LossConfig {
   /// "per_view": one contrastive loss per projection view with that view's scores, averaged
   /// (SPACE-2); "combined": one loss with the views' scores averaged.
   std::string score_mode = "per_view";
+  /// Data-parallel runs only: false (default) keeps SPACE-2's per-device candidate sets, each
+  /// rank's contrastive loss sees only its own batch (SPACE2.md §4.5); true all-gathers the
+  /// projected embeddings of every rank's batch of the micro-step, so each loss has the
+  /// world_size x larger candidate set (sentence-transformers' gather_across_devices). Needs
+  /// data.contrastive_shard_size 0. In a single process the gathered set is the local batch.
+  bool gather_across_devices = false;
 };
 
 /// The whole pretraining run. Top-level keys use the HF TrainingArguments names. Defaults are the
@@ -168,6 +174,13 @@ struct PretrainConfig {
   bool bf16 = false;
   /// Intra-op threads, in [1, available_cpus()] (CASES.md C27); default available_cpus().
   int threads = available_cpus();
+  /// Data-parallel backend (RANK/WORLD_SIZE set, or `dialtree train --nproc-per-node N`): only
+  /// "gloo" (CPU) is built.
+  std::string ddp_backend = "gloo";
+  /// Seconds the rendezvous and every collective may wait for the other ranks (HF default 1800).
+  std::int64_t ddp_timeout = 1800;
+  /// Gradients are all-reduced in buckets of at most this many MiB (HF / PyTorch DDP default 25).
+  int ddp_bucket_cap_mb = 25;
   /// The encoder (`model:`).
   ModelConfig model;
   /// Inputs and serialisation (`data:`).

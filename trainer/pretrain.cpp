@@ -7,7 +7,6 @@
 #include <fstream>
 #include <optional>
 #include <random>
-#include <sstream>
 
 #include <fmt/core.h>
 #include <torch/torch.h>
@@ -25,6 +24,7 @@
 #include "model/collate.h"
 #include "model/encoder.h"
 #include "trainer/batching.h"
+#include "trainer/distributed.h"
 #include "trainer/pretrain_data.h"
 #include "trainer/step.h"
 
@@ -35,7 +35,23 @@ using nlohmann::json;
 
 namespace {
 
-constexpr const char* kStateFormat = "dialtree-trainer-state/1";
+constexpr const char* kStateFormat = "dialtree-trainer-state/2";
+// Version 1 kept one masking RNG stream and the dropout generator's state; version 2 derives both
+// from the micro-batch index (micro_seed), so a checkpoint resumes under any world size.
+constexpr const char* kStateFormatV1 = "dialtree-trainer-state/1";
+
+// Tags that make the masking and the dropout seeds of a micro-batch independent streams.
+constexpr std::uint64_t kMaskTag = 0x6d61736bull;     // "mask"
+constexpr std::uint64_t kDropoutTag = 0x64726f70ull;  // "drop"
+
+// The seed of stream `tag` for global micro-batch `n` (0-based over the whole run, counted as
+// if one process consumed every batch; data-parallel rank r of a step with base index m
+// takes micro-batches m + micro * world_size + r). Depends on nothing else, so the MLM masks
+// and dropout masks of a batch are the same under any world size and after a resume.
+std::uint64_t micro_seed(std::int64_t seed, std::uint64_t tag, std::int64_t n) {
+  return splitmix64(splitmix64(static_cast<std::uint64_t>(seed) ^ tag) +
+                    static_cast<std::uint64_t>(n));
+}
 
 // ---------------------------------------------------------------------------------------------
 // Configuration mapping
@@ -207,12 +223,6 @@ StreamPosition position_from(const json& j) {
   return {j.at("epoch").get<std::uint64_t>(), j.at("next_batch").get<std::size_t>()};
 }
 
-std::string rng_text(const std::mt19937_64& rng) {
-  std::ostringstream ss;
-  ss << rng;
-  return ss.str();
-}
-
 struct Run {
   const PretrainConfig& cfg;
   std::unique_ptr<data::Tokenizer> tok;
@@ -221,7 +231,9 @@ struct Run {
   std::unique_ptr<torch::optim::AdamW> opt;
   Stream lab, unl;
   std::vector<std::size_t> views;
-  std::mt19937_64 mask_rng;
+  DataParallelGroup* group = nullptr;  // null: a single process
+  int rank = 0, world = 1;
+  std::int64_t micro_done = 0;  // global micro-batches consumed (micro_seed's n)
   std::int64_t step = 0, total = 0, warmup = 0, steps_per_epoch = 0;
   LogWindow window;
   std::string last_checkpoint;
@@ -253,19 +265,15 @@ void save_checkpoint(Run& r) {
   info.recipe = {{"config_yaml", dump_config(r.cfg)}, {"step", r.step}};
   model::save_bundle(tmp.string(), *r.net, r.cfg.data.tokenizer, info);
   torch::save(*r.opt, (tmp / "optimizer.pt").string());
-  {
-    auto gen = at::detail::getDefaultCPUGenerator();
-    std::lock_guard<std::mutex> lock(gen.mutex());
-    torch::Tensor state = gen.get_state();
-    torch::save(state, (tmp / "rng_state.pt").string());
-  }
   const json state = {
       {"format", kStateFormat},
       {"global_step", r.step},
       {"total_steps", r.total},
       {"labelled_position", r.lab.active() ? position_json(r.lab.batches->position()) : json()},
       {"unlabelled_position", r.unl.active() ? position_json(r.unl.batches->position()) : json()},
-      {"mask_rng", rng_text(r.mask_rng)},
+      {"micro_batches_done", r.micro_done},
+      {"world_size", r.world},
+      {"gradient_accumulation_steps", r.cfg.gradient_accumulation_steps},
       {"log_window", r.window.to_json()},
       {"seed", r.cfg.seed},
       {"data_seed", r.cfg.data_seed}};
@@ -289,7 +297,7 @@ void load_checkpoint(Run& r, const std::string& dir) {
   const JsonPlace place{state_path, ""};
   const std::string format =
       json_as_string(json_require(state, "format", place, ""), place, "format");
-  if (format != kStateFormat) {
+  if (format != kStateFormat && format != kStateFormatV1) {
     throw DataError(state_path, "", "format", "unsupported trainer state '" + format + "'");
   }
   if (json_as_int(json_require(state, "data_seed", place, ""), place, "data_seed") !=
@@ -302,20 +310,14 @@ void load_checkpoint(Run& r, const std::string& dir) {
       model::load_safetensors((d / model::kWeightsFile).string());
   model::load_model_tensors(*r.net, weights.tensors, (d / model::kWeightsFile).string());
   torch::load(*r.opt, (d / "optimizer.pt").string());
-  {
-    torch::Tensor gen_state;
-    torch::load(gen_state, (d / "rng_state.pt").string());
-    auto gen = at::detail::getDefaultCPUGenerator();
-    std::lock_guard<std::mutex> lock(gen.mutex());
-    gen.set_state(gen_state);
-  }
   r.step = json_as_int(json_require(state, "global_step", place, ""), place, "global_step");
   if (r.lab.active()) r.lab.batches->seek(position_from(state.at("labelled_position")));
   if (r.unl.active()) r.unl.batches->seek(position_from(state.at("unlabelled_position")));
-  std::istringstream rs(
-      json_as_string(json_require(state, "mask_rng", place, ""), place, "mask_rng"));
-  rs >> r.mask_rng;
-  if (!rs) throw DataError(state_path, "", "mask_rng", "unreadable RNG state");
+  // A version-1 state was written by a single process: its micro-batches were step x accum.
+  r.micro_done = format == kStateFormatV1
+                     ? r.step * r.cfg.gradient_accumulation_steps
+                     : json_as_int(json_require(state, "micro_batches_done", place, ""), place,
+                                   "micro_batches_done");
   r.window = LogWindow::from_json(state.at("log_window"));
 }
 
@@ -364,6 +366,7 @@ void write_env(const Run& r) {
       {"cpu_model", read_first_line_with("/proc/cpuinfo", "model name")},
       {"cpu_flags", cpu_flags},
       {"blas", fs::read_symlink("/etc/alternatives/libblas.so.3-x86_64-linux-gnu", ec).string()},
+      {"world_size", r.world},
       {"bf16", r.cfg.bf16},
       {"bf16_effective", r.bf16},
       {"model_parameters", [&] {
@@ -380,19 +383,61 @@ std::string duration_text(double s) {
                    : fmt::format("{}m{:02}s", t / 60, t % 60);
 }
 
+// The batches of one micro-step of a stream: one per rank, in rank order (all ranks draw all
+// of them, so every rank's stream stays at the same position).
+std::vector<BatchRef> next_batches(Stream& s, int world) {
+  std::vector<BatchRef> out;
+  if (!s.active()) return out;
+  for (int w = 0; w < world; ++w) out.push_back(s.batches->next());
+  return out;
+}
+
+// This rank's StreamBatch of a micro-step. With loss.gather_across_devices the soft masks span
+// every rank's batch (in rank order, as DataParallelGroup::all_gather_rows concatenates the
+// embeddings), otherwise only this rank's batch.
+StreamBatch rank_batch(Run& r, const Stream& s, const std::vector<BatchRef>& refs,
+                       std::mt19937_64& rng, std::int64_t* examples) {
+  const PretrainConfig& c = r.cfg;
+  const bool gather = r.group != nullptr && c.loss.gather_across_devices;
+  std::vector<const PretrainExample*> all;
+  std::vector<std::int64_t> rows;
+  for (const BatchRef& ref : refs) {
+    rows.push_back(static_cast<std::int64_t>(ref.examples.size()));
+    *examples += rows.back();
+    if (gather) {
+      const auto part = resolve(s, ref);
+      all.insert(all.end(), part.begin(), part.end());
+    }
+  }
+  const auto own = resolve(s, refs[static_cast<std::size_t>(r.rank)]);
+  torch::Tensor masks;
+  if (s.labelled) masks = soft_masks(gather ? all : own, r.views, c.loss.score_mode);
+  StreamBatch b = prepare_batch(own, masks, c, *r.tok, rng, s.labelled);
+  if (gather) {
+    b.gather_group = r.group;
+    b.gather_rows = std::move(rows);
+  }
+  return b;
+}
+
 }  // namespace
 
 PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<bool>* stop,
                                const std::function<void(const std::string&)>& log,
-                               const std::function<void(const StepInfo&)>& on_step) {
+                               const std::function<void(const StepInfo&)>& on_step,
+                               DataParallelGroup* group) {
+  Run r(config);
+  r.group = group;
+  r.rank = group ? group->rank() : 0;
+  r.world = group ? group->world_size() : 1;
+  const bool writer = r.rank == 0;  // only rank 0 touches the run directory and logs
   auto say = [&](const std::string& s) {
-    if (log) log(s);
+    if (log && writer) log(s);
   };
   check_inputs_exist(config);
   at::set_num_threads(config.threads);
   torch::manual_seed(static_cast<std::uint64_t>(config.seed));
 
-  Run r(config);
   std::string bf16_note;
   r.bf16 = effective_bf16(config.bf16, &bf16_note);
   if (!bf16_note.empty()) say("warning: " + bf16_note);
@@ -401,7 +446,6 @@ PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<b
   r.net = model::SpaceModel(r.ecfg);
   r.net->train();
   r.views = view_indices(r.ecfg.projection_views);
-  r.mask_rng.seed(splitmix64(static_cast<std::uint64_t>(config.seed) ^ 0x6d61736bull));
 
   const auto t_load = std::chrono::steady_clock::now();
   const data::SerializeOptions sopt = serialize_options(config.data);
@@ -420,11 +464,13 @@ PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<b
       r.lab.datasets.size(), count(r.unl), r.unl.datasets.size(),
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t_load).count()));
 
+  // One optimiser step consumes accum x world batches of each stream (SPACE2.md §4.5 epoch).
   const std::int64_t accum = config.gradient_accumulation_steps;
+  const std::int64_t per_step = accum * r.world;
   const std::size_t batches = std::max(r.lab.active() ? r.lab.batches->batches_per_epoch() : 0,
                                        r.unl.active() ? r.unl.batches->batches_per_epoch() : 0);
   r.steps_per_epoch =
-      std::max<std::int64_t>(1, (static_cast<std::int64_t>(batches) + accum - 1) / accum);
+      std::max<std::int64_t>(1, (static_cast<std::int64_t>(batches) + per_step - 1) / per_step);
   r.total = config.max_steps > 0 ? config.max_steps : config.num_train_epochs * r.steps_per_epoch;
   r.warmup =
       static_cast<std::int64_t>(std::ceil(config.warmup_ratio * static_cast<double>(r.total)));
@@ -433,21 +479,27 @@ PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<b
                      config.adam_beta2, config.adam_epsilon);
 
   const fs::path out(config.output_dir);
-  fs::create_directories(out);
   if (!config.resume_from_checkpoint.empty()) {
     load_checkpoint(r, config.resume_from_checkpoint);
     say(fmt::format("resumed from {} at step {}", config.resume_from_checkpoint, r.step));
   }
-  write_file_atomic(out / "config.yaml", dump_config(config));
-  write_env(r);
-  const fs::path metrics_path = out / "metrics.jsonl";
-  truncate_metrics(metrics_path, r.step);
-  std::ofstream metrics(metrics_path, std::ios::app);
-  say(
-      fmt::format("model: {} layers x {} hidden, vocab {}; {} steps ({} per epoch), warm-up {}, "
-                  "{} threads, bf16 {}",
-                  r.ecfg.num_hidden_layers, r.ecfg.hidden_size, r.ecfg.vocab_size, r.total,
-                  r.steps_per_epoch, r.warmup, at::get_num_threads(), r.bf16 ? "on" : "off"));
+  // Every rank starts from rank 0's weights (they are equal already when the seed and the
+  // checkpoint are; this makes it a guarantee).
+  if (group) group->broadcast_from_rank0(r.net->parameters());
+  std::ofstream metrics;
+  if (writer) {
+    fs::create_directories(out);
+    write_file_atomic(out / "config.yaml", dump_config(config));
+    write_env(r);
+    const fs::path metrics_path = out / "metrics.jsonl";
+    truncate_metrics(metrics_path, r.step);
+    metrics.open(metrics_path, std::ios::app);
+  }
+  say(fmt::format(
+      "model: {} layers x {} hidden, vocab {}; {} steps ({} per epoch), warm-up {}, "
+      "{} threads, bf16 {}, {} process{}",
+      r.ecfg.num_hidden_layers, r.ecfg.hidden_size, r.ecfg.vocab_size, r.total, r.steps_per_epoch,
+      r.warmup, at::get_num_threads(), r.bf16 ? "on" : "off", r.world, r.world == 1 ? "" : "es"));
 
   const losses::ObjectiveWeights weights{config.loss.contrastive_weight, config.loss.mlm_weight,
                                          config.loss.self_supervised_weight};
@@ -459,36 +511,43 @@ PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<b
   const auto run_start = std::chrono::steady_clock::now();
   const std::int64_t first_step = r.step;
   while (r.step < r.total) {
-    if (stop && stop->load()) {
+    // Every rank stops at the same step: the stop request of any rank counts.
+    const bool stop_here = stop && stop->load();
+    if (group ? group->sum({stop_here ? 1.0 : 0.0})[0] > 0 : stop_here) {
       result.interrupted = true;
       break;
     }
     const auto t0 = std::chrono::steady_clock::now();
     set_lr(*r.opt, config.learning_rate * lr_factor(r.step, r.warmup, r.total));
     r.opt->zero_grad();
-    losses::Objective last{};
     std::int64_t examples = 0;
-    double sup = 0, self = 0, mlm_l = 0, mlm_u = 0, total_loss = 0;
+    // [total, sup, self, mlm_l, mlm_u], each the mean over micro-batches (and ranks, below).
+    std::vector<double> parts(5, 0.0);
     for (std::int64_t micro = 0; micro < accum; ++micro) {
-      // Labelled batch first, then unlabelled: the masking RNG and the dropout generator are
-      // drawn in this order on every run, so a resumed run repeats them exactly.
+      const auto lab_refs = next_batches(r.lab, r.world);
+      const auto unl_refs = next_batches(r.unl, r.world);
+      // Masking and dropout of this rank's micro-batch are seeded by its global index; within
+      // it the labelled batch draws first, then the unlabelled one.
+      const std::int64_t n = r.micro_done + micro * r.world + r.rank;
+      std::mt19937_64 mask_rng(micro_seed(config.seed, kMaskTag, n));
+      torch::manual_seed(micro_seed(config.seed, kDropoutTag, n));
       std::optional<StreamBatch> lab, unl;
-      if (r.lab.active()) {
-        const auto batch = resolve(r.lab, r.lab.batches->next());
-        lab = prepare_batch(batch, soft_masks(batch, r.views, config.loss.score_mode), config,
-                            *r.tok, r.mask_rng, true);
-        examples += static_cast<std::int64_t>(batch.size());
-      }
-      if (r.unl.active()) {
-        const auto batch = resolve(r.unl, r.unl.batches->next());
-        unl = prepare_batch(batch, torch::Tensor(), config, *r.tok, r.mask_rng, false);
-        examples += static_cast<std::int64_t>(batch.size());
-      }
-      last = forward_backward(r.net, lab ? &*lab : nullptr, unl ? &*unl : nullptr, weights, copt,
-                              r.bf16, 1.0 / static_cast<double>(accum));
-      total_loss += last.total_value / accum, sup += last.sup / accum, self += last.self / accum;
-      mlm_l += last.mlm_labelled / accum, mlm_u += last.mlm_unlabelled / accum;
+      if (r.lab.active()) lab = rank_batch(r, r.lab, lab_refs, mask_rng, &examples);
+      if (r.unl.active()) unl = rank_batch(r, r.unl, unl_refs, mask_rng, &examples);
+      const losses::Objective o =
+          forward_backward(r.net, lab ? &*lab : nullptr, unl ? &*unl : nullptr, weights, copt,
+                           r.bf16, 1.0 / static_cast<double>(accum));
+      const double part[] = {o.total_value, o.sup, o.self, o.mlm_labelled, o.mlm_unlabelled};
+      for (std::size_t k = 0; k < parts.size(); ++k) parts[k] += part[k] / accum;
     }
+    r.micro_done += per_step;
+    if (group) {
+      group->average_gradients(r.net->parameters());
+      parts = group->sum(parts);
+      for (double& v : parts) v /= r.world;
+    }
+    const double total_loss = parts[0], sup = parts[1], self = parts[2], mlm_l = parts[3],
+                 mlm_u = parts[4];
     double grad_norm;
     if (config.max_grad_norm > 0) {
       grad_norm = torch::nn::utils::clip_grad_norm_(r.net->parameters(), config.max_grad_norm);
@@ -508,7 +567,7 @@ PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<b
     w.loss += total_loss, w.sup += sup, w.self += self, w.mlm_l += mlm_l, w.mlm_u += mlm_u;
     w.grad_norm += grad_norm, w.steps += 1, w.examples += examples, w.seconds += secs;
 
-    if (on_step) {
+    if (on_step && writer) {
       const double elapsed =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
       on_step(StepInfo{r.step, r.total, total_loss, lr_used, static_cast<double>(examples) / secs,
@@ -516,50 +575,59 @@ PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<b
                            static_cast<double>(r.total - r.step)});
     }
     if (r.step % config.logging_steps == 0 || r.step == r.total) {
-      const double n = static_cast<double>(w.steps);
+      const double nsteps = static_cast<double>(w.steps);
       const json rec = {
           {"step", r.step},
           {"epoch", static_cast<double>(r.step) / static_cast<double>(r.steps_per_epoch)},
-          {"loss", w.loss / n},
-          {"contrastive", w.sup / n},
-          {"self_supervised", w.self / n},
-          {"mlm_labelled", w.mlm_l / n},
-          {"mlm_unlabelled", w.mlm_u / n},
+          {"loss", w.loss / nsteps},
+          {"contrastive", w.sup / nsteps},
+          {"self_supervised", w.self / nsteps},
+          {"mlm_labelled", w.mlm_l / nsteps},
+          {"mlm_unlabelled", w.mlm_u / nsteps},
           {"learning_rate", lr_used},
-          {"grad_norm", w.grad_norm / n},
+          {"grad_norm", w.grad_norm / nsteps},
           {"examples_per_second", static_cast<double>(w.examples) / w.seconds}};
-      metrics << rec.dump() << "\n" << std::flush;
+      if (writer) metrics << rec.dump() << "\n" << std::flush;
       const double elapsed =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
-      const double per_step = elapsed / static_cast<double>(r.step - first_step);
+      const double step_secs = elapsed / static_cast<double>(r.step - first_step);
       say(
           fmt::format("step {}/{}  loss {:.4f} (contrastive {:.4f}, self {:.4f}, mlm {:.3f}/{:.3f})"
                       "  lr {:.2e}  |g| {:.2f}  {:.1f} ex/s  ETA {}",
-                      r.step, r.total, w.loss / n, w.sup / n, w.self / n, w.mlm_l / n, w.mlm_u / n,
-                      lr_used, w.grad_norm / n, static_cast<double>(w.examples) / w.seconds,
-                      duration_text(per_step * static_cast<double>(r.total - r.step))));
+                      r.step, r.total, w.loss / nsteps, w.sup / nsteps, w.self / nsteps,
+                      w.mlm_l / nsteps, w.mlm_u / nsteps, lr_used, w.grad_norm / nsteps,
+                      static_cast<double>(w.examples) / w.seconds,
+                      duration_text(step_secs * static_cast<double>(r.total - r.step))));
       w = LogWindow{};
     }
     if (config.save_steps > 0 && r.step % config.save_steps == 0 && r.step < r.total) {
-      save_checkpoint(r);
+      if (writer) save_checkpoint(r);
+      r.last_checkpoint = (out / ("checkpoint-" + std::to_string(r.step))).string();
       say("saved " + r.last_checkpoint);
     }
   }
   result.steps_done = r.step;
+  const std::string step_checkpoint = (out / ("checkpoint-" + std::to_string(r.step))).string();
   if (result.interrupted) {
-    if (r.last_checkpoint != (out / ("checkpoint-" + std::to_string(r.step))).string()) {
-      save_checkpoint(r);
+    if (r.last_checkpoint != step_checkpoint) {
+      if (writer) save_checkpoint(r);
+      r.last_checkpoint = step_checkpoint;
     }
+    // Other ranks return only once rank 0's checkpoint is complete.
+    if (group) group->barrier();
     result.last_checkpoint = r.last_checkpoint;
     say(fmt::format("stopped at step {}; resume with resume_from_checkpoint={}", r.step,
                     r.last_checkpoint));
     return result;
   }
   r.net->eval();
-  model::BundleInfo info;
-  info.recipe = {{"config_yaml", dump_config(config)}, {"steps", r.step}};
   result.final_dir = (out / "final").string();
-  model::save_bundle(result.final_dir, *r.net, config.data.tokenizer, info);
+  if (writer) {
+    model::BundleInfo info;
+    info.recipe = {{"config_yaml", dump_config(config)}, {"steps", r.step}};
+    model::save_bundle(result.final_dir, *r.net, config.data.tokenizer, info);
+  }
+  if (group) group->barrier();
   result.last_checkpoint = r.last_checkpoint;
   say("saved " + result.final_dir);
   return result;

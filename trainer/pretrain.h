@@ -12,6 +12,8 @@
 
 namespace dialtree::trainer {
 
+class DataParallelGroup;  // trainer/distributed.h
+
 /// How a run ended.
 struct PretrainResult {
   std::int64_t steps_done = 0;  ///< optimiser steps completed (including resumed ones)
@@ -34,18 +36,28 @@ struct StepInfo {
 ///  - writes `output_dir/config.yaml` (resolved), `env.json`, appends to `metrics.jsonl`;
 ///  - every step: one labelled batch (10-view soft-mask contrastive loss + MLM) and one
 ///    unlabelled batch (self-supervised contrastive + MLM), batches never mixing datasets;
-///  - `checkpoint-<step>/` every save_steps (bundle + optimizer.pt + rng_state.pt +
-///    trainer_state.json), written to a temporary folder and renamed, pruned to
-///    save_total_limit; `final/` bundle at the end;
+///  - `checkpoint-<step>/` every save_steps (bundle + optimizer.pt + trainer_state.json),
+///    written to a temporary folder and renamed, pruned to save_total_limit; `final/` bundle at
+///    the end;
 ///  - stops after the step in progress when `*stop` becomes true, saving a checkpoint first.
-/// Resuming from a checkpoint continues with the same learning rate, batch positions and RNG
-/// states, so the remaining steps equal those of an uninterrupted run (CASES.md C32, C34).
+/// Resuming from a checkpoint continues with the same learning rate and batch positions; the
+/// MLM masks and dropout of every micro-batch are seeded by its global index, so the remaining
+/// steps equal those of an uninterrupted run (CASES.md C32, C34), also under another world
+/// size with the same gradient_accumulation_steps x world_size.
 /// @param stop  polled between steps (may be null)
 /// @param log   receives human-readable log lines (a line every logging_steps; may be empty)
 /// @param on_step called after every optimiser step (may be empty)
-/// @throws DataError for bad inputs (files, tokenizer, checkpoint), std::runtime_error on I/O.
+/// @param group  data-parallel membership (null = one process). Then one optimiser step takes
+///   gradient_accumulation_steps x world_size consecutive batches of each stream, rank r the
+///   r-th of each world_size; gradients are averaged over the ranks; logged losses are the
+///   means over ranks; only rank 0 writes the run directory and calls `log` / `on_step`; a
+///   stop request on any rank stops all at the same step. The run equals a single process
+///   with gradient_accumulation_steps x world_size (docs/training.md "Data-parallel").
+/// @throws DataError for bad inputs (files, tokenizer, checkpoint), std::runtime_error on I/O
+///   or when a collective times out (ddp_timeout).
 PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<bool>* stop,
                                const std::function<void(const std::string&)>& log,
-                               const std::function<void(const StepInfo&)>& on_step = {});
+                               const std::function<void(const StepInfo&)>& on_step = {},
+                               DataParallelGroup* group = nullptr);
 
 }  // namespace dialtree::trainer

@@ -76,8 +76,26 @@ StreamLosses stream_losses(model::SpaceModel& net, const StreamBatch& batch,
     at::autocast::set_cpu_enabled(false);
     const torch::Tensor proj =
         net->project(model::SpaceModelImpl::cls_vector(hidden).to(torch::kFloat32));
-    out.contrastive = losses::multi_view_supcon_loss(proj.slice(0, 0, b), proj.slice(0, b, 2 * b),
-                                                     batch.masks, options);
+    torch::Tensor view1 = proj.slice(0, 0, b), view2 = proj.slice(0, b, 2 * b);
+    DataParallelGroup* group = batch.gather_group;
+    if (group != nullptr) {
+      // Both views are gathered in the same rank order, so row i of view1 and view2 stay the
+      // same example (the mismatch of sentence-transformers PR #3453 cannot arise).
+      auto gather = [&](const torch::Tensor& v) {
+        const auto shape = v.sizes().vec();
+        std::vector<std::int64_t> gathered_shape = shape;
+        gathered_shape[0] = -1;
+        return group->all_gather_rows(v.reshape({b, -1}), batch.gather_rows)
+            .reshape(gathered_shape);
+      };
+      view1 = gather(view1), view2 = gather(view2);
+    }
+    out.contrastive = losses::multi_view_supcon_loss(view1, view2, batch.masks, options);
+    if (group != nullptr && group->world_size() > 1) {
+      // Same value, gradient scaled by world_size: see the header.
+      const double w = group->world_size();
+      out.contrastive = out.contrastive * w - out.contrastive.detach() * (w - 1);
+    }
     at::autocast::set_cpu_enabled(was_on);
   }
   const torch::Tensor plain = net->forward(batch.masked.inputs, /*prepend_cls=*/false);

@@ -15,6 +15,7 @@
 #include "losses/objective.h"
 #include "model/collate.h"
 #include "model/encoder.h"
+#include "trainer/distributed.h"
 
 namespace dialtree::trainer {
 
@@ -24,6 +25,11 @@ struct StreamBatch {
   torch::Tensor masks;          ///< soft positives: float [K, B, B] or [B, B]; undefined = identity
                                 ///< (unlabelled, SPACE2.md §4.1 L_self)
   model::CollatedBatch masked;  ///< the MLM copy: masked input_ids and mlm_labels [B, L]
+  /// Cross-rank candidates (loss.gather_across_devices): when set, the projected views of
+  /// every rank's batch are all-gathered before the contrastive loss, and `masks` must cover
+  /// the gathered batch ([K, G, G] or [G, G], G = sum of gather_rows, rank order).
+  DataParallelGroup* gather_group = nullptr;
+  std::vector<std::int64_t> gather_rows;  ///< batch rows of each rank, in rank order
 };
 
 /// The two losses of one stream's batch (0-d float tensors, differentiable).
@@ -36,6 +42,9 @@ struct StreamLosses {
 /// and loss in fp32 even under autocast, because at τ = 0.07 a bf16 cosine would quantise the
 /// logits in steps of ~0.06) and the MLM pass (plain encoder without [CLS] on `masked`, only
 /// the target rows go through the MLM head), SPACE2.md §4.1-§4.2.
+/// With batch.gather_group set, the loss is over the gathered views of all ranks; its value is
+/// that global loss, its gradient is world_size times the gradient through this rank's rows
+/// (so that DataParallelGroup::average_gradients() yields the global loss's gradient).
 /// With `contrastive` false the contrastive pass is skipped (its loss left undefined, i.e.
 /// absent), e.g. for MLM-only pretraining where its weight is 0.
 /// @throws std::invalid_argument from the encoder or the losses on inconsistent shapes.

@@ -1,18 +1,29 @@
 // End-to-end pretraining on a tiny model: losses fall, final/ loads back, and a run stopped
 // mid-way (as by SIGTERM) and resumed logs exactly the losses of an uninterrupted run
-// (CASES.md C32, C34, C35).
+// (CASES.md C32, C34, C35). Data-parallel: `dialtree train --nproc-per-node 2` (two processes,
+// Gloo over 127.0.0.1) trains the same parameters as one process with twice the gradient
+// accumulation, and its checkpoint resumes in one process.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "data/tokenizer_factory.h"
 #include "model/bundle.h"
+#include "model/safetensors.h"
 #include "sts/convert.h"
 #include "test_paths.h"
+#include "trainer/distributed.h"
 #include "trainer/pretrain.h"
 
 namespace dialtree::trainer {
@@ -27,6 +38,46 @@ std::vector<nlohmann::json> read_metrics(const fs::path& path) {
     if (!line.empty()) out.push_back(nlohmann::json::parse(line));
   }
   return out;
+}
+
+// Largest absolute difference between the same-named tensors of two model.safetensors files
+// (which must hold the same names).
+double max_weight_diff(const fs::path& a, const fs::path& b) {
+  const auto ta = model::load_safetensors(a.string()).tensors;
+  const auto tb = model::load_safetensors(b.string()).tensors;
+  EXPECT_EQ(ta.size(), tb.size());
+  double most = 0;
+  for (const auto& [name, x] : ta) {
+    bool found = false;
+    for (const auto& [name2, y] : tb) {
+      if (name2 != name) continue;
+      found = true;
+      most = std::max(most, (x - y).abs().max().item<double>());
+    }
+    EXPECT_TRUE(found) << name;
+  }
+  return most;
+}
+
+// Runs `ENV dialtree train ARGS` (ENV: "VAR=value ..." or empty) with stdout and stderr in
+// `log`, and returns its exit status.
+int run_train(const std::string& env, const std::string& args, const std::string& log) {
+  const std::string cmd =
+      env + " " + DIALTREE_BINARY_DIR + "/cli/dialtree train " + args + " >" + log + " 2>&1";
+  const int status = std::system(cmd.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// Runs `dialtree train --nproc-per-node N CONFIG OVERRIDES` and returns its exit status.
+int train_processes(int nproc, const std::string& config, const std::string& overrides,
+                    const std::string& log) {
+  return run_train("", "--nproc-per-node " + std::to_string(nproc) + " " + config + " " + overrides,
+                   log);
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
 class TinyPretraining : public ::testing::Test {
@@ -153,6 +204,138 @@ TEST_F(TinyPretraining, MlmOnlySkipsTheContrastivePasses) {
                 0.1 * (rec["mlm_labelled"].get<double>() + rec["mlm_unlabelled"].get<double>()),
                 1e-9);
   }
+}
+
+TEST_F(TinyPretraining, TwoProcessesEqualOneProcessWithTwiceTheAccumulation) {
+  // The same 6 steps (dropout 0.2 on, labelled + unlabelled streams, per-device contrastive
+  // loss): 2 ranks x gradient_accumulation_steps 1 against 1 process x 2. Both consume the same
+  // batches with the same per-micro-batch masking and dropout seeds (docs/training.md
+  // "Data-parallel"), so only the order of float additions differs.
+  const PretrainConfig one = parse_config(yaml(tmp_.file("one"), 6), "one.yaml",
+                                          {"gradient_accumulation_steps=2", "save_steps=0"});
+  run_pretraining(one, nullptr, {});
+  {
+    std::ofstream cfg(tmp_.file("ddp.yaml"));
+    cfg << yaml(tmp_.file("two"), 6);
+  }
+  ASSERT_EQ(train_processes(2, tmp_.file("ddp.yaml"), "gradient_accumulation_steps=1",
+                            tmp_.file("two.log")),
+            0)
+      << std::ifstream(tmp_.file("two.log")).rdbuf();
+  const double diff = max_weight_diff(tmp_.path() / "one" / "final" / model::kWeightsFile,
+                                      tmp_.path() / "two" / "final" / model::kWeightsFile);
+  EXPECT_LT(diff, 1e-5);  // seen: 0 (bit-identical); 1 process without accumulation: 4e-3
+  const auto ref = read_metrics(tmp_.path() / "one" / "metrics.jsonl");
+  const auto got = read_metrics(tmp_.path() / "two" / "metrics.jsonl");
+  ASSERT_EQ(ref.size(), 6u);
+  ASSERT_EQ(got.size(), 6u);
+  for (std::size_t i = 0; i < ref.size(); ++i) {
+    for (const char* key : {"loss", "contrastive", "self_supervised", "mlm_labelled",
+                            "mlm_unlabelled", "grad_norm", "learning_rate"}) {
+      EXPECT_NEAR(got[i][key].get<double>(), ref[i][key].get<double>(),
+                  1e-5 * (1 + std::abs(ref[i][key].get<double>())))
+          << "line " << i << " key " << key;
+    }
+  }
+  // Only rank 0 wrote: one config, one metrics file, the checkpoint (save_steps 3) and final/.
+  EXPECT_TRUE(fs::exists(tmp_.path() / "two" / "checkpoint-3" / "trainer_state.json"));
+  std::ifstream state_file(tmp_.path() / "two" / "checkpoint-3" / "trainer_state.json");
+  const auto state = nlohmann::json::parse(state_file);
+  EXPECT_EQ(state["world_size"], 2);
+  EXPECT_EQ(state["micro_batches_done"], 6);  // 3 steps x 2 ranks x 1
+
+  // Resume the 2-process checkpoint in 1 process with accumulation 2: the same final weights.
+  const PretrainConfig resumed =
+      parse_config(yaml(tmp_.file("resumed"), 6), "resumed.yaml",
+                   {"gradient_accumulation_steps=2", "save_steps=0",
+                    "resume_from_checkpoint=" + (tmp_.path() / "two" / "checkpoint-3").string()});
+  run_pretraining(resumed, nullptr, {});
+  EXPECT_LT(max_weight_diff(tmp_.path() / "one" / "final" / model::kWeightsFile,
+                            tmp_.path() / "resumed" / "final" / model::kWeightsFile),
+            1e-5);
+}
+
+TEST_F(TinyPretraining, GatherAcrossDevicesWidensTheCandidateSet) {
+  // Unlabelled batches of 3 per rank: at initialisation the self-supervised (NT-Xent) loss is
+  // about ln(2B - 1) for B candidates, i.e. ln 5 = 1.61 per device and ln 11 = 2.40 gathered.
+  {
+    std::ofstream cfg(tmp_.file("gather.yaml"));
+    cfg << yaml(tmp_.file("gather"), 1);
+  }
+  ASSERT_EQ(train_processes(2, tmp_.file("gather.yaml"),
+                            "loss.gather_across_devices=true learning_rate=1.0e-9 save_steps=0",
+                            tmp_.file("gather.log")),
+            0)
+      << std::ifstream(tmp_.file("gather.log")).rdbuf();
+  const auto m = read_metrics(tmp_.path() / "gather" / "metrics.jsonl");
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_NEAR(m[0]["self_supervised"].get<double>(), std::log(11.0), 0.1);
+}
+
+TEST_F(TinyPretraining, SigtermStopsEveryRankAfterTheSameStepWithACheckpoint) {
+  // The launcher forwards SIGTERM to both ranks; they agree on the step to stop after, rank 0
+  // saves that step's checkpoint, and the job exits with 128 + SIGTERM.
+  {
+    std::ofstream cfg(tmp_.file("long.yaml"));
+    cfg << yaml(tmp_.file("long"), 1000);
+  }
+  const std::string cmd = "exec " + std::string(DIALTREE_BINARY_DIR) +
+                          "/cli/dialtree train --nproc-per-node 2 " + tmp_.file("long.yaml") +
+                          " save_steps=0 >" + tmp_.file("long.log") + " 2>&1";
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    std::_Exit(127);
+  }
+  const fs::path metrics = tmp_.path() / "long" / "metrics.jsonl";
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (read_metrics(metrics).size() < 2 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ::kill(pid, SIGTERM);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << slurp(tmp_.file("long.log"));
+  EXPECT_EQ(WEXITSTATUS(status), 128 + SIGTERM) << slurp(tmp_.file("long.log"));
+  const auto lines = read_metrics(metrics);
+  ASSERT_GE(lines.size(), 2u);
+  const auto last = lines.back()["step"].get<std::int64_t>();
+  EXPECT_LT(last, 1000);
+  std::ifstream state_file(tmp_.path() / "long" / ("checkpoint-" + std::to_string(last)) /
+                           "trainer_state.json");
+  ASSERT_TRUE(state_file.good()) << slurp(tmp_.file("long.log"));
+  const auto state = nlohmann::json::parse(state_file);
+  EXPECT_EQ(state["global_step"], last);
+  EXPECT_EQ(state["micro_batches_done"], 2 * last);
+  EXPECT_FALSE(fs::exists(tmp_.path() / "long" / "final"));
+}
+
+TEST_F(TinyPretraining, BadProcessCountsAndRanksAreUsageErrors) {
+  {
+    std::ofstream cfg(tmp_.file("bad.yaml"));
+    cfg << yaml(tmp_.file("bad"), 1);
+  }
+  const std::string cfg = tmp_.file("bad.yaml"), log = tmp_.file("bad.log");
+  EXPECT_EQ(train_processes(0, cfg, "", log), 2);
+  EXPECT_NE(slurp(log).find("field '--nproc-per-node': must be in [1, 1024], got 0"),
+            std::string::npos)
+      << slurp(log);
+  // None of these runs gets as far as binding the port.
+  const std::string port = std::to_string(free_loopback_port());
+  const std::string rank2 = "RANK=2 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + port;
+  EXPECT_EQ(run_train(rank2, cfg, log), 2);
+  EXPECT_NE(slurp(log).find("RANK (2) must be < WORLD_SIZE (2)"), std::string::npos) << slurp(log);
+  EXPECT_EQ(run_train("RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=http", cfg, log), 2);
+  EXPECT_NE(slurp(log).find("field 'MASTER_PORT': 'http' is not a port number"), std::string::npos)
+      << slurp(log);
+  EXPECT_EQ(run_train("RANK=0 WORLD_SIZE=2", cfg, log), 2);
+  EXPECT_NE(slurp(log).find("field 'MASTER_ADDR': is not set"), std::string::npos) << slurp(log);
+  EXPECT_EQ(run_train("RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + port,
+                      "--nproc-per-node 2 " + cfg, log),
+            2);
+  EXPECT_NE(slurp(log).find("cannot be combined with RANK"), std::string::npos) << slurp(log);
+  EXPECT_FALSE(fs::exists(tmp_.path() / "bad"));  // nothing was started
 }
 
 }  // namespace

@@ -1,0 +1,105 @@
+// Data-parallel training over PyTorch's own c10d process groups (DESIGN.md "Scale-out stance"):
+// rendezvous from the torchrun environment variables, a Gloo process group over a TCPStore,
+// bucketed averaging of gradients, a few scalar sums, and an all-gather of embedding rows whose
+// gradient is correct under autograd (for the optional cross-rank contrastive candidate set).
+//
+// Only <ATen/core/Tensor.h> is included here; c10d, Gloo and <torch/torch.h> stay inside
+// distributed.cpp (STACK.md P9, P12).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+namespace dialtree::trainer {
+
+/// Where this process sits in a data-parallel job (the torchrun convention).
+struct Rendezvous {
+  int rank = 0;             ///< RANK, in [0, world_size)
+  int world_size = 1;       ///< WORLD_SIZE, >= 1
+  std::string master_addr;  ///< MASTER_ADDR: host of rank 0's TCPStore (name or IPv4/IPv6)
+  int master_port = 0;      ///< MASTER_PORT, in [1, 65535]
+};
+
+/// Reads RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT through `getenv` (std::getenv by
+/// default). Returns nullopt when neither RANK nor WORLD_SIZE is set (a plain single process).
+/// @throws DataError naming the variable when one is set but another is missing, a number is
+///   malformed or out of range (e.g. "RANK (2) must be < WORLD_SIZE (2)", "MASTER_PORT: 'x' is
+///   not a port number in [1, 65535]"), or MASTER_ADDR is empty.
+std::optional<Rendezvous> rendezvous_from_env(
+    const std::function<const char*(const char*)>& getenv = {});
+
+/// A free TCP port on 127.0.0.1 at the time of the call (bound to port 0, then released), for
+/// launching local workers. @throws std::runtime_error if no socket can be bound.
+int free_loopback_port();
+
+/// Settings of the process group (HF TrainingArguments names in the config).
+struct DistributedOptions {
+  std::string backend = "gloo";              ///< ddp_backend: only "gloo" (CPU) is built
+  std::chrono::seconds timeout{1800};        ///< ddp_timeout: rendezvous and every collective
+  std::int64_t bucket_cap_bytes = 25 << 20;  ///< ddp_bucket_cap_mb in bytes, > 0
+};
+
+/// One process's membership in a data-parallel group. Every collective must be called by all
+/// ranks in the same order with tensors of the same shapes and dtypes; each one waits at most
+/// the configured timeout and then throws instead of hanging.
+class DataParallelGroup {
+ public:
+  /// Rendezvous at rz.master_addr:rz.master_port (rank 0 hosts the TCPStore there) and builds
+  /// a Gloo process group (the loopback device when MASTER_ADDR is a loopback address or
+  /// GLOO_SOCKET_IFNAME names an interface, else the device of this host's name).
+  /// @throws DataError for an unsupported backend or bad options; std::runtime_error when the
+  ///   store or the group cannot be set up within options.timeout (the message names
+  ///   MASTER_ADDR:MASTER_PORT and the ranks still missing when c10d reports them).
+  DataParallelGroup(const Rendezvous& rz, const DistributedOptions& options);
+  ~DataParallelGroup();
+  DataParallelGroup(const DataParallelGroup&) = delete;
+  DataParallelGroup& operator=(const DataParallelGroup&) = delete;
+
+  int rank() const;
+  int world_size() const;
+
+  /// Copies rank 0's values into `tensors` on every rank (contiguous CPU tensors; in place).
+  void broadcast_from_rank0(const std::vector<at::Tensor>& tensors);
+
+  /// Replaces each parameter's .grad() by its mean over the ranks. Gradients are packed in
+  /// parameter order into flat buckets of at most bucket_cap_bytes (a larger gradient gets its
+  /// own bucket), all buckets are reduced concurrently (SUM, then / world_size) and unpacked.
+  /// An undefined .grad() takes part as zeros (and is defined afterwards), so ranks never
+  /// disagree on the bucket layout. All gradients must be float32 CPU tensors.
+  /// @throws std::invalid_argument on another dtype or device; std::runtime_error on timeout.
+  void average_gradients(const std::vector<at::Tensor>& parameters);
+
+  /// The element-wise sum of `values` over the ranks (float64, e.g. losses and counts to log).
+  std::vector<double> sum(const std::vector<double>& values);
+
+  /// Concatenation over the ranks, in rank order, of each rank's `local` rows:
+  /// out = [rows of rank 0; rows of rank 1; ...], where rank r holds rows_per_rank[r] rows
+  /// (every rank passes the same rows_per_rank; ranks with fewer rows are padded for transfer).
+  /// This rank's slice of the result is `local` itself (so the graph keeps its gradient), the
+  /// other slices are received values without gradient. Hence the gradient of a loss on `out`
+  /// reaches this rank's parameters only through its own rows: summing the parameter
+  /// gradients over ranks gives the gradient of that loss on the global batch, and after
+  /// average_gradients() the caller must scale the loss's gradient by world_size.
+  /// @param local float [rows_per_rank[rank], D] (any floating dtype; CPU)
+  /// @return [sum(rows_per_rank), D], same dtype.
+  /// @throws std::invalid_argument if local's rows differ from rows_per_rank[rank] or the list
+  ///   does not have world_size entries.
+  at::Tensor all_gather_rows(const at::Tensor& local,
+                             const std::vector<std::int64_t>& rows_per_rank);
+
+  /// Waits until every rank has reached this call (at most the timeout).
+  void barrier();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace dialtree::trainer
