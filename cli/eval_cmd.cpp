@@ -218,9 +218,10 @@ void register_dialoglue(CLI::App& eval) {
         for (const auto& s : eval::finetune_option_keys()) k += (k.empty() ? "" : ", ") + s;
         return k;
       }());
-  cmd->add_flag("--save-models", a->save_models,
-                "Save each intent task's fine-tuned model as a bundle in <out>/<task>/seed-<s>/model "
-                "(servable: dialtree serve --model ... answers /classify)");
+  cmd->add_flag(
+      "--save-models", a->save_models,
+      "Save each intent task's fine-tuned model as a bundle in <out>/<task>/seed-<s>/model "
+      "(servable: dialtree serve --model ... answers /classify)");
   cmd->add_flag("--from-scratch", a->from_scratch,
                 "Re-initialise every weight (the from-scratch baseline: same architecture and "
                 "tokenizer, no pretraining)");

@@ -107,10 +107,10 @@ json run_dialoglue(const DialoglueRun& run,
       int best_epoch = 0;
       if (intent) {
         const std::string save_dir =
-            run.save_models ? (fs::path(run.out_dir) / name / ("seed-" + std::to_string(seed)) /
-                               "model")
-                                  .string()
-                            : std::string();
+            run.save_models
+                ? (fs::path(run.out_dir) / name / ("seed-" + std::to_string(seed)) / "model")
+                      .string()
+                : std::string();
         const IntentRunResult r =
             finetune_intent(run.model_dir, intent_data, run.options, seed, on_epoch, save_dir);
         submission = intent_submission_json(r.test_predictions);

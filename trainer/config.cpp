@@ -67,6 +67,7 @@ const std::vector<FieldSpec>& specs() {
       DT_TOP(logging_steps),
       DT_TOP(save_steps),
       DT_TOP(save_total_limit),
+      DT_TOP(model_name_or_path),
       DT_TOP(resume_from_checkpoint),
       DT_TOP(bf16),
       DT_TOP(threads),
@@ -135,7 +136,8 @@ const FieldSpec* find_spec(const std::string& section, const std::string& name) 
 
 // Keys whose present null value means "empty" rather than a type error.
 bool nullable(const FieldSpec& f) {
-  return std::string(f.section).empty() && std::string(f.name) == "resume_from_checkpoint";
+  return std::string(f.section).empty() && (std::string(f.name) == "resume_from_checkpoint" ||
+                                            std::string(f.name) == "model_name_or_path");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -940,6 +942,10 @@ void check_inputs_exist(const PretrainConfig& config) {
       std::ifstream probe(path);
       if (!probe) throw DataError(path, "", field, "the input file cannot be read");
     }
+  }
+  if (!config.model_name_or_path.empty() && !fs::is_directory(config.model_name_or_path, ec)) {
+    throw DataError(config.model_name_or_path, "", "model_name_or_path",
+                    "the model bundle directory does not exist");
   }
   if (!config.resume_from_checkpoint.empty() &&
       !fs::is_directory(config.resume_from_checkpoint, ec)) {

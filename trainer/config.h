@@ -7,7 +7,7 @@
 //   is an error; integers are plain decimal digits (`12.5`, `1e3`, `010` are not integers);
 //   floats accept integers and the YAML 1.2 forms `0.07`, `.5`, `1e-5`; booleans are only
 //   true/false (`yes`, `on` are errors). A present key with an empty value (null) is an error,
-//   except for `resume_from_checkpoint`, where null means "none".
+//   except for `resume_from_checkpoint` and `model_name_or_path`, where null means "none".
 // - Defaults apply only to keys that are absent. Duplicate keys are errors.
 // - Ranges and cross-field rules are checked after the overrides are applied.
 // Every error is a dialtree::DataError naming the file (or "<command line>"), the line (or the
@@ -168,6 +168,11 @@ struct PretrainConfig {
   std::int64_t save_steps = 0;
   /// Checkpoints kept (oldest pruned first); 0 = keep all.
   int save_total_limit = 0;
+  /// Model bundle whose weights the run starts from (HF's name for it), e.g. a BERT imported
+  /// with `dialtree import-hf`, as SPACE-2 starts from BERT / ConvBERT. Its architecture must
+  /// equal the `model:` section's (dropouts and initializer_range excepted); an intent or tag
+  /// head in it is left out. Empty = random initialisation. resume_from_checkpoint wins.
+  std::string model_name_or_path;
   /// Checkpoint directory to resume from; empty = start fresh.
   std::string resume_from_checkpoint;
   /// Compute matrix products in bfloat16 (autocast); weights and optimiser state stay fp32.

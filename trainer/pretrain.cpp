@@ -9,6 +9,7 @@
 #include <random>
 
 #include <fmt/core.h>
+#include <fmt/format.h>
 #include <torch/torch.h>
 #include <nlohmann/json.hpp>
 
@@ -51,6 +52,57 @@ constexpr std::uint64_t kDropoutTag = 0x64726f70ull;  // "drop"
 std::uint64_t micro_seed(std::int64_t seed, std::uint64_t tag, std::int64_t n) {
   return splitmix64(splitmix64(static_cast<std::uint64_t>(seed) ^ tag) +
                     static_cast<std::uint64_t>(n));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Starting weights (model_name_or_path)
+
+// Copies the weights of the bundle `dir` into `net`, whose architecture `want` comes from the
+// config's model: section. Every architecture key must agree (the message names the model.* key
+// and both values); an intent / tag head in the bundle is left out, as pretraining has none.
+// Returns the number of tensors copied. @throws DataError naming the bundle file.
+std::size_t init_from_bundle(model::SpaceModelImpl& net, const model::EncoderConfig& want,
+                             const std::string& dir) {
+  const std::string config_file = (fs::path(dir) / model::kEncoderConfigFile).string();
+  const model::EncoderConfig have = model::read_encoder_config(dir);
+  auto check = [&](const char* key, const auto& a, const auto& b) {
+    if (a != b) {
+      throw DataError(
+          config_file, "", std::string("model.") + key,
+          fmt::format("the config asks for {} but the model_name_or_path bundle has {}; "
+                      "set model.{} to the bundle's value",
+                      a, b, key));
+    }
+  };
+  check("vocab_size", want.vocab_size, have.vocab_size);
+  check("hidden_size", want.hidden_size, have.hidden_size);
+  check("num_hidden_layers", want.num_hidden_layers, have.num_hidden_layers);
+  check("num_attention_heads", want.num_attention_heads, have.num_attention_heads);
+  check("intermediate_size", want.intermediate_size, have.intermediate_size);
+  check("max_position_embeddings", want.max_position_embeddings, have.max_position_embeddings);
+  check("type_vocab_size", want.type_vocab_size, have.type_vocab_size);
+  check("max_turns", want.max_turns, have.max_turns);
+  check("projection_dim", want.projection_dim, have.projection_dim);
+  check("layer_norm_eps", want.layer_norm_eps, have.layer_norm_eps);
+  check("projection_views", fmt::format("[{}]", fmt::join(want.projection_views, ", ")),
+        fmt::format("[{}]", fmt::join(have.projection_views, ", ")));
+  // The data tokenizer decides these two; a different one means another vocabulary.
+  if (want.cls_token_id != have.cls_token_id || want.pad_token_id != have.pad_token_id) {
+    throw DataError(config_file, "", "data.tokenizer",
+                    "the data tokenizer's [CLS]/[PAD] ids differ from the model_name_or_path "
+                    "bundle's: use the bundle's own tokenizer (data.tokenizer: " +
+                        dir + ")");
+  }
+  const std::string weights_file = (fs::path(dir) / model::kWeightsFile).string();
+  model::SafetensorsContents weights = model::load_safetensors(weights_file);
+  model::NamedTensors kept;
+  for (auto& [name, tensor] : weights.tensors) {
+    if (name.rfind("intent_classifier.", 0) == 0 || name.rfind("token_classifier.", 0) == 0)
+      continue;
+    kept.emplace_back(name, tensor);
+  }
+  model::load_model_tensors(net, kept, weights_file);
+  return kept.size();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -444,6 +496,10 @@ PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<b
   r.tok = data::load_tokenizer(config.data.tokenizer);
   r.ecfg = encoder_config(config, *r.tok);
   r.net = model::SpaceModel(r.ecfg);
+  if (!config.model_name_or_path.empty() && config.resume_from_checkpoint.empty()) {
+    const std::size_t n = init_from_bundle(*r.net, r.ecfg, config.model_name_or_path);
+    say(fmt::format("initialised {} tensors from {}", n, config.model_name_or_path));
+  }
   r.net->train();
   r.views = view_indices(r.ecfg.projection_views);
 

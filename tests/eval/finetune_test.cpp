@@ -12,15 +12,15 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "data/serialize.h"
 #include "data/tokenizer_factory.h"
 #include "eval/dialoglue.h"
 #include "eval/eval_config.h"
 #include "eval/finetune.h"
-#include "model/bundle.h"
 #include "eval/finetune_step.h"
+#include "model/bundle.h"
 #include "model/collate.h"
 #include "model/encoder.h"
-#include "data/serialize.h"
 #include "test_paths.h"
 
 namespace dialtree::eval {
@@ -260,8 +260,7 @@ TEST_F(TinyIntent, DialoglueRunWritesSubmissionsResultsAndTable) {
   std::ifstream md(tmp_.path() / "out" / "results.md");
   const std::string table((std::istreambuf_iterator<char>(md)), {});
   EXPECT_THAT(table, HasSubstr(fmt::format("| hwu | accuracy | {:.2f} ± {:.2f} | {:.2f}, {:.2f} |",
-                                           mean, t.at("std").get<double>(), scores[0],
-                                           scores[1])));
+                                           mean, t.at("std").get<double>(), scores[0], scores[1])));
 
   run.tasks = {"multiwoz"};
   EXPECT_THROW(run_dialoglue(run), std::invalid_argument);

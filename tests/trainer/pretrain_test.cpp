@@ -15,9 +15,11 @@
 #include <fstream>
 #include <thread>
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "common/error.h"
 #include "data/tokenizer_factory.h"
 #include "model/bundle.h"
 #include "model/safetensors.h"
@@ -336,6 +338,58 @@ TEST_F(TinyPretraining, BadProcessCountsAndRanksAreUsageErrors) {
             2);
   EXPECT_NE(slurp(log).find("cannot be combined with RANK"), std::string::npos) << slurp(log);
   EXPECT_FALSE(fs::exists(tmp_.path() / "bad"));  // nothing was started
+}
+
+}  // namespace
+}  // namespace dialtree::trainer
+
+namespace dialtree::trainer {
+namespace {
+
+TEST_F(TinyPretraining, ModelNameOrPathStartsFromABundlesWeightsAndChecksTheArchitecture) {
+  // A 2-step run makes the bundle a later run starts from.
+  const PretrainResult a =
+      run_pretraining(parse_config(yaml(tmp_.file("a"), 2), "a.yaml"), nullptr, {});
+  ASSERT_EQ(a.steps_done, 2);
+  const std::string start = tmp_.file("a/final");
+  // One step at a negligible learning rate (no weight decay) leaves the weights where they
+  // started: from the bundle, not from a fresh initialisation.
+  auto still = [&](const std::string& out) {
+    std::string y = yaml(tmp_.file(out), 1) + "warmup_ratio: 0.0\n";
+    return y.replace(y.find("learning_rate: 1.0e-3"), 21, "learning_rate: 1.0e-20");
+  };
+  std::vector<std::string> lines;
+  const PretrainConfig b =
+      parse_config(still("b") + "model_name_or_path: " + start + "\n", "b.yaml");
+  run_pretraining(b, nullptr, [&](const std::string& l) { lines.push_back(l); });
+  EXPECT_LT(max_weight_diff(fs::path(start) / "model.safetensors",
+                            tmp_.path() / "b" / "final" / "model.safetensors"),
+            1e-6);
+  EXPECT_NE(std::find_if(lines.begin(), lines.end(),
+                         [](const std::string& l) { return l.find("initialised") == 0; }),
+            lines.end());
+  // Without it, the same one-step run starts elsewhere.
+  const PretrainConfig c = parse_config(still("c"), "c.yaml");
+  run_pretraining(c, nullptr, {});
+  EXPECT_GT(max_weight_diff(fs::path(start) / "model.safetensors",
+                            tmp_.path() / "c" / "final" / "model.safetensors"),
+            1e-3);
+  // An architecture that differs names the key and both values.
+  std::string y = yaml(tmp_.file("d"), 1) + "model_name_or_path: " + start + "\n";
+  y.replace(y.find("intermediate_size: 64"), 21, "intermediate_size: 96");
+  try {
+    run_pretraining(parse_config(y, "d.yaml"), nullptr, {});
+    FAIL() << "no error";
+  } catch (const DataError& e) {
+    EXPECT_EQ(e.field(), "model.intermediate_size");
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("96"));
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("64"));
+  }
+  EXPECT_THROW(run_pretraining(parse_config(yaml(tmp_.file("e"), 1) +
+                                                "model_name_or_path: " + tmp_.file("nope") + "\n",
+                                            "e.yaml"),
+                               nullptr, {}),
+               DataError);
 }
 
 }  // namespace
