@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/json_util.h"
 #include "common/utf8.h"
 
 namespace dialtree::serve {
@@ -49,30 +50,8 @@ const ErrorRow& row_of(ErrorKind kind) {
   throw ApiError(ErrorKind::kValidation, param + ": " + what, param);
 }
 
-std::string type_name(const json& v) {
-  switch (v.type()) {
-    case json::value_t::null:
-      return "null";
-    case json::value_t::boolean:
-      return "boolean";
-    case json::value_t::number_integer:
-    case json::value_t::number_unsigned:
-      return "integer";
-    case json::value_t::number_float:
-      return "number";
-    case json::value_t::string:
-      return "string";
-    case json::value_t::array:
-      return "array";
-    case json::value_t::object:
-      return "object";
-    default:
-      return "value";
-  }
-}
-
 [[noreturn]] void wrong_type(const std::string& param, const char* expected, const json& v) {
-  invalid(param, std::string("expected ") + expected + ", found " + type_name(v));
+  invalid(param, std::string("expected ") + expected + ", found " + json_type_name(v));
 }
 
 std::string child(const std::string& parent, const std::string& key) {
@@ -220,6 +199,17 @@ TruncationDirection direction_field(const json& body) {
   invalid("truncation_direction", "must be \"right\" or \"left\"");
 }
 
+// The fields /embed, /classify and /tokenize share: `inputs`, `truncate`,
+// `truncation_direction`.
+template <class Request>
+Request with_inputs(const json& body) {
+  Request r;
+  r.inputs = inputs_field(body, "inputs");
+  r.truncate = optional_bool(body, "truncate");
+  r.truncation_direction = direction_field(body);
+  return r;
+}
+
 void require_object(const json& body) {
   if (!body.is_object()) wrong_type("(body)", "a JSON object", body);
 }
@@ -314,11 +304,8 @@ EmbedRequest parse_openai_embeddings(const json& body) {
 
 EmbedRequest parse_tei_embed(const json& body) {
   require_object(body);
-  EmbedRequest r;
-  r.inputs = inputs_field(body, "inputs");
+  EmbedRequest r = with_inputs<EmbedRequest>(body);
   r.normalize = optional_bool(body, "normalize").value_or(true);
-  r.truncate = optional_bool(body, "truncate");
-  r.truncation_direction = direction_field(body);
   r.dimensions = optional_positive(body, "dimensions");
   if (const auto p = body.find("prompt_name"); p != body.end() && !p->is_null()) {
     invalid("prompt_name", "this server has no prompts; leave prompt_name out");
@@ -328,21 +315,15 @@ EmbedRequest parse_tei_embed(const json& body) {
 
 ClassifyRequest parse_classify(const json& body) {
   require_object(body);
-  ClassifyRequest r;
-  r.inputs = inputs_field(body, "inputs");
-  r.truncate = optional_bool(body, "truncate");
-  r.truncation_direction = direction_field(body);
+  ClassifyRequest r = with_inputs<ClassifyRequest>(body);
   r.top_k = optional_positive(body, "top_k").value_or(1);
   return r;
 }
 
 TokenizeRequest parse_tokenize(const json& body) {
   require_object(body);
-  TokenizeRequest r;
-  r.inputs = inputs_field(body, "inputs");
+  TokenizeRequest r = with_inputs<TokenizeRequest>(body);
   r.add_special_tokens = optional_bool(body, "add_special_tokens").value_or(true);
-  r.truncate = optional_bool(body, "truncate");
-  r.truncation_direction = direction_field(body);
   return r;
 }
 
