@@ -128,4 +128,34 @@ class Batcher {
   std::thread thread_;
 };
 
+/// Splits one batch into forward passes that waste little padding: inputs sorted by length
+/// (shortest first) are cut into contiguous groups minimising Σ (longest × count + call_cost)
+/// over the groups (exact, by dynamic programming in O(n²)); `call_cost` is the fixed cost of
+/// one more forward pass in padded-token units. Returns the groups as indices into `lengths`,
+/// each group in ascending length; every index appears once. An empty input gives no groups.
+inline std::vector<std::vector<std::size_t>> plan_forward_passes(
+    const std::vector<std::size_t>& lengths, std::size_t call_cost) {
+  const std::size_t n = lengths.size();
+  std::vector<std::size_t> order(n);
+  for (std::size_t i = 0; i < n; ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return lengths[a] < lengths[b]; });
+  // best[j]: least cost of the first j sorted inputs; cut[j]: where its last group starts.
+  std::vector<std::size_t> best(n + 1, 0), cut(n + 1, 0);
+  for (std::size_t j = 1; j <= n; ++j) {
+    best[j] = static_cast<std::size_t>(-1);
+    for (std::size_t i = 0; i < j; ++i) {
+      const std::size_t cost = best[i] + lengths[order[j - 1]] * (j - i) + call_cost;
+      if (cost < best[j]) best[j] = cost, cut[j] = i;
+    }
+  }
+  std::vector<std::vector<std::size_t>> groups;
+  for (std::size_t j = n; j > 0; j = cut[j]) {
+    groups.emplace_back(order.begin() + static_cast<std::ptrdiff_t>(cut[j]),
+                        order.begin() + static_cast<std::ptrdiff_t>(j));
+  }
+  std::reverse(groups.begin(), groups.end());
+  return groups;
+}
+
 }  // namespace dialtree::serve

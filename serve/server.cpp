@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include <sys/socket.h>
+
 #include <httplib.h>
 #include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
@@ -57,6 +59,14 @@ struct Job {
   bool want_probs = false;
   Clock::time_point enqueued;
 };
+
+// Fixed cost of one more forward pass, in padded tokens, for plan_forward_passes: about what a
+// small encoder spends per call outside its token-proportional work on a CPU.
+constexpr std::size_t kForwardPassCost = 16;
+
+// Pending connections the kernel queues for accept(); cpp-httplib's compiled-in 5 overflows when
+// dozens of clients connect at once (connects then stall for a second or fail).
+constexpr int kListenBacklog = SOMAXCONN;
 
 const char* const kRoutes[] = {"/v1/embeddings", "/embeddings", "/embed",
                                "/classify",      "/tokenize",   "/health",
@@ -161,6 +171,7 @@ struct Server::Impl {
   httplib::Server http;
   Metrics metrics;
   std::atomic<std::size_t> in_flight{0};
+  std::atomic<int> listen_fd{-1};
   std::atomic<bool> ready{false}, draining{false}, load_failed{false};
   std::unique_ptr<Embedder> embedder;
   std::unique_ptr<Batcher<Job>> batcher;
@@ -179,47 +190,60 @@ struct Server::Impl {
 
   // ---- inference ---------------------------------------------------------------------------
 
+  // Runs one batch from the batcher as one or more forward passes of similar lengths
+  // (plan_forward_passes), so short inputs are not padded to the longest one.
   void run_batch(std::vector<Job>& batch) {
-    const auto t0 = Clock::now();
-    std::vector<const data::SerializedExample*> examples;
-    examples.reserve(batch.size());
-    std::size_t longest = 0;
-    bool want_probs = false;
+    const auto t_batch = Clock::now();
+    std::vector<std::size_t> lengths;
+    lengths.reserve(batch.size());
     for (const Job& job : batch) {
-      examples.push_back(job.example);
-      longest = std::max(longest, job.tokens);
-      want_probs = want_probs || job.want_probs;
-      metrics.observe_queue_time(std::chrono::duration<double>(t0 - job.enqueued).count());
+      lengths.push_back(job.tokens);
+      metrics.observe_queue_time(std::chrono::duration<double>(t_batch - job.enqueued).count());
     }
-    ForwardOutputs out;
-    std::string error;
-    try {
-      out = embedder->forward(examples, want_probs);
-    } catch (const std::exception& e) {
-      error = e.what();
-      spdlog::error("inference failed on a batch of {}: {}", batch.size(), error);
-    }
-    const double inference_s = seconds_since(t0);
-    metrics.observe_batch(batch.size(), longest * batch.size(), inference_s);
-    for (std::size_t i = 0; i < batch.size(); ++i) {
-      Job& job = batch[i];
-      bool last = false;
-      {
-        std::lock_guard<std::mutex> lock(job.state->mutex);
-        if (!error.empty()) {
-          job.state->error = error;
-        } else {
-          job.state->pooled[job.index] = std::move(out.pooled[i]);
-          if (job.want_probs && !out.probs.empty())
-            job.state->probs[job.index] = std::move(out.probs[i]);
-        }
-        job.state->queue_s =
-            std::max(job.state->queue_s, std::chrono::duration<double>(t0 - job.enqueued).count());
-        job.state->inference_s = std::max(job.state->inference_s, inference_s);
-        last = --job.state->pending == 0;
+    for (const auto& group : plan_forward_passes(lengths, kForwardPassCost)) {
+      const auto t0 = Clock::now();
+      std::vector<const data::SerializedExample*> examples;
+      bool want_probs = false;
+      for (std::size_t i : group) {
+        examples.push_back(batch[i].example);
+        want_probs = want_probs || batch[i].want_probs;
       }
-      if (last) job.state->done.notify_all();
+      ForwardOutputs out;
+      std::string error;
+      try {
+        out = embedder->forward(examples, want_probs);
+      } catch (const std::exception& e) {
+        error = e.what();
+        spdlog::error("inference failed on a batch of {}: {}", group.size(), error);
+      }
+      const double inference_s = seconds_since(t0);
+      metrics.observe_batch(group.size(), lengths[group.back()] * group.size(), inference_s);
+      for (std::size_t k = 0; k < group.size(); ++k) {
+        deliver(batch[group[k]], error, out, k, t_batch, inference_s);
+      }
     }
+  }
+
+  // Hands row `row` of `out` (or `error`) to the request of `job`; wakes it when it was the
+  // request's last input.
+  static void deliver(Job& job, const std::string& error, ForwardOutputs& out, std::size_t row,
+                      Clock::time_point t_batch, double inference_s) {
+    RequestState& state = *job.state;
+    bool last = false;
+    {
+      std::lock_guard<std::mutex> lock(state.mutex);
+      if (!error.empty()) {
+        state.error = error;
+      } else {
+        state.pooled[job.index] = std::move(out.pooled[row]);
+        if (job.want_probs && !out.probs.empty()) state.probs[job.index] = std::move(out.probs[row]);
+      }
+      state.queue_s =
+          std::max(state.queue_s, std::chrono::duration<double>(t_batch - job.enqueued).count());
+      state.inference_s = std::max(state.inference_s, inference_s);
+      last = --state.pending == 0;
+    }
+    if (last) state.done.notify_all();
   }
 
   // Queues `examples` and waits for their results. @throws ApiError kInternal on failure.
@@ -445,6 +469,10 @@ struct Server::Impl {
 
   void install_routes() {
     http.set_tcp_nodelay(true);  // STACK.md P4: without it every response waits ~40 ms
+    http.set_socket_options([this](socket_t sock) {
+      httplib::default_socket_options(sock);
+      listen_fd = sock;
+    });
     http.set_keep_alive_max_count(1000);
     http.set_keep_alive_timeout(options.keep_alive_timeout_s);
     http.set_payload_max_length(options.max_request_bytes);
@@ -602,6 +630,7 @@ int Server::start() {
   } else if (!s.http.bind_to_port(s.options.host, port)) {
     port = -1;
   }
+  if (port >= 0 && s.listen_fd >= 0) ::listen(s.listen_fd, kListenBacklog);  // raise the backlog
   if (port < 0) {
     throw std::runtime_error("cannot listen on " + s.options.host + ":" +
                              std::to_string(s.options.port) +

@@ -125,6 +125,20 @@ TEST(Batcher, ARunnerThatThrowsDoesNotEndTheWorker) {
   EXPECT_EQ(calls.load(), 2);
 }
 
+TEST(ForwardPasses, SplitsWherePaddingCostsMoreThanACallKnownAnswers) {
+  using Groups = std::vector<std::vector<std::size_t>>;
+  // One pass: 50 x 4 + 16 = 216; three tens then the fifty: 30 + 16 + 50 + 16 = 112.
+  EXPECT_EQ(plan_forward_passes({10, 10, 10, 50}, 16), (Groups{{0, 1, 2}, {3}}));
+  // Similar lengths stay together: 7 x 3 + 16 = 37 beats 12 + 16 + 7 + 16 = 51.
+  EXPECT_EQ(plan_forward_passes({5, 6, 7}, 16), (Groups{{0, 1, 2}}));
+  // Any arrival order; groups come shortest first: [10] then [50] (92 < 116).
+  EXPECT_EQ(plan_forward_passes({50, 10}, 16), (Groups{{1}, {0}}));
+  // A huge call cost keeps one pass; zero cost splits at every length change.
+  EXPECT_EQ(plan_forward_passes({3, 9, 3, 9}, 1000), (Groups{{0, 2, 1, 3}}));
+  EXPECT_EQ(plan_forward_passes({3, 9, 3, 9}, 0), (Groups{{0, 2}, {1, 3}}));
+  EXPECT_TRUE(plan_forward_passes({}, 16).empty());
+}
+
 TEST(Metrics, RendersCountersGaugesAndCumulativeHistograms) {
   Metrics m;
   m.record_request("/embed", 200);
