@@ -283,8 +283,7 @@ torch::Tensor intent_batch_loss(model::SpaceModel& net, const model::EncoderInpu
 std::vector<std::int64_t> predict_intent_batch(model::SpaceModel& net,
                                                const model::EncoderInputs& inputs, bool bf16) {
   trainer::AutocastScope autocast(bf16);
-  const torch::Tensor hidden = net->forward(inputs, true);
-  return argmax_ids(net->intent_logits(model::SpaceModelImpl::cls_vector(hidden)));
+  return argmax_ids(net->intent_logits(net->forward_cls(inputs)));
 }
 
 IntentRunResult finetune_intent(const std::string& bundle_dir, const IntentTask& task,

@@ -157,32 +157,62 @@ torch::Tensor DialogEncoderImpl::embed(const EncoderInputs& in, bool prepend_cls
 }
 
 torch::Tensor DialogEncoderImpl::attention_block(const TransformerLayerWeights& w,
-                                                 const torch::Tensor& x,
+                                                 const torch::Tensor& xq, const torch::Tensor& x,
                                                  const torch::Tensor& key_bias,
                                                  const torch::Tensor& query_keep) {
-  const std::int64_t B = x.size(0), T = x.size(1), nh = config_.num_attention_heads,
-                     d = config_.head_dim(), H = nh * d;
+  const std::int64_t B = x.size(0), T = x.size(1), Tq = xq.size(1),
+                     nh = config_.num_attention_heads, d = config_.head_dim(), H = nh * d;
   const double scale = 1.0 / std::sqrt(static_cast<double>(d));
-  // One [3H, H] product for Q, K and V, with 1/sqrt(d) folded into the query rows.
-  const torch::Tensor qkv_w = torch::cat({w.query_w * scale, w.key_w, w.value_w});
-  const torch::Tensor qkv_b = torch::cat({w.query_b * scale, w.key_b, w.value_b});
-  const torch::Tensor qkv =
-      torch::linear(x, qkv_w, qkv_b).view({B, T, 3, nh, d}).permute({2, 0, 3, 1, 4});
-  auto flat = [&](std::int64_t i) { return qkv[i].reshape({B * nh, T, d}); };
-  const torch::Tensor q = flat(0), k = flat(1), v = flat(2);
-  // [B*nh, T, T] scores; padded keys get -1e9, so every row has a finite softmax.
-  const torch::Tensor scores = bmm_threads(q, k.transpose(1, 2)).view({B, nh, T, T}) + key_bias;
+  // [B, T, H] -> [B*nh, T, d], one slice per (example, head).
+  auto heads = [&](const torch::Tensor& t, std::int64_t rows) {
+    return t.view({B, rows, nh, d}).transpose(1, 2).reshape({B * nh, rows, d});
+  };
+  torch::Tensor q, k, v;
+  if (xq.is_same(x)) {
+    // One [3H, H] product for Q, K and V, with 1/sqrt(d) folded into the query rows.
+    const torch::Tensor qkv_w = torch::cat({w.query_w * scale, w.key_w, w.value_w});
+    const torch::Tensor qkv_b = torch::cat({w.query_b * scale, w.key_b, w.value_b});
+    const torch::Tensor qkv =
+        torch::linear(x, qkv_w, qkv_b).view({B, T, 3, nh, d}).permute({2, 0, 3, 1, 4});
+    q = qkv[0].reshape({B * nh, T, d});
+    k = qkv[1].reshape({B * nh, T, d});
+    v = qkv[2].reshape({B * nh, T, d});
+  } else {
+    // Queries for the rows of xq only; keys and values for every row of x.
+    q = heads(torch::linear(xq, w.query_w * scale, w.query_b * scale), Tq);
+    const torch::Tensor kv =
+        torch::linear(x, torch::cat({w.key_w, w.value_w}), torch::cat({w.key_b, w.value_b}));
+    k = heads(kv.slice(-1, 0, H), T);
+    v = heads(kv.slice(-1, H, 2 * H), T);
+  }
+  // [B*nh, Tq, T] scores; padded keys get -1e9, so every row has a finite softmax.
+  const torch::Tensor scores = bmm_threads(q, k.transpose(1, 2)).view({B, nh, Tq, T}) + key_bias;
   torch::Tensor probs = torch::softmax(scores, -1);
   probs = dropout_threads(probs, config_.attention_probs_dropout_prob, is_training());
-  const torch::Tensor context = bmm_threads(probs.reshape({B * nh, T, T}).to(v.scalar_type()), v);
+  const torch::Tensor context = bmm_threads(probs.reshape({B * nh, Tq, T}).to(v.scalar_type()), v);
   // Padding query rows are meaningless; zero them so they carry nothing forward.
-  return context.view({B, nh, T, d}).transpose(1, 2).reshape({B, T, H}) *
+  return context.view({B, nh, Tq, d}).transpose(1, 2).reshape({B, Tq, H}) *
          query_keep.to(context.scalar_type());
 }
 
-torch::Tensor DialogEncoderImpl::forward(const EncoderInputs& in, bool prepend_cls) {
-  torch::Tensor x = embed(in, prepend_cls);
-  // Attention mask over the (possibly extended) sequence.
+torch::Tensor DialogEncoderImpl::block(const TransformerLayerWeights& w, const torch::Tensor& xq,
+                                       const torch::Tensor& x, const torch::Tensor& key_bias,
+                                       const torch::Tensor& query_keep) {
+  const double eps = config_.layer_norm_eps;
+  const double p_hidden = config_.hidden_dropout_prob, p_ffn = config_.ffn_dropout_prob;
+  const bool train = is_training();
+  torch::Tensor a =
+      torch::linear(attention_block(w, xq, x, key_bias, query_keep), w.attn_out_w, w.attn_out_b);
+  torch::Tensor y =
+      layer_norm(xq + dropout_threads(a, p_hidden, train), w.attn_ln_w, w.attn_ln_b, eps);
+  torch::Tensor f =
+      dropout_threads(torch::gelu(torch::linear(y, w.inter_w, w.inter_b)), p_ffn, train);
+  f = torch::linear(f, w.out_w, w.out_b);
+  return layer_norm(y + dropout_threads(f, p_hidden, train), w.out_ln_w, w.out_ln_b, eps);
+}
+
+DialogEncoderImpl::Masks DialogEncoderImpl::masks(const EncoderInputs& in, bool prepend_cls,
+                                                  const torch::Tensor& x) const {
   torch::Tensor m = in.attention_mask.ne(0);  // [B, L] bool
   if (prepend_cls) {
     // [CLS] copies token 0's mask (SPACE2.md §1.2); an empty sequence has a masked [CLS].
@@ -193,23 +223,30 @@ torch::Tensor DialogEncoderImpl::forward(const EncoderInputs& in, bool prepend_c
   const auto opts = x.options().dtype(torch::kFloat32);
   const std::int64_t B = m.size(0), T = m.size(1);
   // Additive key bias [B, 1, 1, T] (0 visible, -1e9 padding) and query keep [B, T, 1].
-  const torch::Tensor key_bias =
+  Masks out;
+  out.key_bias =
       torch::zeros({B, 1, 1, T}, opts).masked_fill_(m.logical_not().view({B, 1, 1, T}), -1e9);
-  const torch::Tensor query_keep = m.to(torch::kFloat32).view({B, T, 1});
+  out.query_keep = m.to(torch::kFloat32).view({B, T, 1});
+  return out;
+}
 
-  const double eps = config_.layer_norm_eps;
-  const double p_hidden = config_.hidden_dropout_prob, p_ffn = config_.ffn_dropout_prob;
-  const bool train = is_training();
-  for (const auto& w : layers_) {
-    torch::Tensor a =
-        torch::linear(attention_block(w, x, key_bias, query_keep), w.attn_out_w, w.attn_out_b);
-    x = layer_norm(x + dropout_threads(a, p_hidden, train), w.attn_ln_w, w.attn_ln_b, eps);
-    torch::Tensor f =
-        dropout_threads(torch::gelu(torch::linear(x, w.inter_w, w.inter_b)), p_ffn, train);
-    f = torch::linear(f, w.out_w, w.out_b);
-    x = layer_norm(x + dropout_threads(f, p_hidden, train), w.out_ln_w, w.out_ln_b, eps);
-  }
+torch::Tensor DialogEncoderImpl::forward(const EncoderInputs& in, bool prepend_cls) {
+  torch::Tensor x = embed(in, prepend_cls);
+  const Masks mk = masks(in, prepend_cls, x);
+  for (const auto& w : layers_) x = block(w, x, x, mk.key_bias, mk.query_keep);
   return x;
+}
+
+torch::Tensor DialogEncoderImpl::forward_cls(const EncoderInputs& in) {
+  torch::Tensor x = embed(in, /*prepend_cls=*/true);
+  const Masks mk = masks(in, /*prepend_cls=*/true, x);
+  const std::size_t n = layers_.size();
+  if (n == 0) return x.select(1, 0);
+  for (std::size_t i = 0; i + 1 < n; ++i) x = block(layers_[i], x, x, mk.key_bias, mk.query_keep);
+  // Only row 0 of the last block's output is wanted: its keys and values still need every row,
+  // but its query, attention row, output projection and feed-forward need only [CLS].
+  const torch::Tensor cls = x.slice(1, 0, 1);
+  return block(layers_[n - 1], cls, x, mk.key_bias, mk.query_keep.slice(1, 0, 1)).select(1, 0);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -125,9 +125,7 @@ ForwardOutputs Embedder::forward(const std::vector<const data::SerializedExample
   torch::InferenceMode guard;
   model::SpaceModel& net = impl_->bundle.model;
   const model::EncoderInputs inputs = model::collate(examples);
-  const torch::Tensor hidden = net->forward(inputs, /*prepend_cls=*/true);
-  const torch::Tensor cls =
-      model::SpaceModelImpl::cls_vector(hidden).to(torch::kFloat32).contiguous();
+  const torch::Tensor cls = net->forward_cls(inputs).to(torch::kFloat32).contiguous();
   const auto rows = cls.size(0), dims = cls.size(1);
   out.pooled.resize(static_cast<std::size_t>(rows));
   const float* p = cls.data_ptr<float>();

@@ -362,6 +362,31 @@ TEST(DialogEncoder, PaddingInvarianceBatchOfOneAndFiniteGradients) {
   EXPECT_THROW(SpaceModelImpl::cls_vector(cls), std::invalid_argument);
 }
 
+TEST(DialogEncoder, ForwardClsIsRowZeroOfTheFullForwardForAnyDepthAndPadding) {
+  for (const std::int64_t layers : {1, 3}) {
+    SpaceModel model(tiny_config(layers));
+    randomize(*model, 21 + static_cast<std::uint64_t>(layers));
+    model->eval();
+    const std::vector<data::SerializedExample> xs = {
+        example({5, 6, 7}), example({10, 11, 12, 13, 14, 15, 16, 17, 18}), example({}),
+        example({20, 21, 22, 23, 24, 25})};
+    torch::NoGradGuard g;
+    const EncoderInputs in = collate(xs);
+    const torch::Tensor full = SpaceModelImpl::cls_vector(model->forward(in, true));
+    const torch::Tensor cls = model->forward_cls(in);
+    ASSERT_EQ(cls.sizes(), (std::vector<std::int64_t>{4, 32})) << layers << " layers";
+    EXPECT_TRUE(torch::isfinite(cls).all().item<bool>());
+    EXPECT_LT((cls - full).abs().max().item<float>(), 1e-5f) << layers << " layers";
+    // The last block is really applied: its input row 0 differs from the output.
+    EXPECT_GT((cls - model->encoder()->embed(in, true).select(1, 0)).abs().max().item<float>(),
+              0.1f);
+    // Batch of one, and the same row inside the padded batch.
+    const torch::Tensor one = model->forward_cls(collate({xs[0]}));
+    ASSERT_EQ(one.sizes(), (std::vector<std::int64_t>{1, 32}));
+    EXPECT_LT((one[0] - cls[0]).abs().max().item<float>(), 1e-5f) << layers << " layers";
+  }
+}
+
 TEST(DialogEncoder, FullyPaddedRowsGiveNoNanForwardOrBackward) {
   SpaceModel model(tiny_config(2));
   model->train();
