@@ -158,4 +158,27 @@ inline std::vector<std::vector<std::size_t>> plan_forward_passes(
   return groups;
 }
 
+/// Bounds of forward_pass_cost_from_timings(), in padded tokens.
+inline constexpr std::size_t kMinForwardPassCost = 1, kMaxForwardPassCost = 4096;
+
+/// The `call_cost` of plan_forward_passes() from two timed forward passes of inputs of `length`
+/// tokens: `t_one` seconds for one input and `t_many` for `n` of them (n >= 2). Fits the cost
+/// model t = a + b·padded_tokens through both points and returns a / b rounded, clamped to
+/// [kMinForwardPassCost, kMaxForwardPassCost]; when t_many <= t_one (no measurable per-token
+/// cost: timer noise) the pass cost dominates and the result is kMaxForwardPassCost.
+/// @throws std::invalid_argument if n < 2, length == 0 or a time is negative or not finite.
+inline std::size_t forward_pass_cost_from_timings(double t_one, double t_many, std::size_t n,
+                                                  std::size_t length) {
+  if (n < 2 || length == 0 || !(t_one >= 0.0) || !(t_many >= 0.0) || t_one > 1e9 || t_many > 1e9) {
+    throw std::invalid_argument(
+        "forward_pass_cost_from_timings: need n >= 2, length >= 1 and finite times >= 0");
+  }
+  if (t_many <= t_one) return kMaxForwardPassCost;
+  const double per_token = (t_many - t_one) / static_cast<double>((n - 1) * length);
+  const double cost = t_one / per_token - static_cast<double>(length);
+  if (cost <= static_cast<double>(kMinForwardPassCost)) return kMinForwardPassCost;
+  if (cost >= static_cast<double>(kMaxForwardPassCost)) return kMaxForwardPassCost;
+  return static_cast<std::size_t>(cost + 0.5);
+}
+
 }  // namespace dialtree::serve

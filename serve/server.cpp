@@ -60,10 +60,6 @@ struct Job {
   Clock::time_point enqueued;
 };
 
-// Fixed cost of one more forward pass, in padded tokens, for plan_forward_passes: about what a
-// small encoder spends per call outside its token-proportional work on a CPU.
-constexpr std::size_t kForwardPassCost = 16;
-
 // Pending connections the kernel queues for accept(); cpp-httplib's compiled-in 5 overflows when
 // dozens of clients connect at once (connects then stall for a second or fail).
 constexpr int kListenBacklog = SOMAXCONN;
@@ -139,6 +135,11 @@ void ServerOptions::validate() const {
     bad("num-threads", "must be in [1, " + std::to_string(cpus) + "] (this machine's CPUs), got " +
                            std::to_string(num_threads));
   }
+  if (forward_pass_cost > kMaxForwardPassCost) {
+    bad("forward-pass-cost", "must be in [0, " + std::to_string(kMaxForwardPassCost) +
+                                 "] padded tokens (0 = measure at warm-up), got " +
+                                 std::to_string(forward_pass_cost));
+  }
   if (max_input_length > max_batch_tokens) {
     bad("max-input-length", std::to_string(max_input_length) + " exceeds --max-batch-tokens " +
                                 std::to_string(max_batch_tokens) +
@@ -162,7 +163,8 @@ json ServerOptions::to_json() const {
               {"auto_truncate", auto_truncate},
               {"http_threads", http_threads},
               {"keep_alive_timeout", keep_alive_timeout_s},
-              {"num_threads", num_threads}};
+              {"num_threads", num_threads},
+              {"forward_pass_cost", forward_pass_cost}};
 }
 
 struct Server::Impl {
@@ -172,6 +174,7 @@ struct Server::Impl {
   Metrics metrics;
   std::atomic<std::size_t> in_flight{0};
   std::atomic<int> listen_fd{-1};
+  std::atomic<std::size_t> pass_cost{0};  // plan_forward_passes' call_cost, set before ready
   std::atomic<bool> ready{false}, draining{false}, load_failed{false};
   std::unique_ptr<Embedder> embedder;
   std::unique_ptr<Batcher<Job>> batcher;
@@ -200,7 +203,7 @@ struct Server::Impl {
       lengths.push_back(job.tokens);
       metrics.observe_queue_time(std::chrono::duration<double>(t_batch - job.enqueued).count());
     }
-    for (const auto& group : plan_forward_passes(lengths, kForwardPassCost)) {
+    for (const auto& group : plan_forward_passes(lengths, pass_cost.load())) {
       const auto t0 = Clock::now();
       std::vector<const data::SerializedExample*> examples;
       bool want_probs = false;
@@ -236,7 +239,8 @@ struct Server::Impl {
         state.error = error;
       } else {
         state.pooled[job.index] = std::move(out.pooled[row]);
-        if (job.want_probs && !out.probs.empty()) state.probs[job.index] = std::move(out.probs[row]);
+        if (job.want_probs && !out.probs.empty())
+          state.probs[job.index] = std::move(out.probs[row]);
       }
       state.queue_s =
           std::max(state.queue_s, std::chrono::duration<double>(t_batch - job.enqueued).count());
@@ -405,6 +409,7 @@ struct Server::Impl {
               {"max_client_batch_size", options.max_client_batch_size},
               {"max_request_bytes", options.max_request_bytes},
               {"auto_truncate", options.auto_truncate},
+              {"forward_pass_cost", pass_cost.load()},
               {"version", DIALTREE_VERSION},
               {"ready", ready.load()}};
     if (embedder) {
@@ -587,6 +592,7 @@ struct Server::Impl {
           embedder->prepare(shortest, true, TruncationDirection::kRight, "warmup"),
           embedder->prepare(longest, true, TruncationDirection::kRight, "warmup")};
       infer(warm, embedder->has_classifier());
+      pass_cost = options.forward_pass_cost > 0 ? options.forward_pass_cost : measure_pass_cost();
       if (draining.load()) return;
       ready = true;
       spdlog::info("ready: model {} (hidden_size {}, {}), loaded and warmed up in {:.2f} s",
@@ -598,6 +604,43 @@ struct Server::Impl {
       load_failed = true;
       stop();
     }
+  }
+
+  // Times forward passes of 1 and of n equal inputs of about 16 tokens (median of 7 each, on
+  // this thread before the server is ready) and turns them into plan_forward_passes' call cost.
+  std::size_t measure_pass_cost() {
+    const std::size_t utterance =
+        std::min<std::size_t>(16, embedder->limits().max_utterance_length);
+    const Input input{{},
+                      std::vector<std::int64_t>(utterance, embedder->tokenizer().special().unk)};
+    const data::SerializedExample ex =
+        embedder->prepare(input, true, TruncationDirection::kRight, "calibration");
+    const std::size_t length = ex.input_ids.size();
+    const std::size_t n =
+        std::min<std::size_t>({16, options.max_batch_requests,
+                               options.max_batch_tokens / std::max<std::size_t>(1, length)});
+    if (n < 2) return kMaxForwardPassCost;  // every pass holds one input: nothing to plan
+    const std::vector<const data::SerializedExample*> one{&ex}, many(n, &ex);
+    std::vector<double> t_one, t_many;
+    for (int r = 0; r < 7; ++r) {
+      auto t0 = Clock::now();
+      embedder->forward(one, false);
+      t_one.push_back(seconds_since(t0));
+      t0 = Clock::now();
+      embedder->forward(many, false);
+      t_many.push_back(seconds_since(t0));
+    }
+    auto median = [](std::vector<double>& v) {
+      std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+      return v[v.size() / 2];
+    };
+    const double a = median(t_one), b = median(t_many);
+    const std::size_t cost = forward_pass_cost_from_timings(a, b, n, length);
+    spdlog::info(
+        "forward pass cost: {} padded tokens (1 x {} tokens in {:.2f} ms, {} x {} in {:.2f} ms; "
+        "--forward-pass-cost overrides)",
+        cost, length, a * 1000.0, n, length, b * 1000.0);
+    return cost;
   }
 
   void stop() {
