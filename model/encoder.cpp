@@ -167,24 +167,20 @@ torch::Tensor DialogEncoderImpl::attention_block(const TransformerLayerWeights& 
   auto heads = [&](const torch::Tensor& t, std::int64_t rows) {
     return t.view({B, rows, nh, d}).transpose(1, 2).reshape({B * nh, rows, d});
   };
-  torch::Tensor q, k, v;
+  // Projections [B, Tq, H] for the queries and [B, T, 2H] for keys and values. When xq is x,
+  // one [3H, H] product gives all three (1/sqrt(d) folded into the query rows).
+  torch::Tensor q, kv;
   if (xq.is_same(x)) {
-    // One [3H, H] product for Q, K and V, with 1/sqrt(d) folded into the query rows.
-    const torch::Tensor qkv_w = torch::cat({w.query_w * scale, w.key_w, w.value_w});
-    const torch::Tensor qkv_b = torch::cat({w.query_b * scale, w.key_b, w.value_b});
-    const torch::Tensor qkv =
-        torch::linear(x, qkv_w, qkv_b).view({B, T, 3, nh, d}).permute({2, 0, 3, 1, 4});
-    q = qkv[0].reshape({B * nh, T, d});
-    k = qkv[1].reshape({B * nh, T, d});
-    v = qkv[2].reshape({B * nh, T, d});
+    const torch::Tensor qkv = torch::linear(x, torch::cat({w.query_w * scale, w.key_w, w.value_w}),
+                                            torch::cat({w.query_b * scale, w.key_b, w.value_b}));
+    q = qkv.slice(-1, 0, H);
+    kv = qkv.slice(-1, H);
   } else {
-    // Queries for the rows of xq only; keys and values for every row of x.
-    q = heads(torch::linear(xq, w.query_w * scale, w.query_b * scale), Tq);
-    const torch::Tensor kv =
-        torch::linear(x, torch::cat({w.key_w, w.value_w}), torch::cat({w.key_b, w.value_b}));
-    k = heads(kv.slice(-1, 0, H), T);
-    v = heads(kv.slice(-1, H, 2 * H), T);
+    q = torch::linear(xq, w.query_w * scale, w.query_b * scale);
+    kv = torch::linear(x, torch::cat({w.key_w, w.value_w}), torch::cat({w.key_b, w.value_b}));
   }
+  const torch::Tensor k = heads(kv.slice(-1, 0, H), T), v = heads(kv.slice(-1, H, 2 * H), T);
+  q = heads(q, Tq);
   // [B*nh, Tq, T] scores; padded keys get -1e9, so every row has a finite softmax.
   const torch::Tensor scores = bmm_threads(q, k.transpose(1, 2)).view({B, nh, Tq, T}) + key_bias;
   torch::Tensor probs = torch::softmax(scores, -1);
