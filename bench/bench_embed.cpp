@@ -7,7 +7,9 @@
 //
 //   usage: bench_embed --model BUNDLE --input FILE [--input-format text|jsonl] [--passes 3]
 //                      [--batch-size 64] [--max-batch-tokens 16384] [--threads 2]
-//                      [--write-ids FILE]
+//                      [--order longest|input] [--write-ids FILE]
+// --order input keeps the file's order (batches of mixed lengths, as a server sees them)
+// instead of longest first.
 // --write-ids writes each text's sub-word ids (the bundle's tokenizer, no role markers, not
 // truncated) as one JSON array per line: the input of bench/reference/embed.py and of
 // `dialtree embed --input-format jsonl`.
@@ -30,7 +32,7 @@ namespace {
 
 /// Command-line settings.
 struct EmbedBenchOptions {
-  std::string model, input, input_format = "text", write_ids;
+  std::string model, input, input_format = "text", write_ids, order = "longest";
   int passes = 3, threads = 2;
   std::size_t batch_size = 64, max_batch_tokens = 16384;
 };
@@ -48,6 +50,8 @@ EmbedBenchOptions parse_args(int argc, char** argv) {
       o.input = value;
     } else if (flag == "--input-format") {
       o.input_format = value;
+    } else if (flag == "--order") {
+      o.order = value;
     } else if (flag == "--write-ids") {
       o.write_ids = value;
     } else if (flag == "--passes") {
@@ -63,8 +67,10 @@ EmbedBenchOptions parse_args(int argc, char** argv) {
     }
   }
   if (o.model.empty() || o.input.empty() || o.passes < 1 || o.threads < 1 || o.batch_size < 1 ||
-      (o.input_format != "text" && o.input_format != "jsonl")) {
-    throw std::invalid_argument("need --model, --input, --passes >= 1, --input-format text|jsonl");
+      (o.input_format != "text" && o.input_format != "jsonl") ||
+      (o.order != "longest" && o.order != "input")) {
+    throw std::invalid_argument(
+        "need --model, --input, --passes >= 1, --input-format text|jsonl, --order longest|input");
   }
   return o;
 }
@@ -98,17 +104,20 @@ std::size_t embed_pass(const dialtree::serve::Embedder& embedder,
   }
   std::vector<std::size_t> order(examples.size());
   std::iota(order.begin(), order.end(), std::size_t{0});
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
-    return examples[x].input_ids.size() > examples[y].input_ids.size();
-  });
+  if (o.order == "longest") {
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
+      return examples[x].input_ids.size() > examples[y].input_ids.size();
+    });
+  }
   std::vector<std::vector<float>> vectors(examples.size());
   std::size_t start = 0, padded = 0;
   while (start < order.size()) {
     std::vector<const dialtree::data::SerializedExample*> batch;
-    const std::size_t longest = examples[order[start]].input_ids.size();
-    std::size_t end = start;
-    while (end < order.size() && batch.size() < o.batch_size &&
-           (batch.empty() || longest * (batch.size() + 1) <= o.max_batch_tokens)) {
+    std::size_t longest = 0, end = start;
+    while (end < order.size() && batch.size() < o.batch_size) {
+      const std::size_t len = std::max(longest, examples[order[end]].input_ids.size());
+      if (!batch.empty() && len * (batch.size() + 1) > o.max_batch_tokens) break;
+      longest = len;
       batch.push_back(&examples[order[end++]]);
     }
     padded += longest * batch.size();

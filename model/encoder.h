@@ -75,7 +75,11 @@ class DialogEncoderImpl : public torch::nn::Module {
   /// forward(inputs, true) (equal up to float rounding of the smaller products), for inference
   /// that needs only the dialog vector (embeddings, intent prediction). The last block computes
   /// keys and values for every row but its query, attention row, output projection and
-  /// feed-forward for [CLS] only, which saves about 10/12 of one block's matrix work.
+  /// feed-forward for [CLS] only, which saves about 10/12 of one block's matrix work. Inputs
+  /// that are right-padded (every mask a prefix of ones, none empty: what collate() makes) run
+  /// packed: projections and feed-forward see only real tokens, and attention pads per bucket
+  /// of similar lengths (forward_cls_packed), so a batch of mixed lengths costs about what its
+  /// real tokens cost. Other masks take the padded path.
   /// @throws as forward().
   torch::Tensor forward_cls(const EncoderInputs& inputs);
 
@@ -90,21 +94,39 @@ class DialogEncoderImpl : public torch::nn::Module {
   void reset_parameters();
 
  private:
-  /// Additive key bias [B, 1, 1, T] (0 visible, -1e9 padding) and query keep [B, T, 1].
+  /// Additive key bias [B, 1, 1, T] (0 visible, -1e9 padding), query keep float [B, T, 1] and
+  /// the visible rows, bool [B, T].
   struct Masks {
-    torch::Tensor key_bias, query_keep;
+    torch::Tensor key_bias, query_keep, visible;
   };
   Masks masks(const EncoderInputs& inputs, bool prepend_cls, const torch::Tensor& x) const;
 
+  /// The fused query/key/value projection of block `w`: weight [3H, H], bias [3H], with
+  /// 1/sqrt(head_dim) folded into the query rows.
+  std::pair<torch::Tensor, torch::Tensor> fused_qkv(const TransformerLayerWeights& w) const;
+  /// Scaled dot-product attention of projected queries `q` [B, Tq, H] over keys/values `k`, `v`
+  /// [B, T, H] with `key_bias` [B, 1, 1, T] -> context [B, Tq, H] (heads merged).
+  torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                       const torch::Tensor& key_bias);
   /// Self-attention of block `w` for the query rows `xq` [B, Tq, H] over the rows of `x`
   /// [B, T, H] (xq is x, or its leading rows); `query_keep` [B, Tq, 1]. -> context [B, Tq, H].
   torch::Tensor attention_block(const TransformerLayerWeights& w, const torch::Tensor& xq,
                                 const torch::Tensor& x, const torch::Tensor& key_bias,
                                 const torch::Tensor& query_keep);
+  /// The rest of a post-LN block after attention: output projection, residual + LayerNorm,
+  /// feed-forward, residual + LayerNorm. `xq` and `context` [..., H] -> [..., H].
+  torch::Tensor block_output(const TransformerLayerWeights& w, const torch::Tensor& xq,
+                             const torch::Tensor& context);
   /// One post-LN transformer block for the query rows `xq` over `x` -> [B, Tq, H].
   torch::Tensor block(const TransformerLayerWeights& w, const torch::Tensor& xq,
                       const torch::Tensor& x, const torch::Tensor& key_bias,
                       const torch::Tensor& query_keep);
+  /// forward_cls() for right-padded inputs: `x` is embed()'s output [B, T, H] and `lengths`
+  /// (B values >= 1) the visible rows of each input. Runs on the real rows only, packed
+  /// [N, H] (N = Σ lengths), shortest input first; attention pads per bucket of similar
+  /// lengths (plan_length_buckets). -> [B, H] in the inputs' order.
+  torch::Tensor forward_cls_packed(const torch::Tensor& x,
+                                   const std::vector<std::int64_t>& lengths);
 
   EncoderConfig config_;
   torch::Tensor word_, position_, role_, turn_, emb_ln_w_, emb_ln_b_;

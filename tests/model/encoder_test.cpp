@@ -387,6 +387,39 @@ TEST(DialogEncoder, ForwardClsIsRowZeroOfTheFullForwardForAnyDepthAndPadding) {
   }
 }
 
+TEST(DialogEncoder, PackedForwardClsMatchesThePaddedForwardAcrossLengthBuckets) {
+  // Right-padded inputs of very mixed lengths, not sorted: forward_cls packs the real rows and
+  // attends per length bucket (plan_length_buckets puts the 29- and 31-token inputs apart from
+  // the short ones), then restores the input order.
+  std::vector<data::SerializedExample> xs;
+  for (const int len : {3, 29, 4, 3, 7, 31, 5, 3, 6}) {
+    std::vector<std::int32_t> ids;
+    for (int i = 0; i < len; ++i) ids.push_back(3 + (len * 7 + i * 5) % 37);
+    xs.push_back(example(ids));
+  }
+  for (const std::int64_t layers : {1, 2, 3}) {
+    SpaceModel model(tiny_config(layers));
+    randomize(*model, 40 + static_cast<std::uint64_t>(layers));
+    model->eval();
+    torch::NoGradGuard g;
+    const EncoderInputs in = collate(xs);
+    const torch::Tensor full = SpaceModelImpl::cls_vector(model->forward(in, true));
+    const torch::Tensor cls = model->forward_cls(in);
+    ASSERT_EQ(cls.sizes(), (std::vector<std::int64_t>{9, 32})) << layers << " layers";
+    EXPECT_LT((cls - full).abs().max().item<float>(), 1e-5f) << layers << " layers";
+    // Each input alone (no padding, one bucket) gives its row of the batch.
+    for (std::size_t i = 0; i < xs.size(); ++i) {
+      const torch::Tensor one = model->forward_cls(collate({xs[i]}));
+      EXPECT_LT((one[0] - cls[static_cast<std::int64_t>(i)]).abs().max().item<float>(), 1e-5f)
+          << layers << " layers, input " << i;
+    }
+    // Under CPU bf16 autocast (fine-tuning's evaluation) it stays close to fp32.
+    CpuBf16Autocast autocast;
+    const torch::Tensor bf16 = model->forward_cls(in);
+    EXPECT_LT((bf16.to(torch::kFloat) - full).abs().max().item<float>(), 0.1f);
+  }
+}
+
 TEST(DialogEncoder, FullyPaddedRowsGiveNoNanForwardOrBackward) {
   SpaceModel model(tiny_config(2));
   model->train();
