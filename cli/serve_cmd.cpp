@@ -91,14 +91,12 @@ void register_serve(CLI::App& app) {
   flag(cmd, "num-threads", o->num_threads,
        "LibTorch threads of the inference worker, in [1, CPUs] (0 = DIALTREE_NUM_THREADS or all "
        "CPUs)");
-  flag(cmd, "forward-pass-cost", o->forward_pass_cost,
-       "Fixed cost of one forward pass in padded tokens, for cutting a batch into passes of "
-       "similar lengths (0 = measure at warm-up)");
   cmd->callback([o] {
     log_to_stderr(/*timestamps=*/true);
     o->validate();
     if (o->num_threads > 0) set_num_threads(o->num_threads);
     spdlog::info("dialtree serve: {}", o->to_json().dump());
+    spdlog::info("malloc: {}", serve::malloc_implementation());
     serve::Server server(*o);
     const int status = run_until_signal(server);
     if (status != 0) {

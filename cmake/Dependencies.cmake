@@ -13,6 +13,10 @@ find_package(fmt REQUIRED)
 find_package(Threads REQUIRED)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(UTF8PROC REQUIRED IMPORTED_TARGET libutf8proc)
+# jemalloc, linked into the dialtree executable (and bench_embed, its offline reference) as the
+# process's malloc: under the server's mix of tensor shapes glibc's heap kept growing (+85 MiB
+# over 20k requests); jemalloc stays flat at the same throughput (bench/README.md, server).
+pkg_check_modules(JEMALLOC REQUIRED IMPORTED_TARGET jemalloc)
 
 # libcsv (RFC 4180 CSV parser): headers and library only, no CMake or pkg-config files.
 find_path(CSV_INCLUDE_DIR csv.h REQUIRED)

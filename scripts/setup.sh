@@ -12,10 +12,11 @@ packages=(
   g++ cmake ninja-build ccache pkg-config dpkg-dev protobuf-compiler libprotobuf-dev
   libtorch-dev libopenblas0-openmp nlohmann-json3-dev libcli11-dev libeigen3-dev libyaml-cpp-dev
   libcpp-httplib-dev libgtest-dev libgmock-dev libspdlog-dev libfmt-dev libutf8proc-dev libcsv-dev
-  libsimdjson-dev libgloo-dev
+  libsimdjson-dev libgloo-dev libjemalloc-dev
 )
 # libgloo-dev: the headers ProcessGroupGloo.hpp includes (data-parallel training, STACK.md P9);
-# the Gloo symbols themselves are in libtorch_cpu.so.
+# the Gloo symbols themselves are in libtorch_cpu.so. libjemalloc-dev: the dialtree executable's
+# malloc (flat server RSS; cmake/Dependencies.cmake).
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

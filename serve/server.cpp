@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include <dlfcn.h>
 #include <sys/socket.h>
 
 #include <httplib.h>
@@ -135,11 +136,6 @@ void ServerOptions::validate() const {
     bad("num-threads", "must be in [1, " + std::to_string(cpus) + "] (this machine's CPUs), got " +
                            std::to_string(num_threads));
   }
-  if (forward_pass_cost > kMaxForwardPassCost) {
-    bad("forward-pass-cost", "must be in [0, " + std::to_string(kMaxForwardPassCost) +
-                                 "] padded tokens (0 = measure at warm-up), got " +
-                                 std::to_string(forward_pass_cost));
-  }
   if (max_input_length > max_batch_tokens) {
     bad("max-input-length", std::to_string(max_input_length) + " exceeds --max-batch-tokens " +
                                 std::to_string(max_batch_tokens) +
@@ -163,8 +159,20 @@ json ServerOptions::to_json() const {
               {"auto_truncate", auto_truncate},
               {"http_threads", http_threads},
               {"keep_alive_timeout", keep_alive_timeout_s},
-              {"num_threads", num_threads},
-              {"forward_pass_cost", forward_pass_cost}};
+              {"num_threads", num_threads}};
+}
+
+std::string malloc_implementation() {
+  // jemalloc exports mallctl(); looked up at run time so that this library needs no jemalloc.
+  using Mallctl = int (*)(const char*, void*, std::size_t*, void*, std::size_t);
+  const auto mallctl = reinterpret_cast<Mallctl>(dlsym(RTLD_DEFAULT, "mallctl"));
+  if (mallctl == nullptr) return "glibc";
+  const char* version = nullptr;
+  std::size_t size = sizeof(version);
+  if (mallctl("version", &version, &size, nullptr, 0) != 0 || version == nullptr) {
+    return "jemalloc";
+  }
+  return std::string("jemalloc ") + version;
 }
 
 struct Server::Impl {
@@ -174,7 +182,6 @@ struct Server::Impl {
   Metrics metrics;
   std::atomic<std::size_t> in_flight{0};
   std::atomic<int> listen_fd{-1};
-  std::atomic<std::size_t> pass_cost{0};  // plan_forward_passes' call_cost, set before ready
   std::atomic<bool> ready{false}, draining{false}, load_failed{false};
   std::unique_ptr<Embedder> embedder;
   std::unique_ptr<Batcher<Job>> batcher;
@@ -193,37 +200,32 @@ struct Server::Impl {
 
   // ---- inference ---------------------------------------------------------------------------
 
-  // Runs one batch from the batcher as one or more forward passes of similar lengths
-  // (plan_forward_passes), so short inputs are not padded to the longest one.
+  // Runs one batch from the batcher as one forward pass. Mixed lengths cost little: the
+  // encoder runs packed (DialogEncoder::forward_cls), padding only attention, per length bucket.
   void run_batch(std::vector<Job>& batch) {
     const auto t_batch = Clock::now();
-    std::vector<std::size_t> lengths;
-    lengths.reserve(batch.size());
+    std::vector<const data::SerializedExample*> examples;
+    examples.reserve(batch.size());
+    std::size_t longest = 0;
+    bool want_probs = false;
     for (const Job& job : batch) {
-      lengths.push_back(job.tokens);
       metrics.observe_queue_time(std::chrono::duration<double>(t_batch - job.enqueued).count());
+      examples.push_back(job.example);
+      longest = std::max(longest, job.tokens);
+      want_probs = want_probs || job.want_probs;
     }
-    for (const auto& group : plan_forward_passes(lengths, pass_cost.load())) {
-      const auto t0 = Clock::now();
-      std::vector<const data::SerializedExample*> examples;
-      bool want_probs = false;
-      for (std::size_t i : group) {
-        examples.push_back(batch[i].example);
-        want_probs = want_probs || batch[i].want_probs;
-      }
-      ForwardOutputs out;
-      std::string error;
-      try {
-        out = embedder->forward(examples, want_probs);
-      } catch (const std::exception& e) {
-        error = e.what();
-        spdlog::error("inference failed on a batch of {}: {}", group.size(), error);
-      }
-      const double inference_s = seconds_since(t0);
-      metrics.observe_batch(group.size(), lengths[group.back()] * group.size(), inference_s);
-      for (std::size_t k = 0; k < group.size(); ++k) {
-        deliver(batch[group[k]], error, out, k, t_batch, inference_s);
-      }
+    ForwardOutputs out;
+    std::string error;
+    try {
+      out = embedder->forward(examples, want_probs);
+    } catch (const std::exception& e) {
+      error = e.what();
+      spdlog::error("inference failed on a batch of {}: {}", batch.size(), error);
+    }
+    const double inference_s = seconds_since(t_batch);
+    metrics.observe_batch(batch.size(), longest * batch.size(), inference_s);
+    for (std::size_t k = 0; k < batch.size(); ++k) {
+      deliver(batch[k], error, out, k, t_batch, inference_s);
     }
   }
 
@@ -409,8 +411,8 @@ struct Server::Impl {
               {"max_client_batch_size", options.max_client_batch_size},
               {"max_request_bytes", options.max_request_bytes},
               {"auto_truncate", options.auto_truncate},
-              {"forward_pass_cost", pass_cost.load()},
               {"version", DIALTREE_VERSION},
+              {"allocator", malloc_implementation()},
               {"ready", ready.load()}};
     if (embedder) {
       j["hidden_size"] = embedder->hidden_size();
@@ -592,7 +594,6 @@ struct Server::Impl {
           embedder->prepare(shortest, true, TruncationDirection::kRight, "warmup"),
           embedder->prepare(longest, true, TruncationDirection::kRight, "warmup")};
       infer(warm, embedder->has_classifier());
-      pass_cost = options.forward_pass_cost > 0 ? options.forward_pass_cost : measure_pass_cost();
       if (draining.load()) return;
       ready = true;
       spdlog::info("ready: model {} (hidden_size {}, {}), loaded and warmed up in {:.2f} s",
@@ -604,43 +605,6 @@ struct Server::Impl {
       load_failed = true;
       stop();
     }
-  }
-
-  // Times forward passes of 1 and of n equal inputs of about 16 tokens (median of 7 each, on
-  // this thread before the server is ready) and turns them into plan_forward_passes' call cost.
-  std::size_t measure_pass_cost() {
-    const std::size_t utterance =
-        std::min<std::size_t>(16, embedder->limits().max_utterance_length);
-    const Input input{{},
-                      std::vector<std::int64_t>(utterance, embedder->tokenizer().special().unk)};
-    const data::SerializedExample ex =
-        embedder->prepare(input, true, TruncationDirection::kRight, "calibration");
-    const std::size_t length = ex.input_ids.size();
-    const std::size_t n =
-        std::min<std::size_t>({16, options.max_batch_requests,
-                               options.max_batch_tokens / std::max<std::size_t>(1, length)});
-    if (n < 2) return kMaxForwardPassCost;  // every pass holds one input: nothing to plan
-    const std::vector<const data::SerializedExample*> one{&ex}, many(n, &ex);
-    std::vector<double> t_one, t_many;
-    for (int r = 0; r < 7; ++r) {
-      auto t0 = Clock::now();
-      embedder->forward(one, false);
-      t_one.push_back(seconds_since(t0));
-      t0 = Clock::now();
-      embedder->forward(many, false);
-      t_many.push_back(seconds_since(t0));
-    }
-    auto median = [](std::vector<double>& v) {
-      std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
-      return v[v.size() / 2];
-    };
-    const double a = median(t_one), b = median(t_many);
-    const std::size_t cost = forward_pass_cost_from_timings(a, b, n, length);
-    spdlog::info(
-        "forward pass cost: {} padded tokens (1 x {} tokens in {:.2f} ms, {} x {} in {:.2f} ms; "
-        "--forward-pass-cost overrides)",
-        cost, length, a * 1000.0, n, length, b * 1000.0);
-    return cost;
   }
 
   void stop() {

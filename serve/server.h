@@ -31,18 +31,20 @@ struct ServerOptions {
   std::size_t http_threads = 64;              ///< connection threads (>= concurrent clients)
   int keep_alive_timeout_s = 5;               ///< idle keep-alive connections close after this
   int num_threads = 0;                        ///< LibTorch intra-op threads; 0 = leave as is
-  /// Fixed cost of one forward pass in padded tokens, for cutting a batch into passes of
-  /// similar lengths (plan_forward_passes); 0 = measure it at warm-up (shown in /info).
-  std::size_t forward_pass_cost = 0;
 
   /// Checks ranges (counts >= 1, port 0..65535, max_wait_ms in [0, 10000], threads in
-  /// [1, CPUs] when set, forward_pass_cost <= 4096: CASES.md C27) and that max_input_length fits
+  /// [1, CPUs] when set: CASES.md C27) and that max_input_length fits
   /// max_batch_tokens (a single input must fit a batch: TEI's start-up guard).
   /// @throws std::invalid_argument naming the flag.
   void validate() const;
   /// The effective settings as JSON (api_key shown as "***" when set), logged at start.
   nlohmann::json to_json() const;
 };
+
+/// The malloc this process runs on: "jemalloc <version>" when jemalloc is linked in (the
+/// dialtree executable links it: glibc's per-thread arenas keep growing RSS under the
+/// server's mix of tensor shapes), else "glibc". Shown in /info and logged at start.
+std::string malloc_implementation();
 
 /// The server. Construct, start(), then wait(); stop() (from any thread, e.g. a signal
 /// watcher) drains in-flight requests and makes wait() return.

@@ -126,35 +126,6 @@ TEST(Batcher, ARunnerThatThrowsDoesNotEndTheWorker) {
   EXPECT_EQ(calls.load(), 2);
 }
 
-TEST(ForwardPasses, SplitsWherePaddingCostsMoreThanACallKnownAnswers) {
-  using Groups = std::vector<std::vector<std::size_t>>;
-  // One pass: 50 x 4 + 16 = 216; three tens then the fifty: 30 + 16 + 50 + 16 = 112.
-  EXPECT_EQ(plan_forward_passes({10, 10, 10, 50}, 16), (Groups{{0, 1, 2}, {3}}));
-  // Similar lengths stay together: 7 x 3 + 16 = 37 beats 12 + 16 + 7 + 16 = 51.
-  EXPECT_EQ(plan_forward_passes({5, 6, 7}, 16), (Groups{{0, 1, 2}}));
-  // Any arrival order; groups come shortest first: [10] then [50] (92 < 116).
-  EXPECT_EQ(plan_forward_passes({50, 10}, 16), (Groups{{1}, {0}}));
-  // A huge call cost keeps one pass; zero cost splits at every length change.
-  EXPECT_EQ(plan_forward_passes({3, 9, 3, 9}, 1000), (Groups{{0, 2, 1, 3}}));
-  EXPECT_EQ(plan_forward_passes({3, 9, 3, 9}, 0), (Groups{{0, 2}, {1, 3}}));
-  EXPECT_TRUE(plan_forward_passes({}, 16).empty());
-}
-
-TEST(ForwardPasses, CallCostFromTwoTimingsKnownAnswers) {
-  // a = 3.1 ms per pass, b = 0.05 ms per padded token, inputs of 18 tokens:
-  // one input 3.1 + 0.9 = 4.0 ms; sixteen 3.1 + 14.4 = 17.5 ms -> a / b = 62 tokens.
-  EXPECT_EQ(forward_pass_cost_from_timings(4.0e-3, 17.5e-3, 16, 18), 62u);
-  // No fixed cost at all: t scales with the tokens -> the lower bound.
-  EXPECT_EQ(forward_pass_cost_from_timings(1.0e-3, 16.0e-3, 16, 18), kMinForwardPassCost);
-  // Timer noise (n inputs no slower than one) or a tiny per-token cost -> the upper bound.
-  EXPECT_EQ(forward_pass_cost_from_timings(5.0e-3, 4.9e-3, 16, 18), kMaxForwardPassCost);
-  EXPECT_EQ(forward_pass_cost_from_timings(5.0e-3, 5.0001e-3, 16, 18), kMaxForwardPassCost);
-  EXPECT_THROW(forward_pass_cost_from_timings(1.0, 2.0, 1, 18), std::invalid_argument);
-  EXPECT_THROW(forward_pass_cost_from_timings(1.0, 2.0, 16, 0), std::invalid_argument);
-  EXPECT_THROW(forward_pass_cost_from_timings(-1.0, 2.0, 16, 18), std::invalid_argument);
-  EXPECT_THROW(forward_pass_cost_from_timings(1.0, std::nan(""), 16, 18), std::invalid_argument);
-}
-
 TEST(Metrics, RendersCountersGaugesAndCumulativeHistograms) {
   Metrics m;
   m.record_request("/embed", 200);

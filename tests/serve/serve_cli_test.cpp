@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "process_util.h"
+#include "serve/server.h"
 #include "test_paths.h"
 #include "tiny_bundle.h"
 
@@ -27,6 +28,7 @@ using json = nlohmann::json;
 using dialtree::testing::TempDir;
 using namespace dialtree::testing::process;
 using ::testing::HasSubstr;
+using ::testing::StartsWith;
 using namespace std::chrono_literals;
 
 /// Waits until the server logged its port and /health is 200; returns the port (0 on failure).
@@ -115,7 +117,11 @@ TEST_F(ServeCli, EnvironmentTwinsSetFlagsAndSigtermDrainsARequestInFlight) {
   auto two = c.Post("/embed", R"({"inputs":["a","b"]})", "application/json");
   ASSERT_TRUE(two);
   EXPECT_EQ(two->status, 413);
-  EXPECT_EQ(json::parse(c.Get("/info")->body)["max_client_batch_size"], 1);
+  const json info = json::parse(c.Get("/info")->body);
+  EXPECT_EQ(info["max_client_batch_size"], 1);
+  // The executable runs on jemalloc (flat RSS under load); this test binary does not.
+  EXPECT_THAT(info["allocator"].get<std::string>(), StartsWith("jemalloc 5."));
+  EXPECT_EQ(serve::malloc_implementation(), "glibc");
 
   // A lone request waits 1.5 s in the batcher; SIGTERM arrives meanwhile.
   int status = 0;

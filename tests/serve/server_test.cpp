@@ -218,9 +218,7 @@ TEST_F(ServerTest, ClassifyTokenizeInfoModelsHealthMetricsAndTimingHeaders) {
   EXPECT_EQ(i["model_dtype"], "float32");
   EXPECT_EQ(i["labels"], json(names));
   EXPECT_EQ(i["ready"], true);
-  // Measured at warm-up (options leave it 0) and within its bounds.
-  EXPECT_GE(i["forward_pass_cost"].get<std::size_t>(), kMinForwardPassCost);
-  EXPECT_LE(i["forward_pass_cost"].get<std::size_t>(), kMaxForwardPassCost);
+  EXPECT_EQ(i["allocator"], "glibc");  // the test binary; the executable has jemalloc (ServeCli)
   auto models = cl.Get("/v1/models");
   ASSERT_TRUE(models);
   EXPECT_EQ(json::parse(models->body)["data"][0]["id"], "intent");
@@ -453,14 +451,6 @@ TEST_F(ServerTest, BadOptionsAndABadBundleAreClearErrors) {
   o = options_for(plain_);
   o.port = 70000;
   EXPECT_THROW(o.validate(), std::invalid_argument);
-  o = options_for(plain_);
-  o.forward_pass_cost = kMaxForwardPassCost + 1;
-  try {
-    o.validate();
-    FAIL();
-  } catch (const std::invalid_argument& e) {
-    EXPECT_THAT(e.what(), HasSubstr("--forward-pass-cost"));
-  }
 
   Server bad(options_for(tmp_->file("no-such-bundle")));
   bad.start();
