@@ -183,6 +183,7 @@ struct Server::Impl {
   std::atomic<std::size_t> in_flight{0};
   std::atomic<int> listen_fd{-1};
   std::atomic<bool> ready{false}, draining{false}, load_failed{false};
+  std::atomic<bool> listen_done{false};  // listen_after_bind() has returned
   std::unique_ptr<Embedder> embedder;
   std::unique_ptr<Batcher<Job>> batcher;
   std::thread listen_thread, load_thread;
@@ -645,7 +646,16 @@ int Server::start() {
   }
   spdlog::info("listening on http://{}:{} (health 503 until the model is ready)", s.options.host,
                port);
-  s.listen_thread = std::thread([&s] { s.http.listen_after_bind(); });
+  s.listen_thread = std::thread([&s] {
+    s.http.listen_after_bind();
+    s.listen_done = true;
+  });
+  // httplib's stop() does nothing until listen_after_bind() has marked the server running, so a
+  // stop in that window (a bundle that fails to load at once, an early SIGTERM) would leave the
+  // accept loop running forever. Start loading, and return, only once it runs.
+  while (!s.http.is_running() && !s.listen_done) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   s.load_thread = std::thread([&s] { s.load(); });
   return port;
 }
