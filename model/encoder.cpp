@@ -307,8 +307,7 @@ torch::Tensor DialogEncoderImpl::forward_cls_packed(const torch::Tensor& x,
     torch::Tensor key_bias;  // [count, 1, 1, length]
   };
   std::vector<Bucket> buckets;
-  for (const LengthBucket& lb : plan_length_buckets(
-           sorted_lengths, std::getenv("DT_OVH") ? std::atoll(std::getenv("DT_OVH")) : 1024)) {
+  for (const LengthBucket& lb : plan_length_buckets(sorted_lengths, kAttentionBucketOverhead)) {
     Bucket b;
     b.first = static_cast<std::int64_t>(lb.begin), b.last = static_cast<std::int64_t>(lb.end);
     b.row0 = first_rows[lb.begin];
