@@ -275,7 +275,7 @@ json parse_body(std::string_view body) {
   json parsed;
   try {
     parsed = json::parse(body.begin(), body.end());
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // syntax errors, and numbers out of range (1e400)
     throw ApiError(ErrorKind::kInvalidJson, std::string("request body is not JSON: ") + e.what());
   }
   require_object(parsed);

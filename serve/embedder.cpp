@@ -86,11 +86,13 @@ data::SerializedExample Embedder::prepare(const Input& input, bool truncate,
     std::size_t total = 0;
     for (std::size_t i = 0; i < history.size(); ++i) {
       if (history[i].ids.size() > keep) {
-        throw ApiError(ErrorKind::kInputTooLong,
-                       param + ": an utterance has " + std::to_string(history[i].ids.size()) +
-                           " tokens; at most " + std::to_string(keep) +
-                           " fit (raise --max-input-length, or send truncate=true)",
-                       param);
+        throw ApiError(
+            ErrorKind::kInputTooLong,
+            param + ": an utterance has " + std::to_string(history[i].ids.size()) +
+                " tokens; at most " + std::to_string(keep) +
+                " fit (the model's max_utterance_length, set by its position table; send "
+                "truncate=true to cut it)",
+            param);
       }
       total += history[i].ids.size() + 2;
     }

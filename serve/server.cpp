@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
@@ -491,9 +492,14 @@ struct Server::Impl {
       if (options.api_key.empty() || req.path == "/health")
         return httplib::Server::HandlerResponse::Unhandled;
       const std::string auth = req.get_header_value("Authorization");
-      const std::string prefix = "Bearer ";
-      if (auth.compare(0, prefix.size(), prefix) == 0 &&
-          equal_constant_time(auth.substr(prefix.size()), options.api_key)) {
+      // The scheme is case-insensitive (RFC 7235 §2.1): "bearer KEY" is the same credential.
+      const std::string prefix = "bearer ";
+      const bool bearer =
+          auth.size() > prefix.size() &&
+          std::equal(prefix.begin(), prefix.end(), auth.begin(), [](char a, char b) {
+            return a == std::tolower(static_cast<unsigned char>(b));
+          });
+      if (bearer && equal_constant_time(auth.substr(prefix.size()), options.api_key)) {
         return httplib::Server::HandlerResponse::Unhandled;
       }
       write_error(res, ApiError(ErrorKind::kUnauthorized,

@@ -84,6 +84,9 @@ TEST(ParseBody, SyntaxErrorsInvalidUtf8AndNonObjects) {
   EXPECT_EQ(parse_body(R"({"inputs":"x"})")["inputs"], "x");
   // An escaped lone surrogate is invalid UTF-16 inside valid UTF-8 bytes: a JSON error.
   EXPECT_EQ(error_of([] { parse_body(R"({"inputs":"\udc00"})"); }).kind(), ErrorKind::kInvalidJson);
+  // A number beyond double's range is a JSON error too (400), not an internal one (500).
+  EXPECT_EQ(error_of([] { parse_body(R"({"inputs":[[1e400]]})"); }).kind(),
+            ErrorKind::kInvalidJson);
 }
 
 TEST(Inputs, StringsDialogsAndTokenIdsInEveryShape) {

@@ -327,6 +327,14 @@ TEST_F(ServerTest, ApiKeyGuardsEveryRouteButHealth) {
   EXPECT_EQ(cl.Post("/embed", R"({"inputs":"hello"})", "application/json")->status, 401);
   cl.set_bearer_token_auth("s3cret");
   EXPECT_EQ(cl.Post("/embed", R"({"inputs":"hello"})", "application/json")->status, 200);
+  // The scheme is case-insensitive; the key is not.
+  auto raw = r.client();
+  raw.set_default_headers({{"Authorization", "bearer s3cret"}});
+  EXPECT_EQ(raw.Post("/embed", R"({"inputs":"hello"})", "application/json")->status, 200);
+  raw.set_default_headers({{"Authorization", "Bearer S3CRET"}});
+  EXPECT_EQ(raw.Post("/embed", R"({"inputs":"hello"})", "application/json")->status, 401);
+  raw.set_default_headers({{"Authorization", "bearer "}});
+  EXPECT_EQ(raw.Post("/embed", R"({"inputs":"hello"})", "application/json")->status, 401);
 }
 
 TEST_F(ServerTest, OverloadGets429AtOnceAndLoadingGets503) {
