@@ -9,6 +9,7 @@
 
 #include "common/atomic_file.h"
 #include "common/json_util.h"
+#include "eval/eval_config.h"
 #include "eval/submission.h"
 #include "eval/tag_mapping.h"
 
@@ -18,21 +19,6 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
-
-json options_json(const FinetuneOptions& o) {
-  return {{"num_train_epochs", o.num_train_epochs},
-          {"per_device_train_batch_size", o.per_device_train_batch_size},
-          {"per_device_eval_batch_size", o.per_device_eval_batch_size},
-          {"learning_rate", o.learning_rate},
-          {"warmup_ratio", o.warmup_ratio},
-          {"weight_decay", o.weight_decay},
-          {"adam_epsilon", o.adam_epsilon},
-          {"max_grad_norm", o.max_grad_norm},
-          {"dropout", o.dropout},
-          {"max_utt_len", o.max_utt_len},
-          {"bf16", o.bf16},
-          {"from_scratch", o.from_scratch}};
-}
 
 void write_json(const fs::path& path, const json& j) {
   write_file_atomic(path.string(), j.dump(2) + "\n");
@@ -60,7 +46,7 @@ json run_dialoglue(const DialoglueRun& run,
                   {"model", run.model_dir},
                   {"setting", run.setting == Setting::Few ? "few" : "full"},
                   {"seeds", run.seeds},
-                  {"options", options_json(run.options)},
+                  {"options", finetune_options_json(run.options)},
                   {"gold", gold.is_null() ? "test files" : gold_path.string()},
                   {"tasks", json::object()}};
   const std::size_t runs = run.tasks.size() * run.seeds.size();
@@ -104,7 +90,8 @@ json run_dialoglue(const DialoglueRun& run,
       };
       json submission;
       double val = 0, train_s = 0, train_eps = 0, predict_eps = 0;
-      int best_epoch = 0;
+      int best_epoch = 0, epochs_run = 0;
+      std::vector<EpochInfo> curve;
       if (intent) {
         const std::string save_dir =
             run.save_models
@@ -115,6 +102,7 @@ json run_dialoglue(const DialoglueRun& run,
             finetune_intent(run.model_dir, intent_data, run.options, seed, on_epoch, save_dir);
         submission = intent_submission_json(r.test_predictions);
         val = r.best_val_accuracy, best_epoch = r.best_epoch, train_s = r.train_seconds;
+        epochs_run = r.epochs_run, curve = r.curve;
         train_eps = r.train_examples_per_second, predict_eps = r.predict_examples_per_second;
         train_examples = intent_data.train.texts.size();
       } else {
@@ -128,6 +116,7 @@ json run_dialoglue(const DialoglueRun& run,
             finetune_tagging(run.model_dir, tagging_data, run.options, seed, val_score, on_epoch);
         submission = mapper->submission(tagging_data.test, r.test_tags, r.test_intents);
         val = r.best_val_score, best_epoch = r.best_epoch, train_s = r.train_seconds;
+        epochs_run = r.epochs_run, curve = r.curve;
         train_eps = r.train_examples_per_second, predict_eps = r.predict_examples_per_second;
         train_examples = tagging_data.train.size();
       }
@@ -136,10 +125,19 @@ json run_dialoglue(const DialoglueRun& run,
       const std::string pred_path = (dir / "test_predictions.json").string();
       write_submission(pred_path, submission);
       const TaskScore s = score_task(task, submission, test_gold, pred_path, gold_name);
+      json val_curve = json::array();
+      for (const EpochInfo& e : curve) {
+        val_curve.push_back({{"epoch", e.epoch},
+                             {"train_loss", e.train_loss},
+                             {"val", e.val_accuracy * 100},
+                             {"learning_rate", e.learning_rate}});
+      }
       const json rec = {{"seed", seed},
                         {"test", s.value * 100},
                         {"val", val * 100},
                         {"best_epoch", best_epoch},
+                        {"epochs_run", epochs_run},
+                        {"curve", val_curve},
                         {"train_seconds", train_s},
                         {"train_examples_per_second", train_eps},
                         {"predict_examples_per_second", predict_eps},

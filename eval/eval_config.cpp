@@ -29,7 +29,11 @@ const std::vector<std::pair<std::string, Field>>& fields() {
       {"dropout", &FinetuneOptions::dropout},
       {"max_utt_len", &FinetuneOptions::max_utt_len},
       {"bf16", &FinetuneOptions::bf16},
-      {"from_scratch", &FinetuneOptions::from_scratch}};
+      {"from_scratch", &FinetuneOptions::from_scratch},
+      {"rdrop_weight", &FinetuneOptions::rdrop_weight},
+      {"mlm_weight", &FinetuneOptions::mlm_weight},
+      {"mlm_probability", &FinetuneOptions::mlm_probability},
+      {"early_stopping_patience", &FinetuneOptions::early_stopping_patience}};
   return table;
 }
 
@@ -75,6 +79,14 @@ void set_value(FinetuneOptions& o, const std::string& source, const std::string&
 }
 
 }  // namespace
+
+nlohmann::json finetune_options_json(const FinetuneOptions& o) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [name, f] : fields()) {
+    std::visit([&, n = name](auto member) { out[n] = o.*member; }, f);
+  }
+  return out;
+}
 
 std::vector<std::string> finetune_option_keys() {
   std::vector<std::string> out;

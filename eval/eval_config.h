@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "eval/finetune.h"
 
 namespace dialtree::eval {
@@ -19,6 +21,10 @@ FinetuneOptions load_finetune_options(const std::string& path,
 /// parse of YAML text; `source` names it in errors. @throws as load_finetune_options().
 FinetuneOptions parse_finetune_options(const std::string& yaml_text, const std::string& source,
                                        const std::vector<std::string>& overrides = {});
+
+/// Every option as a JSON object {key: value}, the keys of finetune_option_keys() (recorded in
+/// results.json so a table says which recipe made it).
+nlohmann::json finetune_options_json(const FinetuneOptions& options);
 
 /// The accepted keys, in FinetuneOptions order.
 std::vector<std::string> finetune_option_keys();

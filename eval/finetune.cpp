@@ -13,6 +13,7 @@
 #include <torch/torch.h>
 
 #include "common/cpu_features.h"
+#include "data/masking.h"
 #include "data/serialize.h"
 #include "model/bundle.h"
 #include "model/collate.h"
@@ -37,6 +38,10 @@ void check_options(const FinetuneOptions& o) {
   if (!(o.warmup_ratio >= 0 && o.warmup_ratio <= 1)) bad("warmup_ratio must be in [0, 1]");
   if (!(o.dropout < 1)) bad("dropout must be < 1 (or < 0 to keep the bundle's)");
   if (o.max_utt_len < 1) bad("max_utt_len must be >= 1");
+  if (!(o.rdrop_weight >= 0)) bad("rdrop_weight must be >= 0");
+  if (!(o.mlm_weight >= 0)) bad("mlm_weight must be >= 0");
+  if (!(o.mlm_probability > 0 && o.mlm_probability < 1)) bad("mlm_probability must be in (0, 1)");
+  if (o.early_stopping_patience < 0) bad("early_stopping_patience must be >= 0 (0 = off)");
 }
 
 /// The fine-tuning model: the bundle's architecture with an intent head of `num_labels`
@@ -156,6 +161,7 @@ struct LoopResult {
   int best_epoch = 0;
   double best_score = -1;
   double seconds = 0, step_seconds = 0;
+  std::vector<EpochInfo> curve;  ///< one per epoch run
 };
 
 LoopResult train_and_select(
@@ -176,6 +182,7 @@ LoopResult train_and_select(
   std::iota(order.begin(), order.end(), 0);
   std::int64_t step = 0;
   const auto start = Clock::now();
+  int since_best = 0;  // epochs since the val metric last improved (early stopping)
   for (int epoch = 1; epoch <= o.num_train_epochs; ++epoch) {
     std::shuffle(order.begin(), order.end(), rng);
     net->train();
@@ -201,13 +208,21 @@ LoopResult train_and_select(
     if (score > r.best_score) {
       r.best_score = score;
       r.best_epoch = epoch;
+      since_best = 0;
       best.clear();
       for (const auto& p : net->parameters()) best.push_back(p.detach().clone());
+    } else {
+      ++since_best;
     }
-    if (on_epoch) {
-      on_epoch(EpochInfo{epoch, o.num_train_epochs, loss_sum / static_cast<double>(steps_per_epoch),
-                         score, static_cast<double>(n_train) / train_s});
-    }
+    const EpochInfo info{epoch,
+                         o.num_train_epochs,
+                         loss_sum / static_cast<double>(steps_per_epoch),
+                         score,
+                         static_cast<double>(n_train) / train_s,
+                         o.learning_rate * trainer::lr_factor(step - 1, warmup, total)};
+    r.curve.push_back(info);
+    if (on_epoch) on_epoch(info);
+    if (o.early_stopping_patience > 0 && since_best >= o.early_stopping_patience) break;
   }
   r.seconds = seconds_since(start);
   torch::NoGradGuard no_grad;
@@ -221,9 +236,10 @@ template <class Result>
 void fill_run_stats(Result& r, const LoopResult& loop, std::size_t n_train,
                     const FinetuneOptions& o) {
   r.best_epoch = loop.best_epoch;
+  r.epochs_run = static_cast<int>(loop.curve.size());
+  r.curve = loop.curve;
   r.train_seconds = loop.seconds;
-  r.train_examples_per_second =
-      static_cast<double>(n_train) * o.num_train_epochs / loop.step_seconds;
+  r.train_examples_per_second = static_cast<double>(n_train) * r.epochs_run / loop.step_seconds;
 }
 
 double accuracy(const std::vector<int>& predicted, const std::vector<int>& gold) {
@@ -269,15 +285,39 @@ TaggedInput encode_words(const std::vector<std::string>& words, const data::Toke
 
 }  // namespace
 
+torch::Tensor symmetric_kl(const torch::Tensor& logits_p, const torch::Tensor& logits_q) {
+  if (logits_p.sizes() != logits_q.sizes() || logits_p.dim() != 2)
+    throw std::invalid_argument("symmetric_kl: logits must both be [B, C] of the same shape");
+  const torch::Tensor logp = logits_p.log_softmax(-1), logq = logits_q.log_softmax(-1);
+  // ½[KL(p‖q) + KL(q‖p)] = ½ Σ_c (p - q)(log p - log q).
+  return 0.5 * ((logp.exp() - logq.exp()) * (logp - logq)).sum(-1).mean();
+}
+
 torch::Tensor intent_batch_loss(model::SpaceModel& net, const model::EncoderInputs& inputs,
-                                const torch::Tensor& labels, bool bf16) {
-  torch::Tensor logits;
+                                const torch::Tensor& labels, bool bf16,
+                                const IntentLossTerms& terms) {
+  if (terms.mlm_weight > 0 && terms.masked == nullptr)
+    throw std::invalid_argument("intent_batch_loss: mlm_weight > 0 needs the masked batch");
+  const bool rdrop = terms.rdrop_weight > 0;
+  torch::Tensor logits, mlm;
   {
     trainer::AutocastScope autocast(bf16);
-    const torch::Tensor hidden = net->forward(inputs, true);
-    logits = net->intent_logits(model::SpaceModelImpl::cls_vector(hidden));
+    const torch::Tensor hidden = net->forward(rdrop ? trainer::doubled(inputs) : inputs, true);
+    logits = net->intent_logits(model::SpaceModelImpl::cls_vector(hidden)).to(torch::kFloat32);
+    if (terms.mlm_weight > 0) mlm = trainer::masked_lm_loss(net, *terms.masked).to(torch::kFloat32);
   }
-  return torch::nn::functional::cross_entropy(logits.to(torch::kFloat32), labels);
+  namespace F = torch::nn::functional;
+  torch::Tensor loss;
+  if (rdrop) {
+    const std::int64_t b = labels.size(0);
+    loss = F::cross_entropy(logits, torch::cat({labels, labels}, 0));
+    loss =
+        loss + terms.rdrop_weight * symmetric_kl(logits.slice(0, 0, b), logits.slice(0, b, 2 * b));
+  } else {
+    loss = F::cross_entropy(logits, labels);
+  }
+  if (terms.mlm_weight > 0) loss = loss + terms.mlm_weight * mlm;
+  return loss;
 }
 
 std::vector<std::int64_t> predict_intent_batch(model::SpaceModel& net,
@@ -300,11 +340,30 @@ IntentRunResult finetune_intent(const std::string& bundle_dir, const IntentTask&
   const auto val = serialize_texts(task.val.texts, tok, net->config(), o.max_utt_len);
   const auto test = serialize_texts(task.test.texts, tok, net->config(), o.max_utt_len);
 
+  // MLM masks: one stream per run, from the seed alone (docs/evaluation.md).
+  std::mt19937_64 mask_rng(seed ^ 0x6d6c6d2d66746e65ull);
+  data::MlmMaskingOptions mask_options;
+  mask_options.mask_prob = o.mlm_probability;
   auto batch_loss = [&](const std::vector<std::size_t>& batch) {
     std::vector<std::int64_t> labels;
     for (std::size_t i : batch) labels.push_back(task.train.labels[i]);
-    return intent_batch_loss(net, model::collate(pick(train, batch, 0, batch.size())),
-                             torch::tensor(labels, torch::kInt64), bf16);
+    const std::vector<data::SerializedExample> examples = pick(train, batch, 0, batch.size());
+    IntentLossTerms terms{o.rdrop_weight, o.mlm_weight, nullptr};
+    model::CollatedBatch masked;
+    if (o.mlm_weight > 0) {
+      std::vector<data::SerializedExample> copies = examples;
+      std::vector<std::vector<std::int32_t>> targets;
+      for (auto& x : copies) {
+        data::MaskedTokens m =
+            data::mask_for_mlm(x, {}, tok.special(), tok.vocab_size(), mask_rng, mask_options);
+        x.input_ids = std::move(m.input_ids);
+        targets.push_back(std::move(m.labels));
+      }
+      masked = model::collate(copies, targets);
+      terms.masked = &masked;
+    }
+    return intent_batch_loss(net, model::collate(examples), torch::tensor(labels, torch::kInt64),
+                             bf16, terms);
   };
   auto validate = [&] {
     const std::vector<int> pred = predict_intents(net, val, o.per_device_eval_batch_size, bf16);

@@ -1,8 +1,11 @@
 // Fine-tuning a dialtree model bundle on a DialoGLUE task and predicting its test split. Intent
-// tasks: SPACE2.md §6.1 without R-Drop / MLM / CAN (a linear classifier on the [CLS] head
-// vector, cross-entropy); slot tasks and TOP: word-level BIO tagging (plus TOP's root intent).
-// All: AdamW with linear warm-up and decay, model selection on the val metric, the test split
-// predicted once with the selected weights. Torch stays inside finetune.cpp.
+// tasks: SPACE-2's intent recipe (docs/evaluation.md "Fine-tuning recipe"): a linear classifier
+// on the [CLS] head vector, cross-entropy, optionally R-Drop's symmetric KL between two dropout
+// passes and an auxiliary MLM term on the same utterances; no CAN post-processing (it picks
+// with test labels). Slot tasks and TOP: word-level BIO tagging (plus TOP's root intent).
+// All: AdamW with linear warm-up and decay, model selection on the val metric with optional
+// early stopping, the test split predicted once with the selected weights. Torch stays inside
+// finetune.cpp.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +37,19 @@ struct FinetuneOptions {
   /// Re-initialise every weight (HF BERT initialisation) instead of starting from the bundle's:
   /// the "from scratch" baseline with the same architecture and tokenizer.
   bool from_scratch = false;
+  /// Intent tasks: weight of R-Drop's symmetric KL, ½[KL(p‖q) + KL(q‖p)] summed over classes
+  /// and averaged over the batch, between the class distributions of two dropout passes of the
+  /// same batch (one 2B forward; the cross-entropy is then the mean over both passes).
+  /// SPACE-2's intent scripts: 5.0. 0 = one pass, plain cross-entropy. >= 0.
+  double rdrop_weight = 0.0;
+  /// Intent tasks: weight of the auxiliary token-mean MLM loss on a masked copy of the batch
+  /// (BERT 80/10/10 masking at mlm_probability). SPACE-2's intent scripts: 0.1. 0 = off. >= 0.
+  double mlm_weight = 0.0;
+  /// Probability that a sub-word is an MLM target, in (0, 1) (BERT / SPACE-2: 0.15).
+  double mlm_probability = 0.15;
+  /// Stop when the val metric has not improved for this many epochs in a row (HF's
+  /// EarlyStoppingCallback); the best epoch's weights are kept either way. 0 = never stop early.
+  int early_stopping_patience = 0;
 };
 
 /// Progress of one epoch.
@@ -43,11 +59,14 @@ struct EpochInfo {
   double train_loss = 0;           ///< mean cross-entropy of the epoch's batches
   double val_accuracy = 0;         ///< fraction in [0, 1]
   double examples_per_second = 0;  ///< training throughput of the epoch
+  double learning_rate = 0;        ///< learning rate of the epoch's last step
 };
 
 /// The outcome of one fine-tuning run.
 struct IntentRunResult {
-  int best_epoch = 0;                         ///< 1-based epoch of the selected weights
+  int best_epoch = 0;  ///< 1-based epoch of the selected weights
+  int epochs_run = 0;  ///< epochs trained (fewer than num_train_epochs after early stopping)
+  std::vector<EpochInfo> curve;               ///< one entry per epoch run (the val curve)
   double best_val_accuracy = 0;               ///< fraction
   std::vector<std::string> test_predictions;  ///< label strings, test.csv order
   double train_seconds = 0;                   ///< wall time of all epochs (incl. val passes)
@@ -56,8 +75,9 @@ struct IntentRunResult {
 };
 
 /// Fine-tunes the bundle at `bundle_dir` (model/bundle.h) on `task.train` with seed `seed`
-/// (weights of the new classifier, dropout, batch order), selects the epoch with the best
-/// `task.val` accuracy (earliest on ties), and predicts `task.test` with it.
+/// (weights of the new classifier, dropout, batch order, MLM masks), selects the epoch with the
+/// best `task.val` accuracy (earliest on ties; early stopping per
+/// options.early_stopping_patience), and predicts `task.test` with it.
 /// @param on_epoch called after every epoch (may be empty)
 /// @param save_dir when not empty, the selected model is saved there as a bundle (model/
 ///   bundle.h) with its intent head and the label names, ready for `dialtree serve` /classify
@@ -72,7 +92,9 @@ IntentRunResult finetune_intent(const std::string& bundle_dir, const IntentTask&
 /// The outcome of one tagging fine-tuning run.
 struct TaggingRunResult {
   int best_epoch = 0;
-  double best_val_score = 0;  ///< val score of `val_score` (fraction) at best_epoch
+  int epochs_run = 0;            ///< epochs trained (early stopping may end the run sooner)
+  std::vector<EpochInfo> curve;  ///< one entry per epoch run; val_accuracy holds the val score
+  double best_val_score = 0;     ///< val score of `val_score` (fraction) at best_epoch
   std::vector<std::vector<std::string>> test_tags;  ///< predicted word tags per test example
   std::vector<std::string> test_intents;            ///< TOP: predicted root intents; else empty
   double train_seconds = 0;

@@ -11,17 +11,24 @@
 namespace dialtree::trainer {
 namespace {
 
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+}  // namespace
+
 model::EncoderInputs doubled(const model::EncoderInputs& in) {
   auto twice = [](const torch::Tensor& t) { return torch::cat({t, t}, 0); };
   return {twice(in.input_ids), twice(in.attention_mask), twice(in.position_ids), twice(in.role_ids),
           twice(in.turn_ids)};
 }
 
-double seconds_since(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+torch::Tensor masked_lm_loss(model::SpaceModel& net, const model::CollatedBatch& masked) {
+  const torch::Tensor plain = net->forward(masked.inputs, /*prepend_cls=*/false);
+  const torch::Tensor targets = masked.mlm_labels.ne(model::kIgnoreLabel);
+  const torch::Tensor rows = plain.index({targets});  // [N, H]: only the MLM targets
+  return losses::mlm_loss(net->mlm_logits(rows), masked.mlm_labels.index({targets}));
 }
-
-}  // namespace
 
 AutocastScope::AutocastScope(bool on) : on_(on) {
   if (on_) {
@@ -98,10 +105,7 @@ StreamLosses stream_losses(model::SpaceModel& net, const StreamBatch& batch,
     }
     at::autocast::set_cpu_enabled(was_on);
   }
-  const torch::Tensor plain = net->forward(batch.masked.inputs, /*prepend_cls=*/false);
-  const torch::Tensor targets = batch.masked.mlm_labels.ne(model::kIgnoreLabel);
-  const torch::Tensor rows = plain.index({targets});  // [N, H]: only the MLM targets
-  out.mlm = losses::mlm_loss(net->mlm_logits(rows), batch.masked.mlm_labels.index({targets}));
+  out.mlm = masked_lm_loss(net, batch.masked);
   return out;
 }
 

@@ -51,6 +51,17 @@ struct StreamLosses {
 StreamLosses stream_losses(model::SpaceModel& net, const StreamBatch& batch,
                            const losses::ContrastiveOptions& options, bool contrastive = true);
 
+/// The batch repeated twice along dim 0: int64 [B, L] -> [2B, L] for every tensor of `in` (the
+/// two dropout views of one forward pass: the contrastive pass here, R-Drop in fine-tuning).
+model::EncoderInputs doubled(const model::EncoderInputs& in);
+
+/// Token-mean MLM loss of one masked batch (SPACE2.md §4.2, docs/training.md "Objective"): the
+/// plain encoder (no [CLS]) on `masked.inputs`, only the target rows (mlm_labels !=
+/// kIgnoreLabel) go through the MLM head. 0-d float; exactly 0 with no target. Runs under the
+/// caller's autocast. Shared by pretraining and the fine-tuning recipe's auxiliary MLM term.
+/// @throws std::invalid_argument from the encoder or the loss on inconsistent shapes.
+torch::Tensor masked_lm_loss(model::SpaceModel& net, const model::CollatedBatch& masked);
+
 /// Wall-clock seconds spent in the phases of forward_backward() (for the benchmark).
 struct StepPhases {
   double labelled = 0, unlabelled = 0, objective = 0, backward = 0;

@@ -22,6 +22,7 @@
 #include "model/collate.h"
 #include "model/encoder.h"
 #include "test_paths.h"
+#include "trainer/step.h"
 
 namespace dialtree::eval {
 namespace {
@@ -152,6 +153,91 @@ TEST_F(TinyIntent, RejectsBadOptions) {
   EXPECT_THROW(finetune_intent(tmp_.file("missing"), task_, options_, 1), DataError);
 }
 
+TEST(IntentLoss, SymmetricKlKnownAnswer) {
+  // p = softmax(0, ln 3) = (1/4, 3/4), q = (1/2, 1/2):
+  // KL(p‖q) = 1/4 ln(1/2) + 3/4 ln(3/2) = 0.130812, KL(q‖p) = 1/2 ln 2 + 1/2 ln(2/3) = 0.143841.
+  const torch::Tensor p = torch::tensor({0.0, std::log(3.0)}, torch::kFloat64).reshape({1, 2});
+  const torch::Tensor q = torch::zeros({1, 2}, torch::kFloat64);
+  const double kl = 0.5 * (0.25 * std::log(0.5) + 0.75 * std::log(1.5) + 0.5 * std::log(2.0) +
+                           0.5 * std::log(2.0 / 3.0));
+  EXPECT_NEAR(symmetric_kl(p, q).item<double>(), kl, 1e-12);
+  EXPECT_NEAR(kl, 0.1373265, 1e-6);
+  // Symmetric, zero for equal rows, averaged over rows.
+  EXPECT_NEAR(symmetric_kl(q, p).item<double>(), kl, 1e-12);
+  EXPECT_NEAR(symmetric_kl(torch::cat({p, p}), torch::cat({q, p})).item<double>(), kl / 2, 1e-12);
+  EXPECT_THROW(symmetric_kl(p, torch::zeros({1, 3})), std::invalid_argument);
+}
+
+TEST_F(TinyIntent, RDropAndMlmTermsAddWhatTheRecipeSays) {
+  // Dropout 0: R-Drop's two passes are equal, so KL = 0 and CE over 2B equals CE over B; the MLM
+  // term adds exactly mlm_weight x the MLM loss of the masked copy.
+  model::LoadedBundle b = model::load_bundle(tmp_.file("bundle"));
+  model::EncoderConfig c = b.model->config();
+  c.num_labels = 3;
+  c.hidden_dropout_prob = c.attention_probs_dropout_prob = c.embedding_dropout_prob =
+      c.ffn_dropout_prob = 0;
+  torch::manual_seed(5);
+  model::SpaceModel net(c);
+  net->train();
+  std::vector<data::SerializedExample> xs, masked_xs;
+  std::vector<std::vector<std::int32_t>> targets;
+  for (int k = 0; k < 3; ++k) {
+    xs.push_back(data::serialize_context({{"user", b.tokenizer->encode(kTexts[k][0])}},
+                                         b.tokenizer->special()));
+    data::SerializedExample m = xs.back();
+    std::vector<std::int32_t> t(m.input_ids.size(), model::kIgnoreLabel);
+    t[1] = m.input_ids[1];  // the first word is the target, replaced by [MASK]
+    m.input_ids[1] = b.tokenizer->special().mask;
+    masked_xs.push_back(m);
+    targets.push_back(t);
+  }
+  const model::EncoderInputs in = model::collate(xs);
+  const model::CollatedBatch masked = model::collate(masked_xs, targets);
+  const torch::Tensor labels = torch::tensor({0, 1, 2}, torch::kInt64);
+  const double ce = intent_batch_loss(net, in, labels, false).item<double>();
+  EXPECT_NEAR(intent_batch_loss(net, in, labels, false, {5.0, 0, nullptr}).item<double>(), ce,
+              1e-6);
+  const double mlm = trainer::masked_lm_loss(net, masked).item<double>();
+  EXPECT_GT(mlm, 1.0);  // an untrained model over a 30k vocabulary
+  EXPECT_NEAR(intent_batch_loss(net, in, labels, false, {5.0, 0.1, &masked}).item<double>(),
+              ce + 0.1 * mlm, 1e-5);
+  EXPECT_THROW(intent_batch_loss(net, in, labels, false, {0, 0.1, nullptr}), std::invalid_argument);
+}
+
+TEST_F(TinyIntent, RecipeRunsConvergeAndStopEarlyKeepingTheValCurve) {
+  FinetuneOptions o = options_;
+  o.rdrop_weight = 5.0;
+  o.mlm_weight = 0.1;
+  o.dropout = 0.1;
+  o.num_train_epochs = 80;
+  o.early_stopping_patience = 10;
+  std::vector<EpochInfo> seen;
+  const IntentRunResult r = finetune_intent(tmp_.file("bundle"), task_, o, 1,
+                                            [&](const EpochInfo& e) { seen.push_back(e); });
+  EXPECT_DOUBLE_EQ(r.best_val_accuracy, 1.0);
+  // It stopped 10 epochs after its best epoch (the first to reach 100 %), long before 80.
+  EXPECT_EQ(r.epochs_run, r.best_epoch + 10);
+  EXPECT_LT(r.epochs_run, 80);
+  ASSERT_EQ(r.curve.size(), static_cast<std::size_t>(r.epochs_run));
+  ASSERT_EQ(seen.size(), r.curve.size());
+  for (std::size_t i = 0; i < r.curve.size(); ++i) {
+    EXPECT_EQ(r.curve[i].epoch, static_cast<int>(i) + 1);
+    EXPECT_DOUBLE_EQ(r.curve[i].val_accuracy, seen[i].val_accuracy);
+    EXPECT_GT(r.curve[i].learning_rate, 0);
+  }
+  EXPECT_DOUBLE_EQ(r.curve[static_cast<std::size_t>(r.best_epoch - 1)].val_accuracy, 1.0);
+  EXPECT_EQ(r.test_predictions.size(), 3u);
+  // Deterministic per seed, MLM masks included.
+  const IntentRunResult again = finetune_intent(tmp_.file("bundle"), task_, o, 1);
+  EXPECT_EQ(again.epochs_run, r.epochs_run);
+  EXPECT_DOUBLE_EQ(again.curve.back().train_loss, r.curve.back().train_loss);
+  o.early_stopping_patience = -1;
+  EXPECT_THROW(finetune_intent(tmp_.file("bundle"), task_, o, 1), std::invalid_argument);
+  o.early_stopping_patience = 0;
+  o.mlm_probability = 1.0;
+  EXPECT_THROW(finetune_intent(tmp_.file("bundle"), task_, o, 1), std::invalid_argument);
+}
+
 TEST_F(TinyIntent, TaggingLearnsWordTagsAndTopIntents) {
   // Toy TOP-like task: the word after "to" is a location, the intent follows the first word.
   TaggingTask t;
@@ -250,6 +336,12 @@ TEST_F(TinyIntent, DialoglueRunWritesSubmissionsResultsAndTable) {
     const nlohmann::json rec = nlohmann::json::parse(std::ifstream(dir / "run.json"));
     EXPECT_DOUBLE_EQ(rec.at("test").get<double>(), 100 * right / 4);
     EXPECT_EQ(rec, t.at("runs")[static_cast<std::size_t>(seed - 1)]);
+    ASSERT_EQ(rec.at("curve").size(), 25u);  // the val curve, one entry per epoch
+    EXPECT_EQ(rec.at("epochs_run"), 25);
+    EXPECT_EQ(rec.at("curve")[0].at("epoch"), 1);
+    EXPECT_DOUBLE_EQ(
+        rec.at("curve")[static_cast<std::size_t>(rec.at("best_epoch").get<int>() - 1)].at("val"),
+        rec.at("val").get<double>());
     EXPECT_LE(rec.at("test").get<double>(), 75.0);
     scores.push_back(rec.at("test").get<double>());
   }
@@ -279,6 +371,17 @@ TEST(FinetuneConfig, StrictKeysTypesAndOverrides) {
   EXPECT_DOUBLE_EQ(o.dropout, 0.3);
   EXPECT_TRUE(o.from_scratch);
   EXPECT_EQ(o.per_device_train_batch_size, FinetuneOptions{}.per_device_train_batch_size);
+  const FinetuneOptions recipe = parse_finetune_options(
+      "rdrop_weight: 5.0\nmlm_weight: 0.1\nmlm_probability: 0.2\nearly_stopping_patience: 8\n",
+      "eval.yaml");
+  EXPECT_DOUBLE_EQ(recipe.rdrop_weight, 5.0);
+  EXPECT_DOUBLE_EQ(recipe.mlm_weight, 0.1);
+  EXPECT_DOUBLE_EQ(recipe.mlm_probability, 0.2);
+  EXPECT_EQ(recipe.early_stopping_patience, 8);
+  const nlohmann::json dumped = finetune_options_json(recipe);
+  EXPECT_EQ(dumped.size(), finetune_option_keys().size());
+  EXPECT_EQ(dumped.at("rdrop_weight"), 5.0);
+  EXPECT_EQ(dumped.at("early_stopping_patience"), 8);
   auto error_of = [](const std::string& yaml, std::vector<std::string> ov = {}) -> std::string {
     try {
       parse_finetune_options(yaml, "eval.yaml", ov);
