@@ -67,6 +67,12 @@ const std::vector<FieldSpec>& specs() {
       DT_TOP(logging_steps),
       DT_TOP(save_steps),
       DT_TOP(save_total_limit),
+      DT_TOP(eval_steps),
+      DT_TOP(eval_tasks),
+      DT_TOP(eval_data_dir),
+      DT_TOP(metric_for_best_model),
+      DT_TOP(greater_is_better),
+      DT_TOP(load_best_model_at_end),
       DT_TOP(model_name_or_path),
       DT_TOP(resume_from_checkpoint),
       DT_TOP(bf16),
@@ -653,6 +659,16 @@ void Validator::run() const {
   at_least("logging_steps", c_.logging_steps, 1);
   at_least("save_steps", c_.save_steps, 0, "0 = save only the final model");
   at_least("save_total_limit", c_.save_total_limit, 0, "0 = keep every checkpoint");
+  at_least("eval_steps", c_.eval_steps, 0, "0 = no evaluation during pretraining");
+  for (const auto& t : c_.eval_tasks) one_of("eval_tasks", t, {"banking", "clinc", "hwu"});
+  if (c_.eval_steps > 0 && c_.eval_tasks.empty()) {
+    fail_at(blame("eval_steps", "eval_tasks"), "eval_steps > 0 needs at least one eval task");
+  }
+  if (c_.load_best_model_at_end && (c_.eval_steps == 0 || c_.metric_for_best_model.empty())) {
+    fail_at(blame("load_best_model_at_end", "metric_for_best_model"),
+            "load_best_model_at_end needs eval_steps > 0 and a metric_for_best_model (e.g. "
+            "eval_probe_mean_accuracy)");
+  }
   const int cpus = available_cpus();
   integer("threads", c_.threads, 1, cpus,
           "this process may use " + std::to_string(cpus) + " CPU" + (cpus == 1 ? "" : "s"));
@@ -881,6 +897,9 @@ PretrainConfig parse_config(const std::string& yaml_text, const std::string& sou
   for (const auto& o : overrides) apply_override(o, config, origins);
   if (origins.count("data_seed") == 0) config.data_seed = config.seed;
   if (origins.count("threads") == 0) config.threads = available_cpus();
+  // HF's convention: a metric name without the "eval_" prefix gets it.
+  if (!config.metric_for_best_model.empty() && config.metric_for_best_model.rfind("eval_", 0) != 0)
+    config.metric_for_best_model = "eval_" + config.metric_for_best_model;
   if (origins.count("model.embedding_dropout_prob") == 0) {
     config.model.embedding_dropout_prob = config.model.hidden_dropout_prob;
   }

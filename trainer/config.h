@@ -168,10 +168,30 @@ struct PretrainConfig {
   std::int64_t save_steps = 0;
   /// Checkpoints kept (oldest pruned first); 0 = keep all.
   int save_total_limit = 0;
+  /// Run the representation probe (docs/evaluation.md "Probe") every this many steps and at the
+  /// end; its figures go to metrics.jsonl as eval_probe_<task>_accuracy (fit on train_10,
+  /// scored on val: never test). 0 = no evaluation during pretraining.
+  std::int64_t eval_steps = 0;
+  /// Intent tasks the probe scores (banking, clinc, hwu); their mean is
+  /// eval_probe_mean_accuracy.
+  std::vector<std::string> eval_tasks = {"banking", "clinc", "hwu"};
+  /// DialoGLUE data folder for eval_tasks; empty = $DIALTREE_DATA, else
+  /// ../shared/data/dialoglue relative to the working directory.
+  std::string eval_data_dir;
+  /// The metrics.jsonl key that decides the best model (e.g. eval_probe_mean_accuracy; an
+  /// "eval_" prefix is added when missing, as in HF). Empty = none.
+  std::string metric_for_best_model;
+  /// Whether a larger metric_for_best_model is better (HF: true for accuracies).
+  bool greater_is_better = true;
+  /// Keep the best evaluation's weights in `best/` and make `final/` those weights (HF's
+  /// load_best_model_at_end). Needs eval_steps > 0 and metric_for_best_model.
+  bool load_best_model_at_end = false;
   /// Model bundle whose weights the run starts from (HF's name for it), e.g. a BERT imported
   /// with `dialtree import-hf`, as SPACE-2 starts from BERT / ConvBERT. Its architecture must
-  /// equal the `model:` section's (dropouts and initializer_range excepted); an intent or tag
-  /// head in it is left out. Empty = random initialisation. resume_from_checkpoint wins.
+  /// equal the `model:` section's (dropouts and initializer_range excepted), except that
+  /// model.projection_views may keep a subset of the bundle's views (the intent stage keeps
+  /// "I": those rows of the projection are copied); an intent or tag head in it is left out.
+  /// Empty = random initialisation. resume_from_checkpoint wins.
   std::string model_name_or_path;
   /// Checkpoint directory to resume from; empty = start fresh.
   std::string resume_from_checkpoint;

@@ -84,8 +84,19 @@ std::size_t init_from_bundle(model::SpaceModelImpl& net, const model::EncoderCon
   check("max_turns", want.max_turns, have.max_turns);
   check("projection_dim", want.projection_dim, have.projection_dim);
   check("layer_norm_eps", want.layer_norm_eps, have.layer_norm_eps);
-  check("projection_views", fmt::format("[{}]", fmt::join(want.projection_views, ", ")),
-        fmt::format("[{}]", fmt::join(have.projection_views, ", ")));
+  // The config may keep a subset of the bundle's views (SPACE-2's trigger_subspaces, e.g. "I"
+  // alone in the intent stage, docs/training.md): their rows of the projection are copied.
+  std::vector<std::int64_t> view_rows;  // the bundle's view index of each wanted view
+  for (const auto& v : want.projection_views) {
+    const auto it = std::find(have.projection_views.begin(), have.projection_views.end(), v);
+    if (it == have.projection_views.end()) {
+      throw DataError(config_file, "", "model.projection_views",
+                      fmt::format("view {} is not among the model_name_or_path bundle's views "
+                                  "[{}]; keep model.projection_views a subset of them",
+                                  v, fmt::join(have.projection_views, ", ")));
+    }
+    view_rows.push_back(it - have.projection_views.begin());
+  }
   // The data tokenizer decides these two; a different one means another vocabulary.
   if (want.cls_token_id != have.cls_token_id || want.pad_token_id != have.pad_token_id) {
     throw DataError(config_file, "", "data.tokenizer",
@@ -96,9 +107,19 @@ std::size_t init_from_bundle(model::SpaceModelImpl& net, const model::EncoderCon
   const std::string weights_file = (fs::path(dir) / model::kWeightsFile).string();
   model::SafetensorsContents weights = model::load_safetensors(weights_file);
   model::NamedTensors kept;
+  const bool same_views = want.projection_views == have.projection_views;
   for (auto& [name, tensor] : weights.tensors) {
     if (name.rfind("intent_classifier.", 0) == 0 || name.rfind("token_classifier.", 0) == 0)
       continue;
+    if (!same_views && name.rfind("projection.", 0) == 0) {
+      // [K·P, H] weight or [K·P] bias: view k owns rows k·P .. (k+1)·P.
+      std::vector<torch::Tensor> blocks;
+      for (const std::int64_t k : view_rows) {
+        blocks.push_back(tensor.narrow(0, k * have.projection_dim, have.projection_dim));
+      }
+      kept.emplace_back(name, torch::cat(blocks, 0).contiguous());
+      continue;
+    }
     kept.emplace_back(name, tensor);
   }
   model::load_model_tensors(net, kept, weights_file);
@@ -477,7 +498,7 @@ StreamBatch rank_batch(Run& r, const Stream& s, const std::vector<BatchRef>& ref
 PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<bool>* stop,
                                const std::function<void(const std::string&)>& log,
                                const std::function<void(const StepInfo&)>& on_step,
-                               DataParallelGroup* group) {
+                               DataParallelGroup* group, const Evaluator& evaluate) {
   Run r(config);
   r.group = group;
   r.rank = group ? group->rank() : 0;
@@ -556,6 +577,63 @@ PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<b
       "{} threads, bf16 {}, {} process{}",
       r.ecfg.num_hidden_layers, r.ecfg.hidden_size, r.ecfg.vocab_size, r.total, r.steps_per_epoch,
       r.warmup, at::get_num_threads(), r.bf16 ? "on" : "off", r.world, r.world == 1 ? "" : "es"));
+
+  // Evaluation during pretraining (rank 0) and the best model so far (best/, docs/training.md).
+  const bool evaluating = writer && evaluate && config.eval_steps > 0;
+  const fs::path best_dir = out / "best";
+  std::optional<double> best_value;
+  if (evaluating && !config.metric_for_best_model.empty() && fs::is_directory(best_dir)) {
+    const nlohmann::json recipe = model::load_bundle(best_dir.string()).info.recipe;
+    const std::int64_t best_step = recipe.value("step", std::int64_t{-1});
+    if (recipe.value("metric", std::string()) == config.metric_for_best_model && best_step >= 0 &&
+        best_step <= r.step && r.step > 0) {
+      best_value = recipe.at("value").get<double>();
+      say(fmt::format("best so far: {} = {:.4f} at step {} ({})", config.metric_for_best_model,
+                      *best_value, best_step, best_dir.string()));
+    } else {
+      fs::remove_all(best_dir);  // from another run, metric, or a step this run will redo
+    }
+  }
+  auto run_evaluation = [&] {
+    const auto t_eval = std::chrono::steady_clock::now();
+    r.net->eval();
+    const std::vector<std::pair<std::string, double>> figures = evaluate(*r.net);
+    r.net->train();
+    const double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t_eval).count();
+    json rec = {{"step", r.step},
+                {"epoch", static_cast<double>(r.step) / static_cast<double>(r.steps_per_epoch)}};
+    std::string text;
+    for (const auto& [key, value] : figures) {
+      rec[key] = value;
+      text += fmt::format("  {} {:.4f}", key, value);
+    }
+    rec["eval_seconds"] = secs;
+    metrics << rec.dump() << "\n" << std::flush;
+    say(fmt::format("eval at step {}:{}  ({:.1f} s)", r.step, text, secs));
+    if (config.metric_for_best_model.empty()) return;
+    const auto it = std::find_if(figures.begin(), figures.end(), [&](const auto& f) {
+      return f.first == config.metric_for_best_model;
+    });
+    if (it == figures.end()) {
+      std::string names;
+      for (const auto& f : figures) names += (names.empty() ? "" : ", ") + f.first;
+      throw DataError("", "", "metric_for_best_model",
+                      fmt::format("the evaluation reports no '{}'; it reports: {}",
+                                  config.metric_for_best_model, names));
+    }
+    const bool better = !best_value || (config.greater_is_better ? it->second > *best_value
+                                                                 : it->second < *best_value);
+    if (!better) return;
+    best_value = it->second;
+    model::BundleInfo info;
+    info.recipe = {{"config_yaml", dump_config(config)},
+                   {"step", r.step},
+                   {"metric", config.metric_for_best_model},
+                   {"value", it->second}};
+    model::save_bundle(best_dir.string(), *r.net, config.data.tokenizer, info);
+  };
+  if (evaluating && r.step == 0) run_evaluation();
 
   const losses::ObjectiveWeights weights{config.loss.contrastive_weight, config.loss.mlm_weight,
                                          config.loss.self_supervised_weight};
@@ -656,6 +734,7 @@ PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<b
                       duration_text(step_secs * static_cast<double>(r.total - r.step))));
       w = LogWindow{};
     }
+    if (evaluating && (r.step % config.eval_steps == 0 || r.step == r.total)) run_evaluation();
     if (config.save_steps > 0 && r.step % config.save_steps == 0 && r.step < r.total) {
       if (writer) save_checkpoint(r);
       r.last_checkpoint = (out / ("checkpoint-" + std::to_string(r.step))).string();
@@ -681,6 +760,15 @@ PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<b
   if (writer) {
     model::BundleInfo info;
     info.recipe = {{"config_yaml", dump_config(config)}, {"steps", r.step}};
+    if (config.load_best_model_at_end && best_value && fs::is_directory(best_dir)) {
+      init_from_bundle(*r.net, r.ecfg, best_dir.string());
+      const nlohmann::json best = model::load_bundle(best_dir.string()).info.recipe;
+      info.recipe["best_step"] = best.at("step");
+      info.recipe[config.metric_for_best_model] = best.at("value");
+      say(fmt::format("final/ holds the best model: {} = {:.4f} at step {}",
+                      config.metric_for_best_model, best.at("value").get<double>(),
+                      best.at("step").get<std::int64_t>()));
+    }
     model::save_bundle(result.final_dir, *r.net, config.data.tokenizer, info);
   }
   if (group) group->barrier();

@@ -7,12 +7,25 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "trainer/config.h"
+
+namespace dialtree::model {
+class SpaceModelImpl;  // model/encoder.h
+}
 
 namespace dialtree::trainer {
 
 class DataParallelGroup;  // trainer/distributed.h
+
+/// Evaluation during pretraining (HF Trainer's compute_metrics): called with the model in eval
+/// mode every eval_steps (and at step 0 of a fresh run and at the end); returns named figures,
+/// e.g. {"eval_probe_banking_accuracy", 0.61}, written to metrics.jsonl. Must not change the
+/// weights. The CLI passes the representation probe (docs/evaluation.md "Probe").
+using Evaluator =
+    std::function<std::vector<std::pair<std::string, double>>(model::SpaceModelImpl& net)>;
 
 /// How a run ended.
 struct PretrainResult {
@@ -53,11 +66,15 @@ struct StepInfo {
 ///   means over ranks; only rank 0 writes the run directory and calls `log` / `on_step`; a
 ///   stop request on any rank stops all at the same step. The run equals a single process
 ///   with gradient_accumulation_steps x world_size (docs/training.md "Data-parallel").
-/// @throws DataError for bad inputs (files, tokenizer, checkpoint), std::runtime_error on I/O
-///   or when a collective times out (ddp_timeout).
+/// @param evaluate  run on rank 0 when config.eval_steps > 0 (may be empty: no evaluation).
+///   With metric_for_best_model, each new best is saved as the bundle `best/` (its recipe holds
+///   step, metric and value); with load_best_model_at_end, `final/` gets best/'s weights.
+/// @throws DataError for bad inputs (files, tokenizer, checkpoint) or an evaluation that does
+///   not report metric_for_best_model; std::runtime_error on I/O or when a collective times
+///   out (ddp_timeout).
 PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<bool>* stop,
                                const std::function<void(const std::string&)>& log,
                                const std::function<void(const StepInfo&)>& on_step = {},
-                               DataParallelGroup* group = nullptr);
+                               DataParallelGroup* group = nullptr, const Evaluator& evaluate = {});
 
 }  // namespace dialtree::trainer

@@ -111,6 +111,23 @@ TEST(Config, CommittedRecipesLoadAndRoundTrip) {
     }
   }
 
+  // The intent stage (docs/training.md): the I view alone, one unsharded batch of 128 on the
+  // intent tasks' train_10 splits only, no unlabelled stream, the same architecture as small.
+  const auto intent =
+      load_config((repo_root() / "configs/pretrain-intent.yaml").string(), machine_overrides());
+  EXPECT_EQ(intent.model.projection_views, std::vector<std::string>{"I"});
+  EXPECT_EQ(intent.data.contrastive_shard_size, 0);
+  EXPECT_EQ(intent.per_device_train_batch_size, 128);
+  EXPECT_TRUE(intent.data.unlabelled.empty());
+  EXPECT_FALSE(intent.model_name_or_path.empty());
+  ASSERT_EQ(intent.data.labelled.size(), 3u);
+  for (const auto& path : intent.data.labelled)
+    EXPECT_NE(path.find(".train_10."), std::string::npos) << path;
+  EXPECT_EQ(intent.model.hidden_size, small.model.hidden_size);
+  EXPECT_EQ(intent.model.num_hidden_layers, small.model.num_hidden_layers);
+  EXPECT_EQ(intent.model.intermediate_size, small.model.intermediate_size);
+  EXPECT_EQ(intent.model.max_position_embeddings, small.model.max_position_embeddings);
+
   const auto base = load_config((repo_root() / "configs/pretrain-base.yaml").string());
   // SPACE2.md §5 / §4.4: the paper's run.
   EXPECT_EQ(base.model.num_hidden_layers, 12);
@@ -406,7 +423,7 @@ TEST(Config, OverridesDefaultsAndResolution) {
         dot == std::string::npos ? node[key] : node[key.substr(0, dot)][key.substr(dot + 1)];
     EXPECT_TRUE(v.IsDefined()) << key;
   }
-  EXPECT_EQ(config_keys().size(), 58u);
+  EXPECT_EQ(config_keys().size(), 64u);
 
   // Paths stay as written (relative to the working directory), and inputs are checked on demand.
   testing::TempDir dir;

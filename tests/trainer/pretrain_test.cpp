@@ -392,5 +392,116 @@ TEST_F(TinyPretraining, ModelNameOrPathStartsFromABundlesWeightsAndChecksTheArch
                DataError);
 }
 
+TEST_F(TinyPretraining, AViewSubsetOfTheBundleKeepsThoseRowsOfTheProjection) {
+  // The intent stage keeps the I view of a ten-view bundle: its projection rows [P, 2P) are
+  // copied; the other views' rows are dropped.
+  const PretrainResult a =
+      run_pretraining(parse_config(yaml(tmp_.file("a"), 1), "a.yaml"), nullptr, {});
+  std::string y = yaml(tmp_.file("b"), 1) +
+                  "warmup_ratio: 0.0\nmodel_name_or_path: " + tmp_.file("a/final") + "\n";
+  y.replace(y.find("learning_rate: 1.0e-3"), 21, "learning_rate: 1.0e-20");
+  y.replace(y.find("  projection_dim: 16"), 20, "  projection_dim: 16\n  projection_views: [I, D]");
+  run_pretraining(parse_config(y, "b.yaml"), nullptr, {});
+  const auto before = model::load_safetensors(tmp_.file("a/final/model.safetensors")).tensors;
+  const auto after = model::load_safetensors(tmp_.file("b/final/model.safetensors")).tensors;
+  auto get = [](const auto& ts, const std::string& name) {
+    for (const auto& [n, t] : ts) {
+      if (n == name) return t;
+    }
+    ADD_FAILURE() << name;
+    return torch::Tensor();
+  };
+  const torch::Tensor w0 = get(before, "projection.dense.weight");
+  const torch::Tensor w1 = get(after, "projection.dense.weight");
+  ASSERT_EQ(w0.size(0), 160);  // 10 views x 16
+  ASSERT_EQ(w1.size(0), 32);   // I, then D
+  EXPECT_LT((w1.narrow(0, 0, 16) - w0.narrow(0, 16, 16)).abs().max().item<double>(), 1e-6);
+  EXPECT_LT((w1.narrow(0, 16, 16) - w0.narrow(0, 0, 16)).abs().max().item<double>(), 1e-6);
+  EXPECT_LT((get(after, "projection.dense.bias").narrow(0, 0, 16) -
+             get(before, "projection.dense.bias").narrow(0, 16, 16))
+                .abs()
+                .max()
+                .item<double>(),
+            1e-6);
+  // A view the bundle lacks is an error naming the key.
+  std::string z = yaml(tmp_.file("c"), 1) + "model_name_or_path: " + tmp_.file("b/final") + "\n";
+  z.replace(z.find("  projection_dim: 16"), 20, "  projection_dim: 16\n  projection_views: [S]");
+  try {
+    run_pretraining(parse_config(z, "c.yaml"), nullptr, {});
+    FAIL() << "no error";
+  } catch (const DataError& e) {
+    EXPECT_EQ(e.field(), "model.projection_views");
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("view S"));
+  }
+}
+
+TEST_F(TinyPretraining, EvaluationLogsFiguresKeepsTheBestModelAndLoadsItAtTheEnd) {
+  // A stand-in evaluator whose figure peaks at step 4 of 6; it also records the mode it saw and
+  // a checksum of the weights, so the test can check that final/ holds step 4's weights.
+  std::vector<std::int64_t> calls;
+  std::vector<bool> in_eval_mode;
+  std::int64_t step = 0;
+  const Evaluator evaluate = [&](model::SpaceModelImpl& net) {
+    in_eval_mode.push_back(!net.is_training());
+    calls.push_back(step);
+    const double value = 1.0 - std::abs(static_cast<double>(step) - 4.0) / 10.0;
+    step += 2;
+    return std::vector<std::pair<std::string, double>>{{"eval_probe_x_accuracy", value},
+                                                       {"eval_other", 7.0}};
+  };
+  const std::string extra =
+      "eval_steps: 2\nmetric_for_best_model: probe_x_accuracy\nload_best_model_at_end: true\n";
+  const PretrainConfig c = parse_config(yaml(tmp_.file("e"), 6) + extra, "e.yaml");
+  EXPECT_EQ(c.metric_for_best_model, "eval_probe_x_accuracy");  // HF adds the prefix
+  std::vector<std::string> lines;
+  run_pretraining(
+      c, nullptr, [&](const std::string& l) { lines.push_back(l); }, {}, nullptr, evaluate);
+  EXPECT_EQ(calls, (std::vector<std::int64_t>{0, 2, 4, 6}));  // step 0, every 2, the end
+  for (const bool m : in_eval_mode) EXPECT_TRUE(m);
+  std::vector<nlohmann::json> evals;
+  for (const auto& m : read_metrics(tmp_.path() / "e" / "metrics.jsonl")) {
+    if (m.contains("eval_probe_x_accuracy")) evals.push_back(m);
+  }
+  ASSERT_EQ(evals.size(), 4u);
+  EXPECT_EQ(evals[2].at("step"), 4);
+  EXPECT_DOUBLE_EQ(evals[2].at("eval_probe_x_accuracy").get<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(evals[1].at("eval_probe_x_accuracy").get<double>(), 0.8);
+  EXPECT_EQ(evals[3].at("eval_other"), 7.0);
+  EXPECT_TRUE(evals[3].contains("eval_seconds"));
+  const model::LoadedBundle best = model::load_bundle(tmp_.file("e/best"));
+  EXPECT_EQ(best.info.recipe.at("step"), 4);
+  EXPECT_EQ(best.info.recipe.at("metric"), "eval_probe_x_accuracy");
+  const model::LoadedBundle fin = model::load_bundle(tmp_.file("e/final"));
+  EXPECT_EQ(fin.info.recipe.at("best_step"), 4);
+  EXPECT_LT(max_weight_diff(tmp_.path() / "e" / "best" / "model.safetensors",
+                            tmp_.path() / "e" / "final" / "model.safetensors"),
+            1e-9);
+  // Without load_best_model_at_end, final/ is the last step's model.
+  step = 0;
+  const PretrainConfig d = parse_config(
+      yaml(tmp_.file("f"), 6) + "eval_steps: 2\nmetric_for_best_model: eval_probe_x_accuracy\n",
+      "f.yaml");
+  run_pretraining(d, nullptr, {}, {}, nullptr, evaluate);
+  EXPECT_GT(max_weight_diff(tmp_.path() / "f" / "best" / "model.safetensors",
+                            tmp_.path() / "f" / "final" / "model.safetensors"),
+            1e-4);
+  // A metric the evaluation does not report is an error naming what it reports.
+  step = 0;
+  try {
+    run_pretraining(
+        parse_config(yaml(tmp_.file("g"), 2) + "eval_steps: 1\nmetric_for_best_model: eval_nope\n",
+                     "g.yaml"),
+        nullptr, {}, {}, nullptr, evaluate);
+    FAIL() << "no error";
+  } catch (const DataError& e) {
+    EXPECT_EQ(e.field(), "metric_for_best_model");
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("eval_probe_x_accuracy"));
+  }
+  // load_best_model_at_end without a metric is a config error.
+  EXPECT_THROW(parse_config(yaml(tmp_.file("h"), 2) + "load_best_model_at_end: true\n", "h.yaml"),
+               DataError);
+  EXPECT_THROW(parse_config(yaml(tmp_.file("h"), 2) + "eval_tasks: [atis]\n", "h.yaml"), DataError);
+}
+
 }  // namespace
 }  // namespace dialtree::trainer
