@@ -30,8 +30,9 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
 
-DEFAULT_DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                            "../../../shared/data/dialoglue")
+# As `dialtree eval dialoglue --data-dir`: $DIALTREE_DATA, else ../shared beside the checkout.
+DEFAULT_DATA = os.environ.get("DIALTREE_DATA") or os.path.normpath(os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "../../../shared/data/dialoglue"))
 C = 10.0
 MAX_ITER = 2000
 
@@ -44,8 +45,11 @@ FEATURES = {
 def load(data, task, split):
     """(texts, labels) of <data>/<task>/<split>.csv (header `text,category`)."""
     path = os.path.join(data, task, split + ".csv")
-    with open(path, newline="", encoding="utf-8") as f:
-        rows = list(csv.DictReader(f))
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            rows = list(csv.DictReader(f))
+    except OSError as e:
+        sys.exit(f"error: {path}: {e.strerror} (set --data or DIALTREE_DATA)")
     if not rows or "text" not in rows[0] or "category" not in rows[0]:
         sys.exit(f"error: {path}: expected a header row `text,category` and data rows")
     return [r["text"] for r in rows], [r["category"] for r in rows]
@@ -88,7 +92,7 @@ def results_object(name, features, per_task):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", default=DEFAULT_DATA,
-                        help="DialoGLUE folder (default: ../shared/data/dialoglue)")
+                        help="DialoGLUE folder (default: $DIALTREE_DATA, else ../shared/data/dialoglue)")
     parser.add_argument("--tasks", default="banking,clinc,hwu")
     parser.add_argument("--json", help="write the scores as a results.json-shaped array here")
     args = parser.parse_args()
