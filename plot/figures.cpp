@@ -1,0 +1,329 @@
+#include "plot/figures.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <utility>
+
+#include <fmt/core.h>
+
+namespace dialtree::plot {
+
+namespace {
+
+// Okabe-Ito colours (distinguishable with colour-blindness), then black and grey.
+constexpr const char* kPalette[] = {"#0072B2", "#D55E00", "#009E73", "#CC79A7",
+                                    "#E69F00", "#56B4E9", "#000000", "#999999"};
+constexpr int kColours = static_cast<int>(sizeof kPalette / sizeof kPalette[0]);
+// Series with at most this many points get point markers too (a single point draws no line).
+constexpr std::size_t kMarkersUpTo = 25;
+
+// `reset` plus the settings every figure shares: line colours, grid, no enhanced-text markup
+// (run and key names hold underscores).
+std::string preamble() {
+  std::string s = "reset\nset encoding utf8\n";
+  for (int i = 0; i < kColours; ++i) {
+    s += fmt::format("set linetype {} lc rgb '{}' lw 2 pt 7 ps 0.7\n", i + 1, kPalette[i]);
+  }
+  s += fmt::format("set linetype cycle {}\n", kColours);
+  s += "set grid lc rgb '#dddddd' lw 1\nset border lc rgb '#444444'\n";
+  return s;
+}
+
+std::string points_text(const std::vector<Point>& points) {
+  std::string s;
+  for (const auto& p : points) s += fmt::format("{} {}\n", p.x, p.y);
+  return s;
+}
+
+struct PanelText {
+  std::string title, ylabel;
+};
+
+// Titles of the known metrics.jsonl keys (docs/training.md, "Run directory").
+PanelText panel_text(const std::string& key) {
+  if (key == "loss") return {"loss (weighted total)", "loss"};
+  if (key == "contrastive") return {"contrastive (labelled, tree views)", "loss"};
+  if (key == "self_supervised") return {"self_supervised (unlabelled, NT-Xent)", "loss"};
+  if (key == "mlm_labelled") return {"mlm_labelled (MLM, labelled batch)", "loss"};
+  if (key == "mlm_unlabelled") return {"mlm_unlabelled (MLM, unlabelled batch)", "loss"};
+  if (key == "grad_norm") return {"grad_norm (before clipping)", "gradient norm"};
+  if (key == "learning_rate") return {"learning rate", "learning rate"};
+  if (key.rfind("eval_", 0) == 0) {
+    const auto us = key.rfind('_');
+    return {key, key.substr(us + 1)};  // eval_probe_banking_accuracy -> "accuracy"
+  }
+  return {key, key};
+}
+
+const std::vector<std::string> kLossOrder = {"loss",         "contrastive",    "self_supervised",
+                                             "mlm_labelled", "mlm_unlabelled", "grad_norm"};
+const std::set<std::string> kNotLosses = {"epoch", "learning_rate", "examples_per_second"};
+
+bool is_eval_key(const std::string& key) {
+  return key.rfind("eval_", 0) == 0;
+}
+// eval_seconds (the time an evaluation took) is logged with the figures but is not one.
+bool is_timing(const std::string& key) {
+  return key.size() >= 8 && key.compare(key.size() - 8, 8, "_seconds") == 0;
+}
+
+// One `plot` clause for a data file: lines, with markers for short series. Line `index` (the
+// run or model) also sets the width: earlier lines are drawn wider, so that identical curves
+// (runs with one learning-rate schedule) stay visible under the later ones.
+std::string curve(const std::string& file, std::size_t points, std::size_t index, int dashtype,
+                  const std::string& title) {
+  const double width = 3.0 - 0.6 * static_cast<double>(std::min<std::size_t>(index, 3));
+  return fmt::format("'{}' using 1:2 with {} lt {} lw {} dt {} title {}", file,
+                     points <= kMarkersUpTo ? "linespoints" : "lines", index + 1, width, dashtype,
+                     gnuplot_quote(title));
+}
+
+// Rows x columns for n panels.
+std::pair<int, int> layout(std::size_t n) {
+  const int cols = n <= 1 ? 1 : n <= 4 ? 2 : 3;
+  const int rows =
+      static_cast<int>((n + static_cast<std::size_t>(cols) - 1) / static_cast<std::size_t>(cols));
+  return {rows, cols};
+}
+
+}  // namespace
+
+std::string gnuplot_quote(const std::string& text) {
+  std::string s = "'";
+  for (const char c : text) {
+    if (c == '\'') {
+      s += "''";
+    } else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+      s += '?';
+    } else {
+      s += c;
+    }
+  }
+  return s + "'";
+}
+
+std::vector<std::string> loss_keys(const std::vector<RunMetrics>& runs) {
+  std::vector<std::string> keys;
+  for (const auto& k : kLossOrder) {
+    if (std::any_of(runs.begin(), runs.end(), [&](const RunMetrics& r) { return r.find(k); })) {
+      keys.push_back(k);
+    }
+  }
+  for (const auto& r : runs) {
+    for (const auto& s : r.series) {
+      if (kNotLosses.count(s.key) || is_eval_key(s.key)) continue;
+      if (std::find(keys.begin(), keys.end(), s.key) == keys.end()) keys.push_back(s.key);
+    }
+  }
+  return keys;
+}
+
+std::vector<std::string> eval_keys(const std::vector<RunMetrics>& runs) {
+  std::vector<std::string> keys;
+  for (const auto& r : runs) {
+    for (const auto& s : r.series) {
+      if (is_eval_key(s.key) && !is_timing(s.key) &&
+          std::find(keys.begin(), keys.end(), s.key) == keys.end()) {
+        keys.push_back(s.key);
+      }
+    }
+  }
+  return keys;
+}
+
+Figure panels_figure(const std::string& name, const std::string& title,
+                     const std::vector<RunMetrics>& runs, const std::vector<std::string>& keys) {
+  Figure f;
+  f.name = name;
+  if (keys.empty()) return f;
+  const auto [rows, cols] = layout(keys.size());
+  f.width = std::max(720, 520 * cols);
+  f.height = 390 * rows + 50;
+  std::string& s = f.script;
+  s = preamble();
+  const bool rising = name == "eval";  // accuracies rise: keep the key out of their way
+  s += fmt::format("set key {} right\n", rising ? "bottom" : "top");
+  s += "set xlabel 'step'\n";
+  if (keys.size() > 1) {
+    s += fmt::format("set multiplot layout {},{} title {} font ',13'\n", rows, cols,
+                     gnuplot_quote(title));
+  }
+  for (std::size_t k = 0; k < keys.size(); ++k) {
+    const PanelText text = panel_text(keys[k]);
+    s += fmt::format("set title {} font ',{}'\nset ylabel {}\n",
+                     gnuplot_quote(keys.size() > 1 ? text.title : title), keys.size() > 1 ? 10 : 13,
+                     gnuplot_quote(text.ylabel));
+    s += keys[k] == "learning_rate" ? "set format y '%.1e'\nset yrange [0:*]\n"
+                                    : "set format y '% h'\nset autoscale y\n";
+    std::vector<std::string> clauses;
+    for (std::size_t r = 0; r < runs.size(); ++r) {
+      const Series* series = runs[r].find(keys[k]);
+      if (!series || series->points.empty()) continue;
+      const std::string file = fmt::format("{}-{}-{}.dat", name, k, r);
+      f.data.push_back({file, points_text(series->points)});
+      clauses.push_back(
+          curve(file, series->points.size(), r, static_cast<int>(r % 5) + 1, runs[r].name));
+    }
+    s += "plot ";
+    for (std::size_t c = 0; c < clauses.size(); ++c) s += (c ? ", \\\n     " : "") + clauses[c];
+    s += "\n";
+  }
+  if (keys.size() > 1) s += "unset multiplot\n";
+  return f;
+}
+
+Figure losses_figure(const std::vector<RunMetrics>& runs) {
+  return panels_figure("losses", "pretraining losses (means over each logging window)", runs,
+                       loss_keys(runs));
+}
+
+Figure learning_rate_figure(const std::vector<RunMetrics>& runs) {
+  const bool any = std::any_of(runs.begin(), runs.end(),
+                               [](const RunMetrics& r) { return r.find("learning_rate"); });
+  if (!any) return Figure{"learning_rate", 800, 600, "", {}};
+  Figure f = panels_figure("learning_rate", "learning rate", runs, {"learning_rate"});
+  f.width = 800, f.height = 500;
+  return f;
+}
+
+Figure eval_figure(const std::vector<RunMetrics>& runs) {
+  return panels_figure("eval", "evaluation during pretraining", runs, eval_keys(runs));
+}
+
+Figure results_figure(const std::vector<ModelScores>& models) {
+  Figure f;
+  f.name = "results";
+  std::vector<std::string> tasks, metrics;
+  double top = 0;
+  for (const auto& m : models) {
+    for (const auto& t : m.tasks) {
+      if (std::find(tasks.begin(), tasks.end(), t.task) == tasks.end()) {
+        tasks.push_back(t.task);
+        metrics.push_back(t.metric);
+      }
+      top = std::max(top, t.mean + t.std);
+    }
+  }
+  if (tasks.empty()) return f;
+  const bool one_metric = std::all_of(metrics.begin(), metrics.end(),
+                                      [&](const std::string& m) { return m == metrics[0]; });
+  const double n = static_cast<double>(models.size());
+  const double width = 0.8 / n;
+  double ymax = std::max(top * 1.12, top + 6);
+  if (top <= 100) ymax = std::min(ymax, 105.0);
+  if (ymax <= 0) ymax = 1;
+  f.width = std::clamp(220 + static_cast<int>(tasks.size() * models.size()) * 70, 800, 1800);
+  f.height = 600;
+  std::string& s = f.script;
+  s = preamble();
+  const std::string what = one_metric ? "test " + metrics[0] : std::string("test score");
+  s += fmt::format("set title {} font ',13'\n",
+                   gnuplot_quote("DialoGLUE " + what + ": mean ± std over seeds"));
+  s += fmt::format("set ylabel {}\n", gnuplot_quote(what + " (%)"));
+  s += "set grid noxtics ytics\nset key below horizontal\nset xlabel 'task'\n";
+  s += "set style fill solid 0.85 border lc rgb '#333333'\n";
+  s += fmt::format("set boxwidth {} absolute\n", width * 0.95);
+  s += fmt::format("set xrange [-0.5:{}]\nset yrange [0:{}]\n",
+                   static_cast<double>(tasks.size()) - 0.5, ymax);
+  s += "set xtics scale 0 (";
+  for (std::size_t j = 0; j < tasks.size(); ++j) {
+    const std::string label = one_metric ? tasks[j] : tasks[j] + " (" + metrics[j] + ")";
+    s += fmt::format("{}{} {}", j ? ", " : "", gnuplot_quote(label), j);
+  }
+  s += ")\n";
+  std::vector<std::string> clauses;
+  for (std::size_t i = 0; i < models.size(); ++i) {
+    std::string rows;
+    const double offset = (static_cast<double>(i) - (n - 1) / 2) * width;
+    for (std::size_t j = 0; j < tasks.size(); ++j) {
+      for (const auto& t : models[i].tasks) {
+        if (t.task != tasks[j]) continue;
+        rows += fmt::format("{} {} {} {:.1f}\n", static_cast<double>(j) + offset, t.mean, t.std,
+                            t.mean);
+      }
+    }
+    const std::string file = fmt::format("results-{}.dat", i);
+    f.data.push_back({file, rows});
+    const int lt = static_cast<int>(i) + 1;
+    clauses.push_back(fmt::format("'{}' using 1:2:3 with boxerrorbars lt {} lc {} title {}", file,
+                                  lt, lt, gnuplot_quote(models[i].name)));
+    clauses.push_back(fmt::format(
+        "'{}' using 1:($2+$3):4 with labels offset 0,0.7 font ',9' tc rgb '#222222' notitle",
+        file));
+  }
+  s += "plot ";
+  for (std::size_t c = 0; c < clauses.size(); ++c) s += (c ? ", \\\n     " : "") + clauses[c];
+  s += "\n";
+  return f;
+}
+
+Figure val_curves_figure(const std::vector<ModelScores>& models) {
+  Figure f;
+  f.name = "val_curves";
+  std::vector<std::string> tasks, metrics;
+  for (const auto& m : models) {
+    for (const auto& t : m.tasks) {
+      const bool curves = std::any_of(t.runs.begin(), t.runs.end(),
+                                      [](const SeedRun& r) { return !r.val_curve.empty(); });
+      if (curves && std::find(tasks.begin(), tasks.end(), t.task) == tasks.end()) {
+        tasks.push_back(t.task);
+        metrics.push_back(t.metric);
+      }
+    }
+  }
+  if (tasks.empty()) return f;
+  const auto [rows, cols] = layout(tasks.size());
+  f.width = std::max(720, 520 * cols);
+  f.height = 420 * rows + 50;
+  std::string& s = f.script;
+  s = preamble();
+  s += "set key bottom right\nset xlabel 'epoch'\n";
+  const std::string title = "val score per epoch of each fine-tuning run";
+  if (tasks.size() > 1) {
+    s += fmt::format("set multiplot layout {},{} title {} font ',13'\n", rows, cols,
+                     gnuplot_quote(title));
+  }
+  for (std::size_t j = 0; j < tasks.size(); ++j) {
+    s += fmt::format("set title {} font ',{}'\nset ylabel {}\n",
+                     gnuplot_quote(tasks.size() > 1 ? tasks[j] : title + ": " + tasks[j]),
+                     tasks.size() > 1 ? 11 : 13, gnuplot_quote("val " + metrics[j] + " (%)"));
+    std::vector<std::string> clauses;
+    for (std::size_t i = 0; i < models.size(); ++i) {
+      for (const auto& t : models[i].tasks) {
+        if (t.task != tasks[j]) continue;
+        for (std::size_t r = 0; r < t.runs.size(); ++r) {
+          if (t.runs[r].val_curve.empty()) continue;
+          const std::string file = fmt::format("val_curves-{}-{}-{}.dat", j, i, r);
+          f.data.push_back({file, points_text(t.runs[r].val_curve)});
+          clauses.push_back(curve(file, t.runs[r].val_curve.size(), i, static_cast<int>(r % 5) + 1,
+                                  fmt::format("{} seed {}", models[i].name, t.runs[r].seed)));
+        }
+      }
+    }
+    s += "plot ";
+    for (std::size_t c = 0; c < clauses.size(); ++c) s += (c ? ", \\\n     " : "") + clauses[c];
+    s += "\n";
+  }
+  if (tasks.size() > 1) s += "unset multiplot\n";
+  return f;
+}
+
+std::vector<Figure> all_figures(const Inputs& inputs) {
+  std::vector<Figure> all;
+  if (!inputs.runs.empty()) {
+    all.push_back(losses_figure(inputs.runs));
+    all.push_back(learning_rate_figure(inputs.runs));
+    all.push_back(eval_figure(inputs.runs));
+  }
+  if (!inputs.models.empty()) {
+    all.push_back(results_figure(inputs.models));
+    all.push_back(val_curves_figure(inputs.models));
+  }
+  all.erase(
+      std::remove_if(all.begin(), all.end(), [](const Figure& f) { return f.script.empty(); }),
+      all.end());
+  return all;
+}
+
+}  // namespace dialtree::plot
