@@ -52,7 +52,10 @@ void run_plot(const PlotArgs& a) {
   }
   for (const auto& figure : figures) {
     const plot::Rendered r = plot::render(figure, a.out, options);
-    if (!r.warnings.empty()) fmt::print(stderr, "gnuplot ({}): {}", figure.name, r.warnings);
+    std::istringstream warnings(r.warnings);  // what gnuplot printed although it succeeded
+    for (std::string line; std::getline(warnings, line);) {
+      if (!line.empty()) fmt::print(stderr, "warning: gnuplot ({}): {}\n", figure.name, line);
+    }
     for (const auto& f : r.files) fmt::print("{}\n", f.string());
   }
 }

@@ -79,6 +79,25 @@ std::string curve(const std::string& file, std::size_t points, std::size_t index
                      gnuplot_quote(title));
 }
 
+constexpr const char* kAutoscaleY = "set autoscale y\n";
+
+// The y range of a panel: autoscaled, except around a constant (an MLM-only run's contrastive
+// loss is 0 throughout), where gnuplot would warn about an empty range.
+std::string y_range(const std::vector<const std::vector<Point>*>& curves) {
+  double lo = 0, hi = 0;
+  bool any = false;
+  for (const auto* c : curves) {
+    for (const auto& p : *c) {
+      lo = any ? std::min(lo, p.y) : p.y;
+      hi = any ? std::max(hi, p.y) : p.y;
+      any = true;
+    }
+  }
+  if (!any || lo != hi) return kAutoscaleY;
+  const double pad = lo == 0 ? 1.0 : std::abs(lo) * 0.1;
+  return fmt::format("set yrange [{}:{}]\n", lo - pad, lo + pad);
+}
+
 // Rows x columns for n panels.
 std::pair<int, int> layout(std::size_t n) {
   const int cols = n <= 1 ? 1 : n <= 4 ? 2 : 3;
@@ -154,17 +173,22 @@ Figure panels_figure(const std::string& name, const std::string& title,
     s += fmt::format("set title {} font ',{}'\nset ylabel {}\n",
                      gnuplot_quote(keys.size() > 1 ? text.title : title), keys.size() > 1 ? 10 : 13,
                      gnuplot_quote(text.ylabel));
-    s += keys[k] == "learning_rate" ? "set format y '%.1e'\nset yrange [0:*]\n"
-                                    : "set format y '% h'\nset autoscale y\n";
     std::vector<std::string> clauses;
+    std::vector<const std::vector<Point>*> curves;
     for (std::size_t r = 0; r < runs.size(); ++r) {
       const Series* series = runs[r].find(keys[k]);
       if (!series || series->points.empty()) continue;
+      curves.push_back(&series->points);
       const std::string file = fmt::format("{}-{}-{}.dat", name, k, r);
       f.data.push_back({file, points_text(series->points)});
       clauses.push_back(
           curve(file, series->points.size(), r, static_cast<int>(r % 5) + 1, runs[r].name));
     }
+    const bool lr = keys[k] == "learning_rate";
+    s += lr ? "set format y '%.1e'\n" : "set format y '% h'\n";
+    const std::string range = y_range(curves);
+    // The learning rate starts from 0 (warm-up): show that axis from 0.
+    s += lr && range == kAutoscaleY ? "set yrange [0:*]\n" : range;
     s += "plot ";
     for (std::size_t c = 0; c < clauses.size(); ++c) s += (c ? ", \\\n     " : "") + clauses[c];
     s += "\n";
@@ -289,11 +313,13 @@ Figure val_curves_figure(const std::vector<ModelScores>& models) {
                      gnuplot_quote(tasks.size() > 1 ? tasks[j] : title + ": " + tasks[j]),
                      tasks.size() > 1 ? 11 : 13, gnuplot_quote("val " + metrics[j] + " (%)"));
     std::vector<std::string> clauses;
+    std::vector<const std::vector<Point>*> curves;
     for (std::size_t i = 0; i < models.size(); ++i) {
       for (const auto& t : models[i].tasks) {
         if (t.task != tasks[j]) continue;
         for (std::size_t r = 0; r < t.runs.size(); ++r) {
           if (t.runs[r].val_curve.empty()) continue;
+          curves.push_back(&t.runs[r].val_curve);
           const std::string file = fmt::format("val_curves-{}-{}-{}.dat", j, i, r);
           f.data.push_back({file, points_text(t.runs[r].val_curve)});
           clauses.push_back(curve(file, t.runs[r].val_curve.size(), i, static_cast<int>(r % 5) + 1,
@@ -301,7 +327,7 @@ Figure val_curves_figure(const std::vector<ModelScores>& models) {
         }
       }
     }
-    s += "plot ";
+    s += y_range(curves) + "plot ";
     for (std::size_t c = 0; c < clauses.size(); ++c) s += (c ? ", \\\n     " : "") + clauses[c];
     s += "\n";
   }

@@ -221,10 +221,18 @@ TEST(PlotFigures, LossPanelsHoldTheKnownValuesOfEachRun) {
   EXPECT_THAT(eval.script, HasSubstr("set title 'eval_probe_banking_accuracy'"));
   EXPECT_THAT(eval.script, HasSubstr("set ylabel 'accuracy'"));
 
+  // run-b's contrastive loss is 0 throughout: alone, its panel gets a range around 0 (gnuplot
+  // would warn about an empty range), with run-a autoscaled.
+  EXPECT_THAT(losses_figure({runs[1]}).script,
+              HasSubstr("set title 'contrastive (labelled, tree views)' font ',10'\nset ylabel "
+                        "'loss'\nset format y '% h'\nset yrange [-1:1]\n"));
+  EXPECT_THAT(losses.script, Not(HasSubstr("set yrange")));
+
   const Figure lr = learning_rate_figure(runs);
   EXPECT_EQ(find_data(lr, "learning_rate-0-0.dat")->content,
             "5 0.0001\n10 0.0002\n15 0.00015\n20 0.0001\n");
   EXPECT_THAT(lr.script, Not(HasSubstr("multiplot")));
+  EXPECT_THAT(lr.script, HasSubstr("set yrange [0:*]"));
 
   // A run without eval keys draws no eval figure.
   const std::vector<Figure> figs = all_figures(Inputs{{runs[1]}, {}});
