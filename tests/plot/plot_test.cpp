@@ -69,6 +69,34 @@ const DataFile* find_data(const Figure& f, const std::string& name) {
   return nullptr;
 }
 
+// "" if `xml` is well nested (every start tag closed by its own end tag, in order; comments,
+// declarations and self-closing tags skipped), else what is wrong. Enough to tell a complete
+// SVG document from a truncated or garbled one.
+std::string xml_nesting_error(const std::string& xml) {
+  std::vector<std::string> open;
+  std::size_t i = 0, elements = 0;
+  while ((i = xml.find('<', i)) != std::string::npos) {
+    const std::size_t end = xml.find('>', i);
+    if (end == std::string::npos) return "unterminated tag at byte " + std::to_string(i);
+    const std::string tag = xml.substr(i + 1, end - i - 1);
+    i = end + 1;
+    if (tag.empty() || tag[0] == '?' || tag[0] == '!' || tag.back() == '/') continue;
+    const bool closing = tag[0] == '/';
+    const std::string name =
+        tag.substr(closing ? 1 : 0, tag.find_first_of(" \t\n/", 1) - (closing ? 1 : 0));
+    if (!closing) {
+      open.push_back(name);
+      ++elements;
+    } else if (open.empty() || open.back() != name) {
+      return "</" + name + "> closes <" + (open.empty() ? std::string() : open.back()) + ">";
+    } else {
+      open.pop_back();
+    }
+  }
+  if (!open.empty()) return "<" + open.back() + "> is never closed";
+  return elements ? "" : "no element";
+}
+
 bool gnuplot_installed() {
   const char* path = std::getenv("PATH");
   std::stringstream dirs(path ? path : "");
@@ -270,6 +298,13 @@ TEST(PlotFigures, ResultBarsAndValCurves) {
   EXPECT_THAT(curves.script, HasSubstr("set xlabel 'epoch'"));
 }
 
+TEST(PlotRender, TheSvgCheckCatchesBrokenDocuments) {
+  EXPECT_EQ(xml_nesting_error("<?xml v?><svg a='1'><g><path d='x'/></g><text>a</text></svg>"), "");
+  EXPECT_NE(xml_nesting_error("<svg><g></svg>"), "");
+  EXPECT_NE(xml_nesting_error("<svg><g></g>"), "");
+  EXPECT_NE(xml_nesting_error("<svg><g"), "");
+}
+
 TEST(PlotFigures, QuotingForGnuplot) {
   EXPECT_EQ(gnuplot_quote("run's \"x\"\n"), "'run''s \"x\"?'");
 }
@@ -293,7 +328,7 @@ TEST(PlotRender, WritesPngAndSvgWithTheLegendNames) {
     EXPECT_EQ(png.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8)) << name;
     const std::string svg = slurp(out.path() / (name + ".svg"));
     EXPECT_THAT(svg, HasSubstr("<svg")) << name;
-    EXPECT_THAT(svg, HasSubstr("</svg>")) << name;
+    EXPECT_EQ(xml_nesting_error(svg), "") << name;
   }
   const std::string losses = slurp(out.path() / "losses.svg");
   EXPECT_THAT(losses, HasSubstr(">run-a<"));
