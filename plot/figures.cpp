@@ -98,6 +98,14 @@ std::string y_range(const std::vector<const std::vector<Point>*>& curves) {
   return fmt::format("set yrange [{}:{}]\n", lo - pad, lo + pad);
 }
 
+// Room for a legend of `entries` lines at the top or bottom of a panel, so it does not cover the
+// curves (on an autoscaled axis; an explicit range is kept).
+std::string legend_room(std::size_t entries, bool top) {
+  const double room = 0.05 + 0.07 * static_cast<double>(entries);
+  return top ? fmt::format("set offsets 0, 0, graph {:.2f}, 0\n", room)
+             : fmt::format("set offsets 0, 0, 0, graph {:.2f}\n", room);
+}
+
 // Rows x columns for n panels.
 std::pair<int, int> layout(std::size_t n) {
   const int cols = n <= 1 ? 1 : n <= 4 ? 2 : 3;
@@ -162,7 +170,7 @@ Figure panels_figure(const std::string& name, const std::string& title,
   std::string& s = f.script;
   s = preamble();
   const bool rising = name == "eval";  // accuracies rise: keep the key out of their way
-  s += fmt::format("set key {} right\n", rising ? "bottom" : "top");
+  s += fmt::format("set key {} right opaque\n", rising ? "bottom" : "top");
   s += "set xlabel 'step'\n";
   if (keys.size() > 1) {
     s += fmt::format("set multiplot layout {},{} title {} font ',13'\n", rows, cols,
@@ -189,6 +197,7 @@ Figure panels_figure(const std::string& name, const std::string& title,
     const std::string range = y_range(curves);
     // The learning rate starts from 0 (warm-up): show that axis from 0.
     s += lr && range == kAutoscaleY ? "set yrange [0:*]\n" : range;
+    s += legend_room(clauses.size(), !rising);
     s += "plot ";
     for (std::size_t c = 0; c < clauses.size(); ++c) s += (c ? ", \\\n     " : "") + clauses[c];
     s += "\n";
@@ -302,7 +311,7 @@ Figure val_curves_figure(const std::vector<ModelScores>& models) {
   f.height = 420 * rows + 50;
   std::string& s = f.script;
   s = preamble();
-  s += "set key bottom right\nset xlabel 'epoch'\n";
+  s += "set key bottom right opaque\nset xlabel 'epoch'\n";
   const std::string title = "val score per epoch of each fine-tuning run";
   if (tasks.size() > 1) {
     s += fmt::format("set multiplot layout {},{} title {} font ',13'\n", rows, cols,
@@ -327,7 +336,7 @@ Figure val_curves_figure(const std::vector<ModelScores>& models) {
         }
       }
     }
-    s += y_range(curves) + "plot ";
+    s += y_range(curves) + legend_room(clauses.size(), false) + "plot ";
     for (std::size_t c = 0; c < clauses.size(); ++c) s += (c ? ", \\\n     " : "") + clauses[c];
     s += "\n";
   }
