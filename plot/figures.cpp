@@ -98,12 +98,23 @@ std::string y_range(const std::vector<const std::vector<Point>*>& curves) {
   return fmt::format("set yrange [{}:{}]\n", lo - pad, lo + pad);
 }
 
-// Room for a legend of `entries` lines at the top or bottom of a panel, so it does not cover the
-// curves (on an autoscaled axis; an explicit range is kept).
-std::string legend_room(std::size_t entries, bool top) {
-  const double room = 0.05 + 0.07 * static_cast<double>(entries);
-  return top ? fmt::format("set offsets 0, 0, graph {:.2f}, 0\n", room)
-             : fmt::format("set offsets 0, 0, 0, graph {:.2f}\n", room);
+// Where a panel's legend of `entries` lines goes: inside, in the top corner on `side` ("right"
+// above falling curves, "left" above rising ones), with room made above the curves (on an
+// autoscaled axis) so that it covers none; outside on the right when it is too long for that.
+std::string legend(std::size_t entries, const char* side) {
+  if (entries > 4) return "set key outside right top opaque\nset offsets 0, 0, 0, 0\n";
+  return fmt::format("set key top {} opaque\nset offsets 0, 0, graph {:.2f}, 0\n", side,
+                     0.05 + 0.07 * static_cast<double>(entries));
+}
+
+// Sorts task names (and their metrics, kept parallel) by name: every chart shows the tasks in
+// one order, whatever order the inputs list them in.
+void sort_tasks(std::vector<std::string>& tasks, std::vector<std::string>& metrics) {
+  std::vector<std::pair<std::string, std::string>> both;
+  for (std::size_t i = 0; i < tasks.size(); ++i) both.emplace_back(tasks[i], metrics[i]);
+  std::sort(both.begin(), both.end());
+  for (std::size_t i = 0; i < both.size(); ++i)
+    tasks[i] = both[i].first, metrics[i] = both[i].second;
 }
 
 // Rows x columns for n panels.
@@ -170,7 +181,6 @@ Figure panels_figure(const std::string& name, const std::string& title,
   std::string& s = f.script;
   s = preamble();
   const bool rising = name == "eval";  // accuracies rise: keep the key out of their way
-  s += fmt::format("set key {} right opaque\n", rising ? "bottom" : "top");
   s += "set xlabel 'step'\n";
   if (keys.size() > 1) {
     s += fmt::format("set multiplot layout {},{} title {} font ',13'\n", rows, cols,
@@ -197,7 +207,7 @@ Figure panels_figure(const std::string& name, const std::string& title,
     const std::string range = y_range(curves);
     // The learning rate starts from 0 (warm-up): show that axis from 0.
     s += lr && range == kAutoscaleY ? "set yrange [0:*]\n" : range;
-    s += legend_room(clauses.size(), !rising);
+    s += legend(clauses.size(), rising ? "left" : "right");
     s += "plot ";
     for (std::size_t c = 0; c < clauses.size(); ++c) s += (c ? ", \\\n     " : "") + clauses[c];
     s += "\n";
@@ -239,6 +249,7 @@ Figure results_figure(const std::vector<ModelScores>& models) {
     }
   }
   if (tasks.empty()) return f;
+  sort_tasks(tasks, metrics);
   const bool one_metric = std::all_of(metrics.begin(), metrics.end(),
                                       [&](const std::string& m) { return m == metrics[0]; });
   const double n = static_cast<double>(models.size());
@@ -254,7 +265,7 @@ Figure results_figure(const std::vector<ModelScores>& models) {
   s += fmt::format("set title {} font ',13'\n",
                    gnuplot_quote("DialoGLUE " + what + ": mean ± std over seeds"));
   s += fmt::format("set ylabel {}\n", gnuplot_quote(what + " (%)"));
-  s += "set grid noxtics ytics\nset key below horizontal\nset xlabel 'task'\n";
+  s += "set grid noxtics ytics\nset key below horizontal\n";
   s += "set style fill solid 0.85 border lc rgb '#333333'\n";
   s += fmt::format("set boxwidth {} absolute\n", width * 0.95);
   s += fmt::format("set xrange [-0.5:{}]\nset yrange [0:{}]\n",
@@ -306,12 +317,13 @@ Figure val_curves_figure(const std::vector<ModelScores>& models) {
     }
   }
   if (tasks.empty()) return f;
+  sort_tasks(tasks, metrics);
   const auto [rows, cols] = layout(tasks.size());
   f.width = std::max(720, 520 * cols);
   f.height = 420 * rows + 50;
   std::string& s = f.script;
   s = preamble();
-  s += "set key bottom right opaque\nset xlabel 'epoch'\n";
+  s += "set xlabel 'epoch'\n";
   const std::string title = "val score per epoch of each fine-tuning run";
   if (tasks.size() > 1) {
     s += fmt::format("set multiplot layout {},{} title {} font ',13'\n", rows, cols,
@@ -336,7 +348,10 @@ Figure val_curves_figure(const std::vector<ModelScores>& models) {
         }
       }
     }
-    s += y_range(curves) + legend_room(clauses.size(), false) + "plot ";
+    double last_epoch = 0;
+    for (const auto* c : curves) last_epoch = std::max(last_epoch, c->back().x);
+    s += last_epoch <= 20 ? "set xtics 1\n" : "set xtics autofreq\n";
+    s += y_range(curves) + legend(clauses.size(), "left") + "plot ";
     for (std::size_t c = 0; c < clauses.size(); ++c) s += (c ? ", \\\n     " : "") + clauses[c];
     s += "\n";
   }

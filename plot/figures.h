@@ -53,10 +53,10 @@ Figure learning_rate_figure(const std::vector<RunMetrics>& runs);
 /// eval.png: one panel per `eval_*` key. Empty script when no run has one.
 Figure eval_figure(const std::vector<RunMetrics>& runs);
 
-/// results.png: grouped bars, one group per task (in first-seen order over the models), one bar
+/// results.png: grouped bars, one group per task (sorted by name), one bar
 /// per model at its mean test score with a ±std error bar and the mean printed above it.
 Figure results_figure(const std::vector<ModelScores>& models);
-/// val_curves.png: one panel per task, the val score against epoch of every model and seed that
+/// val_curves.png: one panel per task (sorted by name), the val score against epoch of every model and seed that
 /// recorded a curve (colour per model, dash pattern per seed). Empty script when none did.
 Figure val_curves_figure(const std::vector<ModelScores>& models);
 

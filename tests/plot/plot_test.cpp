@@ -256,6 +256,12 @@ TEST(PlotFigures, LossPanelsHoldTheKnownValuesOfEachRun) {
                         "'loss'\nset format y '% h'\nset yrange [-1:1]\n"));
   EXPECT_THAT(losses.script, Not(HasSubstr("set yrange")));
 
+  // Up to 4 runs: the legend inside, with room made above the curves; more: outside.
+  EXPECT_THAT(losses.script,
+              HasSubstr("set key top right opaque\nset offsets 0, 0, graph 0.19, 0"));
+  const std::vector<RunMetrics> five(5, runs[1]);
+  EXPECT_THAT(losses_figure(five).script, HasSubstr("set key outside right top"));
+
   const Figure lr = learning_rate_figure(runs);
   EXPECT_EQ(find_data(lr, "learning_rate-0-0.dat")->content,
             "5 0.0001\n10 0.0002\n15 0.00015\n20 0.0001\n");
