@@ -74,7 +74,7 @@ bool is_timing(const std::string& key) {
 std::string curve(const std::string& file, std::size_t points, std::size_t index, int dashtype,
                   const std::string& title) {
   const double width = 3.0 - 0.6 * static_cast<double>(std::min<std::size_t>(index, 3));
-  return fmt::format("'{}' using 1:2 with {} lt {} lw {} dt {} title {}", file,
+  return fmt::format("'{}' using 1:2 with {} lt {} lw {:.1f} dt {} title {}", file,
                      points <= kMarkersUpTo ? "linespoints" : "lines", index + 1, width, dashtype,
                      gnuplot_quote(title));
 }
@@ -98,13 +98,24 @@ std::string y_range(const std::vector<const std::vector<Point>*>& curves) {
   return fmt::format("set yrange [{}:{}]\n", lo - pad, lo + pad);
 }
 
+// Legends of more lines than this go below their panel.
+constexpr std::size_t kLegendInside = 4;
+
 // Where a panel's legend of `entries` lines goes: inside, in the top corner on `side` ("right"
 // above falling curves, "left" above rising ones), with room made above the curves (on an
-// autoscaled axis) so that it covers none; outside on the right when it is too long for that.
+// autoscaled axis) so that it covers none; below the panel when it is longer than that.
 std::string legend(std::size_t entries, const char* side) {
-  if (entries > 4) return "set key outside right top opaque\nset offsets 0, 0, 0, 0\n";
-  return fmt::format("set key top {} opaque\nset offsets 0, 0, graph {:.2f}, 0\n", side,
-                     0.05 + 0.07 * static_cast<double>(entries));
+  if (entries > kLegendInside) {
+    return "set key outside below center horizontal noopaque\nset offsets 0, 0, 0, 0\n";
+  }
+  return fmt::format("set key inside top {} vertical opaque\nset offsets 0, 0, graph {:.2f}, 0\n",
+                     side, 0.05 + 0.07 * static_cast<double>(entries));
+}
+
+// Extra figure height for legends below the panels: `rows` rows of panels whose longest legend
+// has `entries` lines, laid out about two to a line.
+int legend_height(int rows, std::size_t entries) {
+  return entries > kLegendInside ? rows * 20 * static_cast<int>((entries + 1) / 2) : 0;
 }
 
 // Sorts task names (and their metrics, kept parallel) by name: every chart shows the tasks in
@@ -181,6 +192,7 @@ Figure panels_figure(const std::string& name, const std::string& title,
   std::string& s = f.script;
   s = preamble();
   const bool rising = name == "eval";  // accuracies rise: keep the key out of their way
+  std::size_t longest = 0;             // the longest legend
   s += "set xlabel 'step'\n";
   if (keys.size() > 1) {
     s += fmt::format("set multiplot layout {},{} title {} font ',13'\n", rows, cols,
@@ -208,11 +220,13 @@ Figure panels_figure(const std::string& name, const std::string& title,
     // The learning rate starts from 0 (warm-up): show that axis from 0.
     s += lr && range == kAutoscaleY ? "set yrange [0:*]\n" : range;
     s += legend(clauses.size(), rising ? "left" : "right");
+    longest = std::max(longest, clauses.size());
     s += "plot ";
     for (std::size_t c = 0; c < clauses.size(); ++c) s += (c ? ", \\\n     " : "") + clauses[c];
     s += "\n";
   }
   if (keys.size() > 1) s += "unset multiplot\n";
+  f.height += legend_height(rows, longest);
   return f;
 }
 
@@ -324,6 +338,7 @@ Figure val_curves_figure(const std::vector<ModelScores>& models) {
   std::string& s = f.script;
   s = preamble();
   s += "set xlabel 'epoch'\n";
+  std::size_t longest = 0;  // the longest legend
   const std::string title = "val score per epoch of each fine-tuning run";
   if (tasks.size() > 1) {
     s += fmt::format("set multiplot layout {},{} title {} font ',13'\n", rows, cols,
@@ -352,10 +367,12 @@ Figure val_curves_figure(const std::vector<ModelScores>& models) {
     for (const auto* c : curves) last_epoch = std::max(last_epoch, c->back().x);
     s += last_epoch <= 20 ? "set xtics 1\n" : "set xtics autofreq\n";
     s += y_range(curves) + legend(clauses.size(), "left") + "plot ";
+    longest = std::max(longest, clauses.size());
     for (std::size_t c = 0; c < clauses.size(); ++c) s += (c ? ", \\\n     " : "") + clauses[c];
     s += "\n";
   }
   if (tasks.size() > 1) s += "unset multiplot\n";
+  f.height += legend_height(rows, longest);
   return f;
 }
 

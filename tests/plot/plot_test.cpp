@@ -236,8 +236,9 @@ TEST(PlotFigures, LossPanelsHoldTheKnownValuesOfEachRun) {
   EXPECT_EQ(find_data(losses, "losses-5-0.dat")->content, "5 4.5\n10 3.25\n15 2\n20 1.75\n");
   EXPECT_EQ(losses.data.size(), 12u);
   EXPECT_THAT(losses.script, HasSubstr("set multiplot layout 2,3"));
-  EXPECT_THAT(losses.script, HasSubstr("'losses-0-0.dat' using 1:2 with linespoints lt 1 lw 3 dt 1 "
-                                       "title 'run-a'"));
+  EXPECT_THAT(losses.script,
+              HasSubstr("'losses-0-0.dat' using 1:2 with linespoints lt 1 lw 3.0 dt 1 "
+                        "title 'run-a'"));
   EXPECT_THAT(losses.script, HasSubstr("lt 2 lw 2.4 dt 2 title 'run-b'"));
   EXPECT_THAT(losses.script, HasSubstr("set title 'contrastive (labelled, tree views)'"));
   EXPECT_THAT(losses.script, HasSubstr("set xlabel 'step'"));
@@ -256,11 +257,14 @@ TEST(PlotFigures, LossPanelsHoldTheKnownValuesOfEachRun) {
                         "'loss'\nset format y '% h'\nset yrange [-1:1]\n"));
   EXPECT_THAT(losses.script, Not(HasSubstr("set yrange")));
 
-  // Up to 4 runs: the legend inside, with room made above the curves; more: outside.
-  EXPECT_THAT(losses.script,
-              HasSubstr("set key top right opaque\nset offsets 0, 0, graph 0.19, 0"));
+  // Up to 4 runs: the legend inside, with room made above the curves; more: below the panel.
+  EXPECT_THAT(losses.script, HasSubstr("set key inside top right vertical opaque\n"
+                                       "set offsets 0, 0, graph 0.19, 0"));
   const std::vector<RunMetrics> five(5, runs[1]);
-  EXPECT_THAT(losses_figure(five).script, HasSubstr("set key outside right top"));
+  const Figure crowded = losses_figure(five);
+  EXPECT_THAT(crowded.script, HasSubstr("set key outside below center horizontal"));
+  EXPECT_THAT(crowded.script, HasSubstr("lt 5 lw 1.2 dt 5 title 'run-b'"));
+  EXPECT_EQ(crowded.height, losses.height + 2 * 20 * 3);  // 2 rows of panels, 3 legend lines
 
   const Figure lr = learning_rate_figure(runs);
   EXPECT_EQ(find_data(lr, "learning_rate-0-0.dat")->content,
