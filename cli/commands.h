@@ -16,6 +16,8 @@ void register_serve(CLI::App& app);
 void register_export(CLI::App& app);
 /// `dialtree import-hf --from DIR --out BUNDLE`.
 void register_import_hf(CLI::App& app);
+/// `dialtree plot RUN_DIR... --out DIR`: training curves and score charts (cli/plot_cmd.cpp).
+void register_plot(CLI::App& app);
 /// `dialtree sts convert|score`.
 void register_sts(CLI::App& app);
 /// `dialtree tokenizer train|encode|decode`.

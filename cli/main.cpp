@@ -38,6 +38,7 @@ int main(int argc, char** argv) {
   dialtree::cli::register_serve(app);
   dialtree::cli::register_export(app);
   dialtree::cli::register_import_hf(app);
+  dialtree::cli::register_plot(app);
   dialtree::cli::register_sts(app);
   dialtree::cli::register_tokenizer(app);
   dialtree::cli::register_train(app);

@@ -1,0 +1,81 @@
+// `dialtree plot RUN_DIR... --out DIR [--format png,svg]`: training curves of pretraining runs
+// and score charts of eval folders, drawn with gnuplot (plot/, docs/plotting.md).
+#include <filesystem>
+#include <memory>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <fmt/core.h>
+
+#include "cli/commands.h"
+#include "plot/figures.h"
+#include "plot/inputs.h"
+#include "plot/render.h"
+
+namespace dialtree::cli {
+
+namespace {
+
+struct PlotArgs {
+  std::vector<std::string> inputs;
+  std::string out, formats = "png,svg";
+};
+
+// "png,svg" -> the options; std::invalid_argument (exit 2) for anything else.
+plot::RenderOptions parse_formats(const std::string& list) {
+  plot::RenderOptions o;
+  o.png = o.svg = false;
+  std::stringstream in(list);
+  std::string f;
+  while (std::getline(in, f, ',')) {
+    if (f == "png") {
+      o.png = true;
+    } else if (f == "svg") {
+      o.svg = true;
+    } else {
+      throw std::invalid_argument("--format: unknown format '" + f + "' (known: png, svg)");
+    }
+  }
+  if (!o.png && !o.svg) throw std::invalid_argument("--format: give png, svg or png,svg");
+  return o;
+}
+
+void run_plot(const PlotArgs& a) {
+  if (a.out.empty()) throw std::invalid_argument("--out must not be empty");
+  const plot::RenderOptions options = parse_formats(a.formats);
+  const plot::Inputs inputs = plot::load_inputs(a.inputs);  // DataError (exit 2) on bad input
+  const std::vector<plot::Figure> figures = plot::all_figures(inputs);
+  if (figures.empty()) {
+    throw std::invalid_argument("nothing to plot: the inputs hold no numeric series or scores");
+  }
+  for (const auto& figure : figures) {
+    const plot::Rendered r = plot::render(figure, a.out, options);
+    std::istringstream warnings(r.warnings);  // what gnuplot printed although it succeeded
+    for (std::string line; std::getline(warnings, line);) {
+      if (!line.empty()) fmt::print(stderr, "warning: gnuplot ({}): {}\n", figure.name, line);
+    }
+    for (const auto& f : r.files) fmt::print("{}\n", f.string());
+  }
+}
+
+}  // namespace
+
+void register_plot(CLI::App& app) {
+  auto args = std::make_shared<PlotArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "plot",
+      "Draw training curves (pretraining run folders: losses, learning rate, eval_* keys) and "
+      "score charts (eval dialoglue --out folders or results files: test bars, val curves) "
+      "as PNG and SVG with gnuplot");
+  cmd->add_option("inputs", args->inputs,
+                  "run folders (metrics.jsonl), eval folders (results.json), or such files; "
+                  "several are drawn together, named by their folder")
+      ->required();
+  cmd->add_option("--out", args->out, "folder for the figures (created)")->required();
+  cmd->add_option("--format", args->formats, "png, svg or png,svg")->capture_default_str();
+  cmd->callback([args] { run_plot(*args); });
+}
+
+}  // namespace dialtree::cli

@@ -1,0 +1,116 @@
+// What `dialtree plot` draws, read from its inputs: the numeric series of a pretraining run's
+// metrics.jsonl (docs/training.md, "Run directory"), and the per-task scores and per-epoch val
+// curves of `dialtree eval dialoglue --out` folders (results.json, <task>/seed-<s>/run.json;
+// docs/evaluation.md) or of files in results.json's shape (bench/reference/tfidf_baseline.py).
+// Torch-free. Every error is a DataError naming the file and the line or JSON path.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace dialtree::plot {
+
+/// One point of a curve.
+struct Point {
+  double x = 0;
+  double y = 0;
+};
+
+/// One named curve, points sorted by x.
+struct Series {
+  std::string key;
+  std::vector<Point> points;
+};
+
+/// The curves of one pretraining run: one series per numeric key of metrics.jsonl (every key but
+/// `step`) against `step`, sorted by key.
+struct RunMetrics {
+  std::string name;  ///< legend name (the run folder's name)
+  std::string path;  ///< the metrics.jsonl it came from
+  std::vector<Series> series;
+
+  /// The series of `key`, or nullptr if the run never logged it.
+  const Series* find(const std::string& key) const;
+};
+
+/// Reads a metrics.jsonl file. Each non-blank line must be a JSON object with an integer `step`
+/// (>= 0); every other key whose value is a number becomes a point (step, value) of that key's
+/// series; `null` (a NaN or infinity written by JSON) and non-numeric values are skipped. A key
+/// logged twice for the same step keeps the later value. Keys may appear on some lines only
+/// (e.g. `eval_*` keys at evaluation steps).
+/// @param name legend name of the run
+/// @throws DataError naming the file and "line N" for invalid JSON, a line that is not an
+///   object, a missing or non-integer step; naming the file alone if it cannot be read or holds
+///   no record.
+RunMetrics read_metrics(const std::string& path, const std::string& name);
+
+/// One seed's scores of one task.
+struct SeedRun {
+  std::int64_t seed = 0;
+  double test = 0;               ///< test score, percent
+  std::vector<Point> val_curve;  ///< (epoch, val score) per epoch; empty when not recorded
+};
+
+/// One task's scores of one model.
+struct TaskScores {
+  std::string task;    ///< e.g. "banking"
+  std::string metric;  ///< e.g. "accuracy"
+  double mean = 0;     ///< mean test score over seeds, percent
+  double std = 0;      ///< sample standard deviation over seeds
+  std::vector<SeedRun> runs;
+};
+
+/// The DialoGLUE scores of one model (one bar colour in the comparison chart).
+struct ModelScores {
+  std::string name;    ///< legend name
+  std::string source;  ///< the file it came from
+  std::vector<TaskScores> tasks;
+};
+
+/// Reads the scores of a results.json-shaped object `results` (format
+/// dialtree-dialoglue-results/1: `tasks: {task: {metric, mean, std, runs: [{seed, test, ...}]}}`).
+/// A run's per-epoch val curve is taken from its `curve` (see read_val_curve), when present.
+/// @param where the place of `results` inside `file` for messages ("" for the whole file,
+///   "record 1" for an array element)
+/// @throws SchemaError / DataError naming the file, the place and the JSON path of a wrong value.
+ModelScores parse_results(const std::string& file, const std::string& where,
+                          const std::string& name, const nlohmann::json& results);
+
+/// Reads a results file: one results.json object (legend `name`), or a JSON array of such
+/// objects (legend: each element's `model` string), as tfidf_baseline.py --json writes.
+/// @throws DataError naming the file (with line and column for a JSON syntax error) and the JSON
+///   path of a wrong value.
+std::vector<ModelScores> read_results_file(const std::string& path, const std::string& name);
+
+/// Reads an eval folder: `results.json`, plus each run's `curve` from
+/// `<dir>/<task>/seed-<seed>/run.json` when that file exists and the results record has none.
+/// @throws as read_results_file.
+ModelScores read_eval_dir(const std::string& dir, const std::string& name);
+
+/// Parses the `curve` of a run.json record (docs/evaluation.md): an array of objects with at
+/// least `{"epoch": E, "val": V}` (val score in percent, as run.json records it; other keys such
+/// as `train_loss` are ignored), returned sorted by epoch.
+/// @param where, path where the value is, for messages
+/// @throws SchemaError naming the file, the place and the JSON path of a wrong element.
+std::vector<Point> read_val_curve(const std::string& file, const std::string& where,
+                                  const std::string& path, const nlohmann::json& value);
+
+/// Everything the plot command draws.
+struct Inputs {
+  std::vector<RunMetrics> runs;     ///< pretraining runs
+  std::vector<ModelScores> models;  ///< evaluated models and baselines
+};
+
+/// Classifies and reads each path: a folder with `metrics.jsonl` is a pretraining run, a folder
+/// with `results.json` an eval folder (a folder may be both); a `.jsonl` file is a metrics file;
+/// any other file a results file (read_results_file). Legend names are the folder's name (the
+/// file's folder for metrics.jsonl / results.json, else the file's stem); when two inputs of the
+/// same kind would get the same name, both are named by the path as given.
+/// @throws DataError naming the path when it does not exist, or is a folder with neither file;
+///   errors of the readers above.
+Inputs load_inputs(const std::vector<std::string>& paths);
+
+}  // namespace dialtree::plot
