@@ -1,6 +1,7 @@
 #include "eval/finetune.h"
 
 #include "eval/finetune_step.h"
+#include "eval/intent_inputs.h"
 
 #include <algorithm>
 #include <chrono>
@@ -64,31 +65,6 @@ model::SpaceModel build_model(const model::LoadedBundle& base, std::int64_t num_
     }
   }
   return net;
-}
-
-/// One user utterance per example (SPACE2.md §1.5 with one turn): positions restart per
-/// utterance and reach max_utt_len + 1 (the markers), so max_utt_len is capped by the table.
-data::SerializeOptions single_turn(const model::EncoderConfig& cfg, int max_utt_len) {
-  data::SerializeOptions so;
-  so.max_utt_len = static_cast<std::size_t>(
-      std::min<std::int64_t>(max_utt_len, cfg.max_position_embeddings - 2));
-  so.max_len = so.max_utt_len + 2;
-  so.max_ctx_turn = 1;
-  return so;
-}
-
-std::vector<data::SerializedExample> serialize_texts(const std::vector<std::string>& texts,
-                                                     const data::Tokenizer& tok,
-                                                     const model::EncoderConfig& cfg,
-                                                     int max_utt_len) {
-  const data::SerializeOptions so = single_turn(cfg, max_utt_len);
-  std::vector<data::SerializedExample> out;
-  out.reserve(texts.size());
-  for (const auto& text : texts) {
-    out.push_back(
-        data::serialize_context({data::Utterance{"user", tok.encode(text)}}, tok.special(), so));
-  }
-  return out;
 }
 
 std::vector<data::SerializedExample> pick(const std::vector<data::SerializedExample>& all,
@@ -268,6 +244,29 @@ TaggedInput encode_words(const std::vector<std::string>& words, const data::Toke
 }
 
 }  // namespace
+
+data::SerializeOptions single_turn(const model::EncoderConfig& cfg, int max_utt_len) {
+  data::SerializeOptions so;
+  so.max_utt_len = static_cast<std::size_t>(
+      std::min<std::int64_t>(max_utt_len, cfg.max_position_embeddings - 2));
+  so.max_len = so.max_utt_len + 2;
+  so.max_ctx_turn = 1;
+  return so;
+}
+
+std::vector<data::SerializedExample> serialize_texts(const std::vector<std::string>& texts,
+                                                     const data::Tokenizer& tok,
+                                                     const model::EncoderConfig& cfg,
+                                                     int max_utt_len) {
+  const data::SerializeOptions so = single_turn(cfg, max_utt_len);
+  std::vector<data::SerializedExample> out;
+  out.reserve(texts.size());
+  for (const auto& text : texts) {
+    out.push_back(
+        data::serialize_context({data::Utterance{"user", tok.encode(text)}}, tok.special(), so));
+  }
+  return out;
+}
 
 torch::Tensor intent_batch_loss(model::SpaceModel& net, const model::EncoderInputs& inputs,
                                 const torch::Tensor& labels, bool bf16) {
