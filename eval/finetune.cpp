@@ -1,6 +1,7 @@
 #include "eval/finetune.h"
 
 #include "eval/finetune_step.h"
+#include "eval/intent_inputs.h"
 
 #include <algorithm>
 #include <chrono>
@@ -69,31 +70,6 @@ model::SpaceModel build_model(const model::LoadedBundle& base, std::int64_t num_
     }
   }
   return net;
-}
-
-/// One user utterance per example (SPACE2.md §1.5 with one turn): positions restart per
-/// utterance and reach max_utt_len + 1 (the markers), so max_utt_len is capped by the table.
-data::SerializeOptions single_turn(const model::EncoderConfig& cfg, int max_utt_len) {
-  data::SerializeOptions so;
-  so.max_utt_len = static_cast<std::size_t>(
-      std::min<std::int64_t>(max_utt_len, cfg.max_position_embeddings - 2));
-  so.max_len = so.max_utt_len + 2;
-  so.max_ctx_turn = 1;
-  return so;
-}
-
-std::vector<data::SerializedExample> serialize_texts(const std::vector<std::string>& texts,
-                                                     const data::Tokenizer& tok,
-                                                     const model::EncoderConfig& cfg,
-                                                     int max_utt_len) {
-  const data::SerializeOptions so = single_turn(cfg, max_utt_len);
-  std::vector<data::SerializedExample> out;
-  out.reserve(texts.size());
-  for (const auto& text : texts) {
-    out.push_back(
-        data::serialize_context({data::Utterance{"user", tok.encode(text)}}, tok.special(), so));
-  }
-  return out;
 }
 
 std::vector<data::SerializedExample> pick(const std::vector<data::SerializedExample>& all,
@@ -291,6 +267,29 @@ torch::Tensor symmetric_kl(const torch::Tensor& logits_p, const torch::Tensor& l
   const torch::Tensor logp = logits_p.log_softmax(-1), logq = logits_q.log_softmax(-1);
   // ½[KL(p‖q) + KL(q‖p)] = ½ Σ_c (p - q)(log p - log q).
   return 0.5 * ((logp.exp() - logq.exp()) * (logp - logq)).sum(-1).mean();
+}
+
+data::SerializeOptions single_turn(const model::EncoderConfig& cfg, int max_utt_len) {
+  data::SerializeOptions so;
+  so.max_utt_len = static_cast<std::size_t>(
+      std::min<std::int64_t>(max_utt_len, cfg.max_position_embeddings - 2));
+  so.max_len = so.max_utt_len + 2;
+  so.max_ctx_turn = 1;
+  return so;
+}
+
+std::vector<data::SerializedExample> serialize_texts(const std::vector<std::string>& texts,
+                                                     const data::Tokenizer& tok,
+                                                     const model::EncoderConfig& cfg,
+                                                     int max_utt_len) {
+  const data::SerializeOptions so = single_turn(cfg, max_utt_len);
+  std::vector<data::SerializedExample> out;
+  out.reserve(texts.size());
+  for (const auto& text : texts) {
+    out.push_back(
+        data::serialize_context({data::Utterance{"user", tok.encode(text)}}, tok.special(), so));
+  }
+  return out;
 }
 
 torch::Tensor intent_batch_loss(model::SpaceModel& net, const model::EncoderInputs& inputs,

@@ -1,0 +1,28 @@
+// The model input of one intent utterance, shared by intent fine-tuning (eval/finetune.cpp) and
+// the representation probe (eval/probe_model.cpp), so that the probe embeds exactly what the
+// classifier is fine-tuned on. Torch-free.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "data/serialize.h"
+#include "data/tokenizer.h"
+#include "model/config.h"
+
+namespace dialtree::eval {
+
+/// One user utterance per example (SPACE2.md §1.5 with one turn): positions restart per
+/// utterance and reach max_utt_len + 1 (the markers), so max_utt_len is capped by the
+/// position table (max_position_embeddings - 2); max_len = max_utt_len + 2, one context turn.
+data::SerializeOptions single_turn(const model::EncoderConfig& cfg, int max_utt_len);
+
+/// Each text as one user turn: `[sos_u] ids [eos_u]` with the last max_utt_len sub-words of
+/// `tok.encode(text)` (single_turn()), in input order.
+/// @throws TokenizerError from encode; std::invalid_argument from serialisation.
+std::vector<data::SerializedExample> serialize_texts(const std::vector<std::string>& texts,
+                                                     const data::Tokenizer& tok,
+                                                     const model::EncoderConfig& cfg,
+                                                     int max_utt_len);
+
+}  // namespace dialtree::eval

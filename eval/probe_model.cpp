@@ -1,0 +1,193 @@
+#include "eval/probe_model.h"
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <numeric>
+#include <stdexcept>
+
+#include <ATen/autocast_mode.h>
+#include <torch/torch.h>
+#include <nlohmann/json.hpp>
+
+#include "common/atomic_file.h"
+#include "eval/intent_inputs.h"
+#include "eval/tasks.h"
+#include "model/bundle.h"
+#include "model/collate.h"
+#include "model/encoder.h"
+
+namespace dialtree::eval {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+/// Puts the model in eval mode with CPU autocast off, and restores both on destruction (a
+/// pretraining loop may call the probe between training steps).
+class EvalModeScope {
+ public:
+  explicit EvalModeScope(model::SpaceModelImpl& net)
+      : net_(net), was_training_(net.is_training()), autocast_(at::autocast::is_cpu_enabled()) {
+    net_.eval();
+    at::autocast::set_cpu_enabled(false);
+  }
+  ~EvalModeScope() {
+    at::autocast::set_cpu_enabled(autocast_);
+    if (was_training_) net_.train();
+  }
+  EvalModeScope(const EvalModeScope&) = delete;
+  EvalModeScope& operator=(const EvalModeScope&) = delete;
+
+ private:
+  model::SpaceModelImpl& net_;
+  bool was_training_, autocast_;
+};
+
+/// Writes one split of a task below options.dump_dir (no-op when it is empty).
+void dump(const ProbeOptions& o, const std::string& task, const std::string& name,
+          const ProbeMatrix& x, const std::vector<int>& labels,
+          const std::vector<std::string>& label_names, const nlohmann::json& extra) {
+  if (o.dump_dir.empty()) return;
+  const std::filesystem::path dir = std::filesystem::path(o.dump_dir) / task;
+  std::filesystem::create_directories(dir);
+  write_embeddings((dir / name).string(), x, labels, label_names, extra);
+}
+
+void check_tasks(const std::vector<std::string>& tasks) {
+  if (tasks.empty()) throw std::invalid_argument("probe: no task given");
+  for (const auto& t : tasks) {
+    if (!is_intent_task(t)) {
+      throw std::invalid_argument("probe: unknown task '" + t +
+                                  "' (the probe runs on the intent tasks: banking, clinc, hwu)");
+    }
+  }
+}
+
+}  // namespace
+
+ProbeMatrix embed_texts(model::SpaceModelImpl& net, const data::Tokenizer& tok,
+                        const std::vector<std::string>& texts, int batch_size, int max_utt_len) {
+  if (batch_size < 1 || max_utt_len < 1) {
+    throw std::invalid_argument("embed_texts: batch_size and max_utt_len must be >= 1");
+  }
+  const std::vector<data::SerializedExample> xs =
+      serialize_texts(texts, tok, net.config(), max_utt_len);
+  // Length-sorted batches pad less; padding is masked, so the vectors do not depend on it.
+  std::vector<std::size_t> order(xs.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return xs[a].input_ids.size() < xs[b].input_ids.size();
+  });
+  const auto hidden = static_cast<Eigen::Index>(net.config().hidden_size);
+  ProbeMatrix out(static_cast<Eigen::Index>(xs.size()), hidden);
+  EvalModeScope mode(net);
+  torch::InferenceMode inference;
+  const auto bs = static_cast<std::size_t>(batch_size);
+  for (std::size_t b = 0; b < order.size(); b += bs) {
+    const std::size_t e = std::min(order.size(), b + bs);
+    std::vector<data::SerializedExample> batch;
+    batch.reserve(e - b);
+    for (std::size_t i = b; i < e; ++i) batch.push_back(xs[order[i]]);
+    const torch::Tensor cls =
+        net.forward_cls(model::collate(batch)).to(torch::kFloat32).contiguous();
+    const float* p = cls.data_ptr<float>();
+    for (std::size_t i = b; i < e; ++i, p += hidden) {
+      out.row(static_cast<Eigen::Index>(order[i])) =
+          Eigen::Map<const Eigen::RowVectorXf>(p, hidden).cast<double>();
+    }
+  }
+  return out;
+}
+
+ProbeReport run_probe(model::SpaceModelImpl& net, const data::Tokenizer& tok,
+                      const std::string& data_dir, const std::vector<std::string>& tasks,
+                      const ProbeOptions& options) {
+  check_probe_options(options);
+  check_tasks(tasks);
+  const auto t_run = Clock::now();
+  ProbeOptions o = options;
+  if (o.threads == 0) o.threads = at::get_num_threads();
+  ProbeReport report;
+  report.data_dir = data_dir;
+  report.options = o;
+  auto embed = [&](const std::vector<std::string>& texts, double& seconds) {
+    const auto t = Clock::now();
+    ProbeMatrix x = embed_texts(net, tok, texts, o.batch_size, o.max_utt_len);
+    seconds += seconds_since(t);
+    return x;
+  };
+  for (const auto& task : tasks) {
+    const IntentTask few = load_intent_task(data_dir, task, Setting::Few);
+    const IntentSplit& scored = o.split == "test" ? few.test : few.val;
+    double pending = 0;  // embedding time not yet charged to a row
+    const ProbeMatrix scored_x = embed(scored.texts, pending);
+    dump(o, task, o.split, scored_x, scored.labels, few.labels, {{"task", task}});
+    for (const ProbeProtocol protocol : o.protocols) {
+      ProbeRow row;
+      if (protocol == ProbeProtocol::DialoglueFew) {
+        const ProbeMatrix train_x = embed(few.train.texts, pending);
+        dump(o, task, "train_10", train_x, few.train.labels, few.labels, {{"task", task}});
+        row = probe_dialoglue_few(task, train_x, few.train.labels, scored_x, scored.labels, o);
+      } else {
+        const IntentTask full = load_intent_task(data_dir, task, Setting::Full);
+        const auto draws =
+            mteb_draws(full.train.labels, o.mteb_draws, o.mteb_per_label, o.mteb_seed);
+        // Embed only the rows some draw uses; re-index the draws into them.
+        std::vector<std::size_t> used;
+        for (const auto& d : draws) used.insert(used.end(), d.begin(), d.end());
+        std::sort(used.begin(), used.end());
+        used.erase(std::unique(used.begin(), used.end()), used.end());
+        std::vector<std::string> texts;
+        std::vector<int> labels;
+        for (const std::size_t i : used) {
+          texts.push_back(full.train.texts[i]);
+          labels.push_back(full.train.labels[i]);
+        }
+        std::vector<std::vector<std::size_t>> local = draws;
+        for (auto& d : local) {
+          for (auto& i : d)
+            i = static_cast<std::size_t>(std::lower_bound(used.begin(), used.end(), i) -
+                                         used.begin());
+        }
+        const ProbeMatrix train_x = embed(texts, pending);
+        if (!o.dump_dir.empty()) {
+          dump(o, task, "train", train_x, labels, few.labels,
+               {{"task", task}, {"source_rows", used}});
+          const nlohmann::json d = {{"train", "train"},
+                                    {"draws", local},
+                                    {"seed", o.mteb_seed},
+                                    {"per_label", o.mteb_per_label},
+                                    {"note",
+                                     "draws index the rows of train.f32; source_rows in "
+                                     "train.json maps them to train.csv rows"}};
+          write_file_atomic(std::filesystem::path(o.dump_dir) / task / "mteb_draws.json",
+                            d.dump() + "\n");
+        }
+        row = probe_mteb(task, train_x, labels, local, scored_x, scored.labels, o);
+      }
+      row.embed_seconds = pending;
+      pending = 0;
+      report.rows.push_back(std::move(row));
+    }
+  }
+  report.seconds = seconds_since(t_run);
+  return report;
+}
+
+ProbeReport run_probe(const std::string& bundle_dir, const std::string& data_dir,
+                      const std::vector<std::string>& tasks, const ProbeOptions& options) {
+  check_probe_options(options);
+  check_tasks(tasks);
+  const auto t = Clock::now();
+  model::LoadedBundle bundle = model::load_bundle(bundle_dir);
+  ProbeReport report = run_probe(*bundle.model, *bundle.tokenizer, data_dir, tasks, options);
+  report.model = bundle_dir;
+  report.seconds = seconds_since(t);
+  return report;
+}
+
+}  // namespace dialtree::eval

@@ -1,0 +1,51 @@
+// The representation probe on a model (docs/evaluation.md, "Probe"): frozen [CLS] vectors of
+// DialoGLUE intent utterances, scored by the torch-free protocols of eval/probe.h. Usable
+// in-process (e.g. by a pretraining loop, with split "val" for model selection) or on a saved
+// bundle. This header stays free of <torch/torch.h>: the model is only forward-declared.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "eval/probe.h"
+
+namespace dialtree::model {
+class SpaceModelImpl;
+}
+namespace dialtree::data {
+class Tokenizer;
+}
+
+namespace dialtree::eval {
+
+/// The frozen [CLS] vector (SpaceModelImpl::forward_cls, not normalised) of each text, serialised
+/// as intent fine-tuning serialises one user utterance (eval/intent_inputs.h): [n, hidden_size],
+/// input order. Runs in eval mode under torch::InferenceMode, fp32 (no autocast), in batches of
+/// `batch_size` texts sorted by length; the model's train/eval mode is restored afterwards.
+/// @throws std::invalid_argument if batch_size or max_utt_len < 1; TokenizerError from encode.
+ProbeMatrix embed_texts(model::SpaceModelImpl& net, const data::Tokenizer& tok,
+                        const std::vector<std::string>& texts, int batch_size, int max_utt_len);
+
+/// Runs the probe's protocols on each of `tasks` (banking, clinc, hwu) with an in-memory model:
+///  - dialoglue-few: LR (raw and standardized) and NCC fitted on `<task>/train_10.csv`, scored
+///    on options.split (test.csv or val.csv);
+///  - mteb: the same fitted on each of options.mteb_draws draws of options.mteb_per_label
+///    examples per label from `<task>/train.csv` (mteb_draws()); only the drawn rows are
+///    embedded.
+/// Each split is embedded once per task and shared by the protocols. `data_dir` is the DialoGLUE
+/// folder (resolve_data_dir() resolves a user's choice). With options.dump_dir set, writes the
+/// embeddings there (ProbeOptions::dump_dir). Returns the rows in task, then protocol order;
+/// report.model is left empty.
+/// @throws std::invalid_argument for a task that is not an intent task or bad options (both
+///   before anything is embedded); DataError for bad data files; std::runtime_error on I/O
+///   failure of the dump.
+ProbeReport run_probe(model::SpaceModelImpl& net, const data::Tokenizer& tok,
+                      const std::string& data_dir, const std::vector<std::string>& tasks,
+                      const ProbeOptions& options);
+
+/// run_probe() on the bundle at `bundle_dir` (model/bundle.h; its own tokenizer), with
+/// report.model = bundle_dir. @throws as run_probe(); DataError for an unreadable bundle.
+ProbeReport run_probe(const std::string& bundle_dir, const std::string& data_dir,
+                      const std::vector<std::string>& tasks, const ProbeOptions& options);
+
+}  // namespace dialtree::eval

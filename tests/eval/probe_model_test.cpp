@@ -1,0 +1,182 @@
+// eval/probe_model: frozen [CLS] vectors of a tiny bundle (the intent fine-tuning input, order
+// kept, train mode restored) and run_probe on a DialoGLUE-shaped folder (both protocols, val,
+// the embedding dump, errors).
+#include <filesystem>
+#include <fstream>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+#include "data/tokenizer_factory.h"
+#include "eval/intent_inputs.h"
+#include "eval/probe_model.h"
+#include "model/bundle.h"
+#include "model/collate.h"
+#include "model/encoder.h"
+#include "test_paths.h"
+
+namespace dialtree::eval {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+const std::vector<std::string> kLabels = {"card_arrival", "weather", "book_table"};
+const std::vector<std::vector<std::string>> kTexts = {
+    {"my card has not arrived", "where is my new card", "card still not here",
+     "when will the card arrive", "has my card been sent", "i am waiting for my card",
+     "my card did not come", "track my card delivery"},
+    {"what is the weather today", "will it rain tomorrow", "is it sunny outside",
+     "weather forecast please", "how hot is it today", "will it snow this week",
+     "is it going to rain", "tell me the weather"},
+    {"book a table for two", "reserve a table tonight", "i need a table for four",
+     "can i book a table", "table for two at seven", "reserve dinner table",
+     "book me a table please", "get a table for six"}};
+
+class ProbeModel : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    data::save_wordpiece_tokenizer_config(
+        tmp_.file("tok"), testing::shared_data("dialoglue/bert-base-uncased-vocab.txt"));
+    const auto tok = data::load_tokenizer(tmp_.file("tok"));
+    model::EncoderConfig c;
+    c.vocab_size = tok->vocab_size();
+    c.hidden_size = 32;
+    c.num_hidden_layers = 1;
+    c.num_attention_heads = 2;
+    c.intermediate_size = 64;
+    c.max_position_embeddings = 64;
+    c.projection_dim = 8;
+    c.cls_token_id = tok->special().cls;
+    c.pad_token_id = tok->special().pad;
+    torch::manual_seed(5);
+    model::SpaceModel net(c);
+    model::save_bundle(tmp_.file("bundle"), *net, tmp_.file("tok"));
+    bundle_ = model::load_bundle(tmp_.file("bundle"));
+
+    // hwu: train = all 8 texts of each intent, train_10 = the first 5, val the 6th and 7th,
+    // test the 8th (and the 1st again).
+    data_ = tmp_.path() / "dialoglue";
+    fs::create_directories(data_ / "hwu");
+    std::ofstream(data_ / "hwu" / "categories.json") << nlohmann::json(kLabels).dump();
+    auto csv = [&](const std::string& name, int from, int to) {
+      std::ofstream out(data_ / "hwu" / name);
+      out << "text,category\n";
+      for (int k = 0; k < 3; ++k) {
+        for (int i = from; i < to; ++i) out << kTexts[k][i] << "," << kLabels[k] << "\n";
+      }
+    };
+    csv("train.csv", 0, 8);
+    csv("train_10.csv", 0, 5);
+    csv("val.csv", 5, 7);
+    csv("test.csv", 7, 8);
+    std::ofstream(data_ / "hwu" / "test.csv", std::ios::app) << kTexts[1][0] << ",weather\n";
+  }
+
+  testing::TempDir tmp_;
+  model::LoadedBundle bundle_;
+  fs::path data_;
+};
+
+TEST_F(ProbeModel, EmbedsFrozenClsVectorsOfTheFineTuningInputInInputOrder) {
+  const std::vector<std::string> texts = {"my card has not arrived", "hi",
+                                          "i need a table for four people tonight please", "ok"};
+  model::SpaceModelImpl& net = *bundle_.model;
+  net.train();  // as inside a pretraining loop: restored afterwards, dropout off meanwhile
+  const ProbeMatrix x = embed_texts(net, *bundle_.tokenizer, texts, 3, 64);
+  EXPECT_TRUE(net.is_training());
+  ASSERT_EQ(x.rows(), 4);
+  ASSERT_EQ(x.cols(), 32);
+  net.eval();
+  torch::NoGradGuard no_grad;
+  for (std::size_t i = 0; i < texts.size(); ++i) {
+    const auto one = serialize_texts({texts[i]}, *bundle_.tokenizer, net.config(), 64);
+    const torch::Tensor want = net.forward_cls(model::collate(one)).contiguous();
+    for (int j = 0; j < 32; ++j) {
+      EXPECT_NEAR(x(static_cast<Eigen::Index>(i), j), want[0][j].item<double>(), 1e-5)
+          << "text " << i;
+    }
+  }
+  // Not normalised.
+  EXPECT_GT(std::abs(x.row(0).norm() - 1), 1e-3);
+  EXPECT_THROW(embed_texts(net, *bundle_.tokenizer, texts, 0, 64), std::invalid_argument);
+}
+
+TEST_F(ProbeModel, RunProbeScoresBothProtocolsAndDumpsTheVectors) {
+  ProbeOptions o;
+  o.mteb_draws = 3;
+  o.mteb_per_label = 2;
+  o.batch_size = 4;
+  o.dump_dir = tmp_.file("dump");
+  const ProbeReport r = run_probe(*bundle_.model, *bundle_.tokenizer, data_.string(), {"hwu"}, o);
+  ASSERT_EQ(r.rows.size(), 2u);
+  const ProbeRow& few = r.rows[0];
+  EXPECT_EQ(few.task, "hwu");
+  EXPECT_EQ(few.protocol, ProbeProtocol::DialoglueFew);
+  EXPECT_EQ(few.split, "test");
+  EXPECT_EQ(few.train_examples, 15u);
+  EXPECT_EQ(few.eval_examples, 4u);
+  EXPECT_EQ(few.runs, 1);
+  EXPECT_EQ(few.dim, 32);
+  EXPECT_EQ(few.lr_accuracy.std, 0.0);
+  for (const double v : {few.lr_accuracy.mean, few.lr_standardized_accuracy.mean,
+                         few.ncc_accuracy.mean, few.lr_macro_f1.mean}) {
+    EXPECT_GE(v, 0.0);
+    EXPECT_LE(v, 1.0);
+  }
+  EXPECT_GT(few.effective_rank, 1.0);
+  EXPECT_LE(few.effective_rank, 3.0);  // 4 rows: at most 3 after centring
+  const ProbeRow& mteb = r.rows[1];
+  EXPECT_EQ(mteb.protocol, ProbeProtocol::Mteb);
+  EXPECT_EQ(mteb.runs, 3);
+  EXPECT_EQ(mteb.train_examples, 6u);
+  EXPECT_DOUBLE_EQ(mteb.effective_rank, few.effective_rank);  // the same scored vectors
+
+  // The dump: the scored split, train_10, the drawn train rows and the draws.
+  const EmbeddingFile test = read_embeddings(tmp_.file("dump/hwu/test"));
+  EXPECT_EQ(test.labels, (std::vector<int>{0, 1, 2, 1}));
+  EXPECT_EQ(test.label_names, kLabels);
+  const ProbeMatrix want =
+      embed_texts(*bundle_.model, *bundle_.tokenizer,
+                  {kTexts[0][7], kTexts[1][7], kTexts[2][7], kTexts[1][0]}, 2, 64);
+  EXPECT_LE((test.x - want).cwiseAbs().maxCoeff(), 1e-5);
+  EXPECT_EQ(read_embeddings(tmp_.file("dump/hwu/train_10")).labels.size(), 15u);
+  const EmbeddingFile train = read_embeddings(tmp_.file("dump/hwu/train"));
+  const auto draws = nlohmann::json::parse(std::ifstream(tmp_.file("dump/hwu/mteb_draws.json")));
+  ASSERT_EQ(draws.at("draws").size(), 3u);
+  for (const auto& d : draws.at("draws")) {
+    EXPECT_EQ(d.size(), 6u);
+    for (const auto& i : d) EXPECT_LT(i.get<std::size_t>(), train.labels.size());
+  }
+
+  // Model selection on val; the same vectors give the same figures every time.
+  o.split = "val";
+  o.dump_dir.clear();
+  o.protocols = {ProbeProtocol::DialoglueFew};
+  const ProbeReport v = run_probe(*bundle_.model, *bundle_.tokenizer, data_.string(), {"hwu"}, o);
+  ASSERT_EQ(v.rows.size(), 1u);
+  EXPECT_EQ(v.rows[0].split, "val");
+  EXPECT_EQ(v.rows[0].eval_examples, 6u);
+  const ProbeReport v2 = run_probe(*bundle_.model, *bundle_.tokenizer, data_.string(), {"hwu"}, o);
+  EXPECT_EQ(v2.rows[0].lr_accuracy.mean, v.rows[0].lr_accuracy.mean);
+  EXPECT_EQ(v2.rows[0].lr_standardized_accuracy.mean, v.rows[0].lr_standardized_accuracy.mean);
+  EXPECT_THAT(probe_table(v), HasSubstr("| hwu | dialoglue-few (val) |"));
+
+  // Errors: before anything is embedded or loaded.
+  try {
+    run_probe(*bundle_.model, *bundle_.tokenizer, data_.string(), {"hwu", "top"}, o);
+    ADD_FAILURE() << "no throw";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_THAT(e.what(), HasSubstr("unknown task 'top'"));
+  }
+  EXPECT_THROW(run_probe(tmp_.file("no-bundle"), data_.string(), {"hwu"}, o), DataError);
+  const ProbeReport b = run_probe(tmp_.file("bundle"), data_.string(), {"hwu"}, o);
+  EXPECT_EQ(b.model, tmp_.file("bundle"));
+  EXPECT_EQ(b.rows[0].lr_accuracy.mean, v.rows[0].lr_accuracy.mean);
+}
+
+}  // namespace
+}  // namespace dialtree::eval
