@@ -22,6 +22,10 @@
 
 #include "cli/commands.h"
 #include "common/error.h"
+#include "data/tokenizer_factory.h"
+#include "eval/probe_eval.h"
+#include "eval/probe_model.h"
+#include "eval/tasks.h"
 #include "trainer/config.h"
 #include "trainer/distributed.h"
 #include "trainer/pretrain.h"
@@ -29,6 +33,23 @@
 namespace dialtree::cli {
 
 namespace {
+
+// Evaluation during pretraining (docs/training.md): the representation probe on val of
+// eval_tasks, fitted on train_10. Rank 0 only; empty when eval_steps is 0. Resolves the data
+// folder and loads the tokenizer up front, so a missing folder stops the run before step 1.
+trainer::Evaluator probe_evaluator(const trainer::PretrainConfig& cfg, bool rank0) {
+  if (cfg.eval_steps == 0 || !rank0) return {};
+  const std::string data_dir = eval::resolve_data_dir(cfg.eval_data_dir);
+  std::shared_ptr<const data::Tokenizer> tok = data::load_tokenizer(cfg.data.tokenizer);
+  eval::ProbeOptions options;
+  options.protocols = {eval::ProbeProtocol::DialoglueFew};
+  options.split = "val";  // model selection: never test
+  options.threads = cfg.threads;
+  const std::vector<std::string> tasks = cfg.eval_tasks;
+  return [data_dir, tok, options, tasks](model::SpaceModelImpl& net) {
+    return eval::probe_eval_figures(eval::run_probe(net, *tok, data_dir, tasks, options));
+  };
+}
 
 std::atomic<bool> g_stop{false};
 volatile std::sig_atomic_t g_signal = 0;
@@ -175,7 +196,8 @@ void register_train(CLI::App& app) {
     std::function<void(const trainer::StepInfo&)> bar;
     if (tty)
       bar = [](const trainer::StepInfo& s) { fmt::print(stderr, "\r\x1b[K{}", progress_bar(s)); };
-    const trainer::PretrainResult r = trainer::run_pretraining(cfg, &g_stop, log, bar, group.get());
+    const trainer::PretrainResult r =
+        trainer::run_pretraining(cfg, &g_stop, log, bar, group.get(), probe_evaluator(cfg, rank0));
     if (tty) fmt::print(stderr, "\n");
     if (r.interrupted) {
       // A rank that stopped because another rank was signalled reports SIGTERM.

@@ -503,5 +503,39 @@ TEST_F(TinyPretraining, EvaluationLogsFiguresKeepsTheBestModelAndLoadsItAtTheEnd
   EXPECT_THROW(parse_config(yaml(tmp_.file("h"), 2) + "eval_tasks: [atis]\n", "h.yaml"), DataError);
 }
 
+TEST_F(TinyPretraining, TrainWithEvalStepsLogsTheProbeOnValOfDialoglue) {
+  // The dialtree binary wires the representation probe in: fitted on hwu's train_10, scored on
+  // its val, at step 0 and every 2 steps; the best model is kept and loaded at the end.
+  std::ofstream(tmp_.file("e.yaml"))
+      << yaml(tmp_.file("run"), 2)
+      << "eval_steps: 2\neval_tasks: [hwu]\neval_data_dir: " << testing::shared_data("dialoglue")
+      << "\nmetric_for_best_model: probe_mean_accuracy\nload_best_model_at_end: true\n";
+  ASSERT_EQ(run_train("", tmp_.file("e.yaml"), tmp_.file("log")), 0) << slurp(tmp_.file("log"));
+  std::vector<nlohmann::json> evals;
+  for (const auto& m : read_metrics(tmp_.path() / "run" / "metrics.jsonl")) {
+    if (m.contains("eval_probe_hwu_accuracy")) evals.push_back(m);
+  }
+  ASSERT_EQ(evals.size(), 2u) << slurp(tmp_.file("log"));
+  EXPECT_EQ(evals[0].at("step"), 0);
+  EXPECT_EQ(evals[1].at("step"), 2);
+  for (const auto& e : evals) {
+    const double acc = e.at("eval_probe_hwu_accuracy").get<double>();
+    // 64 intents: better than chance (1/64) even for a random 32-wide encoder, below 100 %.
+    EXPECT_GT(acc, 0.05);
+    EXPECT_LT(acc, 0.9);
+    EXPECT_DOUBLE_EQ(e.at("eval_probe_mean_accuracy").get<double>(), acc);
+    EXPECT_GT(e.at("eval_probe_hwu_effective_rank").get<double>(), 1.0);
+  }
+  EXPECT_TRUE(fs::is_directory(tmp_.path() / "run" / "best"));
+  EXPECT_THAT(slurp(tmp_.file("log")), ::testing::HasSubstr("final/ holds the best model"));
+  // A data folder that does not exist stops the run before step 1, saying where it looked.
+  std::ofstream(tmp_.file("bad.yaml"))
+      << yaml(tmp_.file("bad"), 2) << "eval_steps: 1\neval_data_dir: " << tmp_.file("nowhere")
+      << "\n";
+  EXPECT_NE(run_train("", tmp_.file("bad.yaml"), tmp_.file("bad.log")), 0);
+  EXPECT_THAT(slurp(tmp_.file("bad.log")), ::testing::HasSubstr("nowhere"));
+  EXPECT_FALSE(fs::exists(tmp_.path() / "bad" / "metrics.jsonl"));
+}
+
 }  // namespace
 }  // namespace dialtree::trainer
