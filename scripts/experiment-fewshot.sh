@@ -1,36 +1,84 @@
 #!/usr/bin/env bash
-# The few-shot experiment of docs/results.md: the small encoder evaluated few-shot (train_10) on
-# banking, clinc and hwu, 3 seeds, the same fine-tuning budget (configs/eval-few.yaml), for
+# The few-shot comparison of docs/results.md: the small encoder (configs/pretrain-small.yaml)
+# under different pretraining, each scored two ways on DialoGLUE's banking, clinc and hwu:
+#   - the representation probe on frozen [CLS] vectors (`dialtree eval probe`, seconds), and
+#   - fine-tuned with SPACE-2's intent recipe on train_10 (configs/eval-few.yaml), test accuracy
+#     mean ± std over SEEDS;
+# with the TF-IDF n-gram baseline (bench/reference/tfidf_baseline.py) in the same table.
+# Rows (every stage sees labels of train_10 only: few-shot throughout):
 #   (a) no pretraining: the same architecture and tokenizer, every weight re-initialised;
-#   (b) pretrained with MLM only: configs/pretrain-small.yaml with both contrastive weights 0
-#       (same data, same steps; the contrastive passes are skipped, not multiplied by 0);
-#   (c) pretrained with the full SPACE-2 objective: runs/pretrain-small from scripts/run.sh.
-# Run scripts/run.sh first (it builds, converts the data, trains the tokenizer and (c)).
-#   usage: scripts/experiment-fewshot.sh      env: DIALTREE_SHARED (../shared), SEEDS (1,2,3)
+#   (b) MLM only: configs/pretrain-small.yaml with both contrastive weights 0;
+#   (c) SPACE-2: configs/pretrain-small.yaml (the main job's stage 1);
+#   (d) SPACE-2 + intent stage: configs/pretrain-intent.yaml continued from (c);
+#   (e) intent stage alone, from random weights (is the language stage worth its time?).
+# A finished stage is skipped when re-run. Results: runs/fewshot/<row>/{probe.json,eval/},
+# runs/fewshot/table.md and the figures in runs/fewshot/figures/.
+#   usage: scripts/experiment-fewshot.sh
+#   env: DIALTREE_SHARED (../shared), SEEDS (1,2,3), TASKS (banking,clinc,hwu), ROWS (a,b,c,d,e),
+#        FINETUNE (1; 0 = probe only), EVAL_OVERRIDES (key=value ... for configs/eval-few.yaml),
+#        THREADS (LibTorch threads per job, default all CPUs)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 data=$(cd "${DIALTREE_SHARED:-$root/../shared}" && pwd -P)/data/dialoglue
 bin=${BUILD_DIR:-build}/cli/dialtree
 seeds=${SEEDS:-1,2,3}
-[[ -f runs/pretrain-small/final/model.safetensors ]] ||
-  { echo "experiment: runs/pretrain-small/final is missing: run scripts/run.sh first" >&2; exit 1; }
+tasks=${TASKS:-banking,clinc,hwu}
+rows=${ROWS:-a,b,c,d,e}
+threads=${THREADS:-$(nproc)}
+out=runs/fewshot
+mkdir -p "$out"
+[[ -f out/tokenizer/tokenizer.json ]] ||
+  { echo "experiment: run scripts/run.sh first (it converts the data and trains the tokenizer)" >&2; exit 1; }
 
-if [[ ! -f runs/pretrain-small-mlm/final/model.safetensors ]]; then
-  "$bin" train configs/pretrain-small.yaml output_dir=runs/pretrain-small-mlm \
-    loss.contrastive_weight=0 loss.self_supervised_weight=0
-fi
-
-evaluate() {  # out model [flags]
-  local out=$1 model=$2
+pretrain() {  # run_dir config [overrides...]: skipped when run_dir/final exists
+  local dir=$1 config=$2
   shift 2
-  "$bin" eval dialoglue --model "$model" --tasks banking,clinc,hwu --setting few --seeds "$seeds" \
-    --config configs/eval-few.yaml --data-dir "$data" --out "$out" "$@"
+  [[ -f $dir/final/model.safetensors ]] && return 0
+  "$bin" train "$config" output_dir="$dir" threads="$threads" "$@"
 }
-evaluate runs/fewshot-a-scratch runs/pretrain-small/final --from-scratch
-evaluate runs/fewshot-b-mlm runs/pretrain-small-mlm/final
-evaluate runs/fewshot-c-space2 runs/pretrain-small/final
-for x in a-scratch b-mlm c-space2; do
-  echo "== ($x)"
-  cat "runs/fewshot-$x/results.md"
+
+row_model() {  # row -> the bundle it evaluates
+  case $1 in
+    a|c) echo "$out/c-space2/final" ;;  # (a) re-initialises (c)'s architecture: --from-scratch
+    b) echo "$out/b-mlm/final" ;;
+    d) echo "$out/d-space2-intent/final" ;;
+    e) echo "$out/e-intent-only/final" ;;
+  esac
+}
+
+for row in ${rows//,/ }; do
+  case $row in
+    a|c) pretrain "$out/c-space2" configs/pretrain-small.yaml eval_steps=150 ;;
+    b) pretrain "$out/b-mlm" configs/pretrain-small.yaml eval_steps=150 \
+         loss.contrastive_weight=0 loss.self_supervised_weight=0 ;;
+    d) pretrain "$out/c-space2" configs/pretrain-small.yaml eval_steps=150
+       pretrain "$out/d-space2-intent" configs/pretrain-intent.yaml \
+         model_name_or_path="$out/c-space2/final" ;;
+    e) pretrain "$out/e-intent-only" configs/pretrain-intent.yaml model_name_or_path= ;;
+    *) echo "experiment: unknown row '$row' (a, b, c, d, e)" >&2; exit 2 ;;
+  esac
+  model=$(row_model "$row")
+  scratch=()
+  [[ $row == a ]] && scratch=(--from-scratch)
+  dir=$out/$row
+  mkdir -p "$dir"
+  if [[ $row != a ]]; then  # (a)'s probe is the step-0 evaluation of the runs' metrics.jsonl
+    DIALTREE_NUM_THREADS=$threads "$bin" eval probe --model "$model" --tasks "$tasks" \
+      --protocols dialoglue-few,mteb --split test --data "$data" --out "$dir/probe.json" \
+      | tee "$dir/probe.md"
+  fi
+  if [[ ${FINETUNE:-1} != 0 ]]; then
+    # shellcheck disable=SC2086
+    DIALTREE_NUM_THREADS=$threads "$bin" eval dialoglue --model "$model" "${scratch[@]}" \
+      --tasks "$tasks" --setting few --seeds "$seeds" --config configs/eval-few.yaml \
+      --data-dir "$data" --out "$dir/eval" ${EVAL_OVERRIDES:-}
+  fi
 done
+
+/usr/bin/python3 bench/reference/tfidf_baseline.py --data "$data" --json "$out/tfidf.json" \
+  >"$out/tfidf.md"
+figures=()
+for row in ${rows//,/ }; do [[ -f $out/$row/eval/results.json ]] && figures+=("$out/$row/eval"); done
+"$bin" plot "$out"/*/metrics.jsonl "${figures[@]}" "$out/tfidf.json" --out "$out/figures"
+echo "experiment: results in $out (probe.md and eval/results.md per row, tfidf.md, figures/)"
