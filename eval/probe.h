@@ -186,10 +186,14 @@ ProbeMatrix select_rows(const ProbeMatrix& x, const std::vector<std::size_t>& ro
 struct ProbeOptions {
   /// Protocols to run per task, in this order.
   std::vector<ProbeProtocol> protocols = {ProbeProtocol::DialoglueFew, ProbeProtocol::Mteb};
-  std::string split = "test";    ///< scored split: "test", or "val" for model selection
-  double C = 1.0;                ///< LogisticRegression C (MTEB: 1)
-  int max_iter = 100;            ///< L-BFGS iterations (MTEB: 100)
-  int batch_size = 128;          ///< texts per forward pass when embedding
+  std::string split = "test";  ///< scored split: "test", or "val" for model selection
+  double C = 1.0;              ///< LogisticRegression C (MTEB: 1)
+  int max_iter = 100;          ///< L-BFGS iterations (MTEB: 100)
+  int batch_size = 128;        ///< texts per forward pass when embedding
+  /// Embed under CPU bf16 autocast where the CPU has native bf16 (avx512_bf16 / AMX), as intent
+  /// fine-tuning does by default (configs/eval-*.yaml); fp32 otherwise or when false. About 5x
+  /// faster on AMX; the vectors differ from fp32 ones by bf16 rounding.
+  bool bf16 = true;
   int max_utt_len = 64;          ///< sub-words kept per utterance (as intent fine-tuning)
   int mteb_draws = 10;           ///< MTEB: draws (n_experiments)
   int mteb_per_label = 8;        ///< MTEB: training examples per label (samples_per_label)
@@ -231,11 +235,13 @@ struct ProbeRow {
   MeanStd lr_standardized_macro_f1;
   MeanStd ncc_accuracy;  ///< nearest class centroid (cosine)
   MeanStd ncc_macro_f1;
-  double effective_rank = 0;  ///< of the scored split's vectors
-  int lr_max_iterations = 0;  ///< most L-BFGS iterations of any fit of the row
-  bool lr_converged = true;   ///< every fit of the row met gtol or ftol
-  double embed_seconds = 0;   ///< embedding the texts this row was first to need
-  double fit_seconds = 0;     ///< fitting and scoring
+  double effective_rank = 0;               ///< of the scored split's vectors
+  int lr_max_iterations = 0;               ///< most L-BFGS iterations of a raw fit of the row
+  int lr_standardized_max_iterations = 0;  ///< the same for the standardized fits
+  bool lr_converged = true;                ///< every raw fit met gtol or ftol before max_iter
+  bool lr_standardized_converged = true;   ///< every standardized fit did
+  double embed_seconds = 0;                ///< embedding the texts this row was first to need
+  double fit_seconds = 0;                  ///< fitting and scoring
 };
 
 /// JSON object of a row (scores as fractions; keys as the fields, protocol by name).
@@ -311,5 +317,15 @@ void write_embeddings(const std::string& stem, const ProbeMatrix& x, const std::
 /// @throws DataError naming the file for a missing or malformed header or a data file of the
 ///   wrong size.
 EmbeddingFile read_embeddings(const std::string& stem);
+
+/// Internals exposed for tests.
+namespace probe_detail {
+/// The best matrix-product kernel this CPU runs: 4 (AVX-512), 3 (AVX2 + FMA) or 0 (Eigen).
+int matmul_level();
+/// C = L·R for row-major L [m, q], R [q, p8], C [m, p8] (p8 a multiple of 8) with the kernel of
+/// `level`, or the best one below it that the CPU runs. The logistic regression's products.
+void matmul_rr(int level, const double* l, std::ptrdiff_t m, std::ptrdiff_t q, const double* r,
+               std::ptrdiff_t p8, double* c);
+}  // namespace probe_detail
 
 }  // namespace dialtree::eval

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/atomic_file.h"
+#include "common/cpu_features.h"
 #include "eval/intent_inputs.h"
 #include "eval/tasks.h"
 #include "model/bundle.h"
@@ -26,17 +27,24 @@ double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-/// Puts the model in eval mode with CPU autocast off, and restores both on destruction (a
-/// pretraining loop may call the probe between training steps).
+/// Puts the model in eval mode with CPU bf16 autocast on or off as asked, and restores the mode
+/// and the caller's autocast state on destruction (a pretraining loop may call the probe
+/// between training steps, inside or outside its own autocast).
 class EvalModeScope {
  public:
-  explicit EvalModeScope(model::SpaceModelImpl& net)
-      : net_(net), was_training_(net.is_training()), autocast_(at::autocast::is_cpu_enabled()) {
+  EvalModeScope(model::SpaceModelImpl& net, bool bf16)
+      : net_(net),
+        was_training_(net.is_training()),
+        autocast_(at::autocast::is_cpu_enabled()),
+        dtype_(at::autocast::get_autocast_cpu_dtype()) {
     net_.eval();
-    at::autocast::set_cpu_enabled(false);
+    at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
+    at::autocast::set_cpu_enabled(bf16);
   }
   ~EvalModeScope() {
     at::autocast::set_cpu_enabled(autocast_);
+    at::autocast::set_autocast_cpu_dtype(dtype_);
+    at::autocast::clear_cache();
     if (was_training_) net_.train();
   }
   EvalModeScope(const EvalModeScope&) = delete;
@@ -45,6 +53,7 @@ class EvalModeScope {
  private:
   model::SpaceModelImpl& net_;
   bool was_training_, autocast_;
+  at::ScalarType dtype_;
 };
 
 /// Writes one split of a task below options.dump_dir (no-op when it is empty).
@@ -70,7 +79,8 @@ void check_tasks(const std::vector<std::string>& tasks) {
 }  // namespace
 
 ProbeMatrix embed_texts(model::SpaceModelImpl& net, const data::Tokenizer& tok,
-                        const std::vector<std::string>& texts, int batch_size, int max_utt_len) {
+                        const std::vector<std::string>& texts, int batch_size, int max_utt_len,
+                        bool bf16) {
   if (batch_size < 1 || max_utt_len < 1) {
     throw std::invalid_argument("embed_texts: batch_size and max_utt_len must be >= 1");
   }
@@ -84,7 +94,7 @@ ProbeMatrix embed_texts(model::SpaceModelImpl& net, const data::Tokenizer& tok,
   });
   const auto hidden = static_cast<Eigen::Index>(net.config().hidden_size);
   ProbeMatrix out(static_cast<Eigen::Index>(xs.size()), hidden);
-  EvalModeScope mode(net);
+  EvalModeScope mode(net, bf16);
   torch::InferenceMode inference;
   const auto bs = static_cast<std::size_t>(batch_size);
   for (std::size_t b = 0; b < order.size(); b += bs) {
@@ -111,12 +121,13 @@ ProbeReport run_probe(model::SpaceModelImpl& net, const data::Tokenizer& tok,
   const auto t_run = Clock::now();
   ProbeOptions o = options;
   if (o.threads == 0) o.threads = at::get_num_threads();
+  o.bf16 = effective_bf16(o.bf16);
   ProbeReport report;
   report.data_dir = data_dir;
   report.options = o;
   auto embed = [&](const std::vector<std::string>& texts, double& seconds) {
     const auto t = Clock::now();
-    ProbeMatrix x = embed_texts(net, tok, texts, o.batch_size, o.max_utt_len);
+    ProbeMatrix x = embed_texts(net, tok, texts, o.batch_size, o.max_utt_len, o.bf16);
     seconds += seconds_since(t);
     return x;
   };

@@ -20,11 +20,14 @@ namespace dialtree::eval {
 
 /// The frozen [CLS] vector (SpaceModelImpl::forward_cls, not normalised) of each text, serialised
 /// as intent fine-tuning serialises one user utterance (eval/intent_inputs.h): [n, hidden_size],
-/// input order. Runs in eval mode under torch::InferenceMode, fp32 (no autocast), in batches of
-/// `batch_size` texts sorted by length; the model's train/eval mode is restored afterwards.
+/// input order. Runs in eval mode under torch::InferenceMode, in batches of `batch_size` texts
+/// sorted by length, under CPU bf16 autocast when `bf16` (the caller checks the CPU: pass
+/// effective_bf16(), common/cpu_features.h), else in fp32. The model's train/eval mode and the
+/// caller's autocast state are restored afterwards.
 /// @throws std::invalid_argument if batch_size or max_utt_len < 1; TokenizerError from encode.
 ProbeMatrix embed_texts(model::SpaceModelImpl& net, const data::Tokenizer& tok,
-                        const std::vector<std::string>& texts, int batch_size, int max_utt_len);
+                        const std::vector<std::string>& texts, int batch_size, int max_utt_len,
+                        bool bf16 = false);
 
 /// Runs the probe's protocols on each of `tasks` (banking, clinc, hwu) with an in-memory model:
 ///  - dialoglue-few: LR (raw and standardized) and NCC fitted on `<task>/train_10.csv`, scored
@@ -32,7 +35,9 @@ ProbeMatrix embed_texts(model::SpaceModelImpl& net, const data::Tokenizer& tok,
 ///  - mteb: the same fitted on each of options.mteb_draws draws of options.mteb_per_label
 ///    examples per label from `<task>/train.csv` (mteb_draws()); only the drawn rows are
 ///    embedded.
-/// Each split is embedded once per task and shared by the protocols. `data_dir` is the DialoGLUE
+/// Each split is embedded once per task and shared by the protocols; options.bf16 is honoured
+/// only where the CPU has native bf16 (report.options.bf16 says what was used), and
+/// options.threads = 0 means LibTorch's thread count. `data_dir` is the DialoGLUE
 /// folder (resolve_data_dir() resolves a user's choice). With options.dump_dir set, writes the
 /// embeddings there (ProbeOptions::dump_dir). Returns the rows in task, then protocol order;
 /// report.model is left empty.

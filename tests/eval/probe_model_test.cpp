@@ -4,11 +4,13 @@
 #include <filesystem>
 #include <fstream>
 
+#include <ATen/autocast_mode.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 #include <nlohmann/json.hpp>
 
+#include "common/cpu_features.h"
 #include "common/error.h"
 #include "data/tokenizer_factory.h"
 #include "eval/intent_inputs.h"
@@ -102,6 +104,14 @@ TEST_F(ProbeModel, EmbedsFrozenClsVectorsOfTheFineTuningInputInInputOrder) {
   }
   // Not normalised.
   EXPECT_GT(std::abs(x.row(0).norm() - 1), 1e-3);
+  // bf16 autocast (where the CPU has it): the same vectors up to bf16 rounding, and the caller's
+  // autocast state is restored.
+  if (cpu_has_native_bf16()) {
+    const ProbeMatrix b = embed_texts(net, *bundle_.tokenizer, texts, 3, 64, true);
+    EXPECT_LE((b - x).cwiseAbs().maxCoeff(), 0.1 * x.cwiseAbs().maxCoeff());
+    EXPECT_GT((b - x).cwiseAbs().maxCoeff(), 0.0);
+  }
+  EXPECT_FALSE(at::autocast::is_cpu_enabled());
   EXPECT_THROW(embed_texts(net, *bundle_.tokenizer, texts, 0, 64), std::invalid_argument);
 }
 
@@ -110,6 +120,7 @@ TEST_F(ProbeModel, RunProbeScoresBothProtocolsAndDumpsTheVectors) {
   o.mteb_draws = 3;
   o.mteb_per_label = 2;
   o.batch_size = 4;
+  o.bf16 = false;  // compared with fp32 vectors below
   o.dump_dir = tmp_.file("dump");
   const ProbeReport r = run_probe(*bundle_.model, *bundle_.tokenizer, data_.string(), {"hwu"}, o);
   ASSERT_EQ(r.rows.size(), 2u);
@@ -152,12 +163,15 @@ TEST_F(ProbeModel, RunProbeScoresBothProtocolsAndDumpsTheVectors) {
     for (const auto& i : d) EXPECT_LT(i.get<std::size_t>(), train.labels.size());
   }
 
-  // Model selection on val; the same vectors give the same figures every time.
+  // Model selection on val (bf16 where the CPU has it); the same vectors give the same figures
+  // every time.
+  o.bf16 = true;
   o.split = "val";
   o.dump_dir.clear();
   o.protocols = {ProbeProtocol::DialoglueFew};
   const ProbeReport v = run_probe(*bundle_.model, *bundle_.tokenizer, data_.string(), {"hwu"}, o);
   ASSERT_EQ(v.rows.size(), 1u);
+  EXPECT_EQ(v.options.bf16, cpu_has_native_bf16());
   EXPECT_EQ(v.rows[0].split, "val");
   EXPECT_EQ(v.rows[0].eval_examples, 6u);
   const ProbeReport v2 = run_probe(*bundle_.model, *bundle_.tokenizer, data_.string(), {"hwu"}, o);

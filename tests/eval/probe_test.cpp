@@ -159,6 +159,28 @@ TEST(Probe, LbfgsReachesTheOptimumOfAQuadraticAndRosenbrock) {
   EXPECT_THROW(minimize_lbfgs(rosen, Eigen::Vector2d(0, 0), o), std::invalid_argument);
 }
 
+TEST(Probe, MatrixProductKernelsAgreeWithANaiveProduct) {
+  // Odd shapes: row tails of the 6- and 4-row blocks, several 8-column blocks.
+  for (const auto& [m, q] : std::vector<std::pair<int, int>>{{1, 1}, {7, 13}, {23, 300}, {6, 8}}) {
+    const int p8 = 24;
+    std::vector<double> l(static_cast<std::size_t>(m * q)), r(static_cast<std::size_t>(q * p8));
+    for (std::size_t i = 0; i < l.size(); ++i) l[i] = std::sin(0.37 * static_cast<double>(i));
+    for (std::size_t i = 0; i < r.size(); ++i) r[i] = std::cos(0.11 * static_cast<double>(i));
+    for (const int level : {0, 3, 4}) {
+      std::vector<double> c(static_cast<std::size_t>(m * p8), -1);
+      probe_detail::matmul_rr(level, l.data(), m, q, r.data(), p8, c.data());
+      for (int i = 0; i < m; ++i) {
+        for (int j = 0; j < p8; ++j) {
+          double want = 0;
+          for (int t = 0; t < q; ++t) want += l[i * q + t] * r[t * p8 + j];
+          ASSERT_NEAR(c[i * p8 + j], want, 1e-12 * q) << "level " << level << " m " << m;
+        }
+      }
+    }
+  }
+  std::printf("matrix kernel of this CPU: level %d\n", probe_detail::matmul_level());
+}
+
 TEST(Probe, MultinomialLogisticRegressionMatchesTheClosedForm) {
   // Three classes, x = e_k with label k. By symmetry W = a(I - 11ᵀ/3), b = 0: the own-class
   // logit is 2a/3, the others -a/3, p = 1/(1 + 2e^{-a}), ‖W‖² = 2a². The objective
@@ -285,11 +307,11 @@ TEST(Probe, EmbeddingFilesRoundTripAndReportFormats) {
   row.effective_rank = 12.34;
   row.embed_seconds = 1;
   row.fit_seconds = 2.5;
-  row.lr_converged = false;
+  row.lr_standardized_converged = false;
   report.rows.push_back(row);
   const std::string table = probe_table(report);
   EXPECT_THAT(table, HasSubstr("| task | protocol | LR acc | LR-std acc | NCC acc | macro F1 |"));
-  EXPECT_THAT(table, HasSubstr("| banking | mteb (val) | 50.00 ± 1.00* | 60.00 ± 2.00* | "
+  EXPECT_THAT(table, HasSubstr("| banking | mteb (val) | 50.00 ± 1.00 | 60.00 ± 2.00* | "
                                "40.00 ± 3.00 | 45.00 ± 1.50 | 12.3 | 3.5 |"));
   EXPECT_THAT(table, HasSubstr("max_iter = 100"));
   const nlohmann::json j = report.to_json();
