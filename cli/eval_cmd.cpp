@@ -1,6 +1,7 @@
 // `dialtree eval score`: scores a DialoGLUE prediction file with DialoGLUE's own rules
-// (eval/metrics.h, DIALOGLUE.md §3-§6). Further `eval` subcommands (fine-tune and predict) go
-// beside it, each in its own static function.
+// (eval/metrics.h, DIALOGLUE.md §3-§6). Further `eval` subcommands go beside it, each in its own
+// static function: `eval dialoglue` (fine-tune and predict), `eval probe` (frozen-embedding
+// representation probe, eval/probe_model.h).
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,10 +17,12 @@
 #include <fmt/core.h>
 
 #include "cli/commands.h"
+#include "common/atomic_file.h"
 #include "common/json_util.h"
 #include "eval/dialoglue.h"
 #include "eval/eval_config.h"
 #include "eval/metrics.h"
+#include "eval/probe_model.h"
 #include "eval/submission.h"
 #include "eval/tasks.h"
 
@@ -229,13 +232,99 @@ void register_dialoglue(CLI::App& eval) {
   cmd->callback([a] { run_dialoglue_cmd(*a); });
 }
 
+struct ProbeArgs {
+  std::string model, tasks = "banking,clinc,hwu", protocols = "dialoglue-few,mteb", split = "test",
+                     data_dir, out, dump_dir;
+  double c = 1.0;
+  int max_iter = 100, batch_size = 128, max_utt_len = 64;
+  bool as_json = false, bf16 = true;
+};
+
+void run_probe_cmd(const ProbeArgs& a) {
+  eval::ProbeOptions o;
+  o.protocols.clear();
+  for (const auto& p : split_list(a.protocols))
+    o.protocols.push_back(eval::parse_probe_protocol(p));
+  o.split = a.split;
+  o.C = a.c;
+  o.max_iter = a.max_iter;
+  o.batch_size = a.batch_size;
+  o.bf16 = a.bf16;
+  o.max_utt_len = a.max_utt_len;
+  o.dump_dir = a.dump_dir;
+  std::vector<std::string> tasks = split_list(a.tasks);
+  // Options, tasks and the data folder are checked before the bundle is loaded.
+  eval::check_probe_options(o);
+  for (const auto& t : tasks) {
+    if (!eval::is_intent_task(t)) {
+      throw std::invalid_argument("--tasks: unknown task '" + t +
+                                  "' (the probe runs on the intent tasks: banking, clinc, hwu)");
+    }
+  }
+  if (tasks.empty()) throw std::invalid_argument("--tasks: no task given");
+  const std::string data_dir = eval::resolve_data_dir(a.data_dir);
+  if (!fs::is_directory(a.model)) {
+    throw std::invalid_argument("--model: no model bundle folder at '" + a.model + "'");
+  }
+  const eval::ProbeReport report = eval::run_probe(a.model, data_dir, tasks, o);
+  const json j = report.to_json();
+  if (!a.out.empty()) write_file_atomic(a.out, j.dump(2) + "\n");
+  if (a.as_json) {
+    fmt::print("{}\n", j.dump());
+  } else {
+    fmt::print("{}", eval::probe_table(report));
+    fmt::print("{:.1f} s in all\n", report.seconds);
+  }
+}
+
+void register_probe(CLI::App& eval) {
+  auto a = std::make_shared<ProbeArgs>();
+  CLI::App* cmd = eval.add_subcommand(
+      "probe",
+      "Representation probe of a model bundle's frozen [CLS] vectors on DialoGLUE's intent tasks "
+      "(docs/evaluation.md, Probe): logistic regression (scikit-learn's objective, raw and "
+      "standardized vectors) and nearest class centroid, fitted on train_10 (dialoglue-few) or "
+      "on 10 draws of 8 examples per label from train (mteb); prints accuracy, macro F1 and the "
+      "effective rank as a Markdown table.");
+  cmd->add_option("--model", a->model, "Model bundle folder, e.g. runs/pretrain-small/final")
+      ->required();
+  cmd->add_option("--tasks", a->tasks, "Comma-separated intent tasks: banking, clinc, hwu")
+      ->capture_default_str();
+  cmd->add_option("--protocols", a->protocols, "Comma-separated protocols: dialoglue-few, mteb")
+      ->capture_default_str();
+  cmd->add_option("--split", a->split, "Scored split: test, or val (model selection)")
+      ->check(CLI::IsMember({"test", "val"}))
+      ->capture_default_str();
+  cmd->add_option("--data,--data-dir", a->data_dir,
+                  "DialoGLUE data folder (default: $DIALTREE_DATA, else ../shared/data/dialoglue)");
+  cmd->add_option("--C", a->c, "Logistic regression C (inverse L2 strength; MTEB: 1)")
+      ->capture_default_str();
+  cmd->add_option("--max-iter", a->max_iter, "L-BFGS iterations (MTEB: 100)")
+      ->capture_default_str();
+  cmd->add_option("--batch-size", a->batch_size, "Texts per forward pass")->capture_default_str();
+  cmd->add_option("--max-utt-len", a->max_utt_len,
+                  "Sub-words kept per utterance (its last ones), as intent fine-tuning")
+      ->capture_default_str();
+  cmd->add_option("--bf16", a->bf16,
+                  "Embed under bf16 autocast where the CPU has native bf16 (as intent "
+                  "fine-tuning; about 5x faster on AMX); false: fp32")
+      ->capture_default_str();
+  cmd->add_flag("--json", a->as_json, "Print the report as one JSON object instead of the table");
+  cmd->add_option("--out", a->out, "Also write the report as JSON to this file");
+  cmd->add_option("--dump-embeddings", a->dump_dir,
+                  "Write every embedded split to DIR/<task>/<split>.{json,f32} (float32 rows + a "
+                  "JSON header with the labels; bench/reference/probe.py reads them)");
+  cmd->callback([a] { run_probe_cmd(*a); });
+}
+
 }  // namespace
 
 void register_eval(CLI::App& app) {
-  CLI::App* eval = app.add_subcommand("eval", "DialoGLUE evaluation");
+  CLI::App* eval = app.add_subcommand("eval", "DialoGLUE evaluation and the representation probe");
   eval->require_subcommand(1);
   register_score(*eval);
   register_dialoglue(*eval);
+  register_probe(*eval);
 }
 
 }  // namespace dialtree::cli

@@ -203,6 +203,31 @@ TEST_F(Cli, ScoreInputs) {
   EXPECT_THAT(r.out, HasSubstr("scores 0 against every tree"));
 }
 
+// `eval probe`: usage errors exit 2 before any model is loaded (the probe itself:
+// tests/eval/probe_model_test.cpp).
+TEST_F(Cli, EvalProbeErrors) {
+  fs::create_directories(tmp_.path() / "bundle");
+  Result r =
+      run({"eval", "probe", "--model", "bundle", "--data", ".", "--tasks", "banking,top"}, dir());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("unknown task 'top'"));
+  r = run({"eval", "probe", "--model", "bundle", "--data", ".", "--protocols", "mteb,bogus"},
+          dir());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("unknown probe protocol 'bogus' (valid: dialoglue-few, mteb)"));
+  r = run({"eval", "probe", "--model", "bundle", "--data", ".", "--split", "train"}, dir());
+  EXPECT_EQ(r.status, 2);
+  r = run({"eval", "probe", "--model", "nowhere", "--data", "."}, dir());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("no model bundle folder at 'nowhere'"));
+  r = run({"eval", "probe", "--model", "bundle", "--data", "."}, dir());  // empty folder
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("bundle"));
+  r = run({"eval", "probe", "--model", "bundle", "--data", ".", "--C", "0"}, dir());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("C must be > 0"));
+}
+
 // `eval score`: DialoGLUE's answer key scored against itself, the default --gold lookup
 // ($DIALTREE_DATA, then ../shared/data/dialoglue relative to the working directory), errors.
 TEST_F(Cli, EvalScore) {
