@@ -12,9 +12,10 @@
 
 namespace dialtree::eval {
 
-/// One user utterance per example (SPACE2.md §1.5 with one turn): positions restart per
-/// utterance and reach max_utt_len + 1 (the markers), so max_utt_len is capped by the
-/// position table (max_position_embeddings - 2); max_len = max_utt_len + 2, one context turn.
+/// One user utterance per example (docs/evaluation.md, "Models per task": the utterance as one
+/// user turn): positions restart per utterance and reach max_utt_len + 1 (the markers), so
+/// max_utt_len is capped by the position table (max_position_embeddings - 2); max_len =
+/// max_utt_len + 2, one context turn.
 data::SerializeOptions single_turn(const model::EncoderConfig& cfg, int max_utt_len);
 
 /// Each text as one user turn: `[sos_u] ids [eos_u]` with the last max_utt_len sub-words of
