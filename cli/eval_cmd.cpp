@@ -238,6 +238,7 @@ struct ProbeArgs {
   double c = 1.0;
   int max_iter = 100, batch_size = 128, max_utt_len = 64;
   bool as_json = false, bf16 = true;
+  std::int64_t from_scratch_seed = -1;
 };
 
 void run_probe_cmd(const ProbeArgs& a) {
@@ -252,6 +253,7 @@ void run_probe_cmd(const ProbeArgs& a) {
   o.bf16 = a.bf16;
   o.max_utt_len = a.max_utt_len;
   o.dump_dir = a.dump_dir;
+  o.from_scratch_seed = a.from_scratch_seed;
   std::vector<std::string> tasks = split_list(a.tasks);
   // Options, tasks and the data folder are checked before the bundle is loaded.
   eval::check_probe_options(o);
@@ -314,6 +316,10 @@ void register_probe(CLI::App& eval) {
   cmd->add_option("--dump-embeddings", a->dump_dir,
                   "Write every embedded split to DIR/<task>/<split>.{json,f32} (float32 rows + a "
                   "JSON header with the labels; bench/reference/probe.py reads them)");
+  cmd->add_option("--from-scratch-seed", a->from_scratch_seed,
+                  "Re-initialise every weight with this torch seed before embedding: the "
+                  "no-pretraining baseline with the bundle's architecture and tokenizer")
+      ->check(CLI::NonNegativeNumber);
   cmd->callback([a] { run_probe_cmd(*a); });
 }
 

@@ -952,6 +952,7 @@ nlohmann::json ProbeReport::to_json() const {
             {"mteb_draws", options.mteb_draws},
             {"mteb_per_label", options.mteb_per_label},
             {"mteb_seed", options.mteb_seed},
+            {"from_scratch_seed", options.from_scratch_seed},
             {"threads", options.threads}}},
           {"seconds", seconds},
           {"rows", rows_json}};

@@ -204,6 +204,10 @@ struct ProbeOptions {
   /// When not empty, run_probe writes every embedded split there (write_embeddings()) as
   /// `<dir>/<task>/<split>.{json,f32}` plus, for mteb, `<dir>/<task>/mteb_draws.json`.
   std::string dump_dir;
+  /// Bundle runs only: >= 0 re-initialises every weight (HF BERT initialisation, torch seed
+  /// from_scratch_seed) before embedding: the no-pretraining baseline with the bundle's
+  /// architecture and tokenizer, as `eval dialoglue --from-scratch`. -1 = the bundle's weights.
+  std::int64_t from_scratch_seed = -1;
 };
 
 /// @throws std::invalid_argument naming the field: split not test/val, C <= 0, max_iter,

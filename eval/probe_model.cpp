@@ -195,6 +195,10 @@ ProbeReport run_probe(const std::string& bundle_dir, const std::string& data_dir
   check_tasks(tasks);
   const auto t = Clock::now();
   model::LoadedBundle bundle = model::load_bundle(bundle_dir);
+  if (options.from_scratch_seed >= 0) {
+    torch::manual_seed(static_cast<std::uint64_t>(options.from_scratch_seed));
+    bundle.model->reset_parameters();
+  }
   ProbeReport report = run_probe(*bundle.model, *bundle.tokenizer, data_dir, tasks, options);
   report.model = bundle_dir;
   report.seconds = seconds_since(t);

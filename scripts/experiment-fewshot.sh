@@ -59,15 +59,13 @@ for row in ${rows//,/ }; do
     *) echo "experiment: unknown row '$row' (a, b, c, d, e)" >&2; exit 2 ;;
   esac
   model=$(row_model "$row")
-  scratch=()
-  [[ $row == a ]] && scratch=(--from-scratch)
+  scratch=() probe_scratch=()
+  [[ $row == a ]] && scratch=(--from-scratch) probe_scratch=(--from-scratch-seed 1)
   dir=$out/$row
   mkdir -p "$dir"
-  if [[ $row != a ]]; then  # (a)'s probe is the step-0 evaluation of the runs' metrics.jsonl
-    DIALTREE_NUM_THREADS=$threads "$bin" eval probe --model "$model" --tasks "$tasks" \
-      --protocols dialoglue-few,mteb --split test --data "$data" --out "$dir/probe.json" \
-      | tee "$dir/probe.md"
-  fi
+  DIALTREE_NUM_THREADS=$threads "$bin" eval probe --model "$model" "${probe_scratch[@]}" \
+    --tasks "$tasks" --protocols dialoglue-few,mteb --split test --data "$data" \
+    --out "$dir/probe.json" | tee "$dir/probe.md"
   if [[ ${FINETUNE:-1} != 0 ]]; then
     # shellcheck disable=SC2086
     DIALTREE_NUM_THREADS=$threads "$bin" eval dialoglue --model "$model" "${scratch[@]}" \

@@ -2,11 +2,15 @@
 # The main job: set up (install what is missing, build), then run dialtree on the real data in
 # ../shared/data: convert every dataset to sts/1 JSONL (out/sts/), train the SentencePiece
 # tokenizer (out/tokenizer/), pretrain the small SPACE-2 encoder (configs/pretrain-small.yaml,
-# about 35 minutes on 2 cores in fp32) into runs/pretrain-small/, then fine-tune and score it few-shot on
-# DialoGLUE's banking, clinc and hwu (3 seeds, configs/eval-few.yaml) into runs/eval-few/ and
-# print the table. Re-running skips a finished pretraining and resumes an interrupted one from
-# its last checkpoint; the evaluation is re-run (EVAL=0 skips it).
-#   usage: scripts/run.sh            env: DIALTREE_SHARED (default ../shared)
+# with the representation probe on val every 150 steps) into runs/pretrain-small/, continue it
+# with SPACE-2's intent stage (configs/pretrain-intent.yaml, the model of the best val probe
+# kept) into runs/pretrain-intent/, print the probe table of that model on test, then fine-tune
+# and score it few-shot on DialoGLUE's banking, clinc and hwu (configs/eval-few.yaml) into
+# runs/eval-few/ and print the table, and draw the figures into runs/figures/. Re-running skips
+# a finished pretraining stage and resumes an interrupted one from its last checkpoint; the
+# evaluation is re-run (EVAL=0 skips the fine-tuning, which is the longest step).
+#   usage: scripts/run.sh
+#   env: DIALTREE_SHARED (default ../shared), EVAL (1), SEEDS (1,2,3), TASKS (banking,clinc,hwu)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -42,20 +46,35 @@ if [[ ! -f $out/tokenizer/tokenizer.json ]]; then
 fi
 echo "run: STS files in $out/sts, tokenizer in $out/tokenizer"
 
-run_dir=runs/pretrain-small
-if [[ -f $run_dir/final/model.safetensors ]]; then
-  echo "run: $run_dir/final exists (delete $run_dir to pretrain again)"
-else
-  resume=()
+# One pretraining stage: skipped when finished, resumed from its newest checkpoint otherwise.
+stage() {  # run_dir config [overrides...]
+  local run_dir=$1 config=$2
+  shift 2
+  if [[ -f $run_dir/final/model.safetensors ]]; then
+    echo "run: $run_dir/final exists (delete $run_dir to pretrain again)"
+    return 0
+  fi
+  local resume=() step
   step=$(ls -d "$run_dir"/checkpoint-* 2>/dev/null | sed 's/.*checkpoint-//' | sort -n | tail -1 || true)
   if [[ -n $step ]]; then
     resume=("resume_from_checkpoint=$run_dir/checkpoint-$step")
     echo "run: resuming from $run_dir/checkpoint-$step"
   fi
-  "$bin" train configs/pretrain-small.yaml "${resume[@]}"
-fi
+  "$bin" train "$config" "$@" "${resume[@]}"
+}
+stage runs/pretrain-small configs/pretrain-small.yaml eval_data_dir="$data/dialoglue"
+stage runs/pretrain-intent configs/pretrain-intent.yaml model_name_or_path=runs/pretrain-small/final \
+  eval_data_dir="$data/dialoglue"
+model=runs/pretrain-intent/final
+tasks=${TASKS:-banking,clinc,hwu}
 
+"$bin" eval probe --model "$model" --tasks "$tasks" --split test --data "$data/dialoglue" \
+  --out runs/probe.json
+figures=(runs/pretrain-small runs/pretrain-intent)
 if [[ ${EVAL:-1} != 0 ]]; then
-  "$bin" eval dialoglue --model "$run_dir/final" --tasks banking,clinc,hwu --setting few \
-    --seeds 1,2,3 --config configs/eval-few.yaml --data-dir "$data/dialoglue" --out runs/eval-few
+  "$bin" eval dialoglue --model "$model" --tasks "$tasks" --setting few \
+    --seeds "${SEEDS:-1,2,3}" --config configs/eval-few.yaml --data-dir "$data/dialoglue" \
+    --out runs/eval-few
+  figures+=(runs/eval-few)
 fi
+"$bin" plot "${figures[@]}" --out runs/figures

@@ -190,6 +190,14 @@ TEST_F(ProbeModel, RunProbeScoresBothProtocolsAndDumpsTheVectors) {
   const ProbeReport b = run_probe(tmp_.file("bundle"), data_.string(), {"hwu"}, o);
   EXPECT_EQ(b.model, tmp_.file("bundle"));
   EXPECT_EQ(b.rows[0].lr_accuracy.mean, v.rows[0].lr_accuracy.mean);
+  // from_scratch_seed: the same architecture re-initialised (the no-pretraining row), the
+  // same for the same seed, another model than the bundle's, recorded in the report.
+  o.from_scratch_seed = 7;
+  const ProbeReport s1 = run_probe(tmp_.file("bundle"), data_.string(), {"hwu"}, o);
+  const ProbeReport s2 = run_probe(tmp_.file("bundle"), data_.string(), {"hwu"}, o);
+  EXPECT_EQ(s1.rows[0].effective_rank, s2.rows[0].effective_rank);
+  EXPECT_NE(s1.rows[0].effective_rank, b.rows[0].effective_rank);
+  EXPECT_EQ(s1.to_json().at("options").at("from_scratch_seed"), 7);
 }
 
 }  // namespace
