@@ -19,6 +19,7 @@
 #include "model/collate.h"
 #include "model/encoder.h"
 #include "test_paths.h"
+#include "tiny_intent.h"
 
 namespace dialtree::eval {
 namespace {
@@ -26,37 +27,13 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-const std::vector<std::string> kLabels = {"card_arrival", "weather", "book_table"};
-const std::vector<std::vector<std::string>> kTexts = {
-    {"my card has not arrived", "where is my new card", "card still not here",
-     "when will the card arrive", "has my card been sent", "i am waiting for my card",
-     "my card did not come", "track my card delivery"},
-    {"what is the weather today", "will it rain tomorrow", "is it sunny outside",
-     "weather forecast please", "how hot is it today", "will it snow this week",
-     "is it going to rain", "tell me the weather"},
-    {"book a table for two", "reserve a table tonight", "i need a table for four",
-     "can i book a table", "table for two at seven", "reserve dinner table",
-     "book me a table please", "get a table for six"}};
+using testing_tiny::kLabels;
+using testing_tiny::kTexts;
 
 class ProbeModel : public ::testing::Test {
  protected:
   void SetUp() override {
-    data::save_wordpiece_tokenizer_config(
-        tmp_.file("tok"), testing::shared_data("dialoglue/bert-base-uncased-vocab.txt"));
-    const auto tok = data::load_tokenizer(tmp_.file("tok"));
-    model::EncoderConfig c;
-    c.vocab_size = tok->vocab_size();
-    c.hidden_size = 32;
-    c.num_hidden_layers = 1;
-    c.num_attention_heads = 2;
-    c.intermediate_size = 64;
-    c.max_position_embeddings = 64;
-    c.projection_dim = 8;
-    c.cls_token_id = tok->special().cls;
-    c.pad_token_id = tok->special().pad;
-    torch::manual_seed(5);
-    model::SpaceModel net(c);
-    model::save_bundle(tmp_.file("bundle"), *net, tmp_.file("tok"));
+    testing_tiny::save_tiny_bundle(tmp_.file("tok"), tmp_.file("bundle"), 5);
     bundle_ = model::load_bundle(tmp_.file("bundle"));
 
     // hwu: train = all 8 texts of each intent, train_10 = the first 5, val the 6th and 7th,
