@@ -209,8 +209,7 @@ LoopResult train_and_select(
 
 /// The loop's figures every run result carries (IntentRunResult, TaggingRunResult).
 template <class Result>
-void fill_run_stats(Result& r, const LoopResult& loop, std::size_t n_train,
-                    const FinetuneOptions& o) {
+void fill_run_stats(Result& r, const LoopResult& loop, std::size_t n_train) {
   r.best_epoch = loop.best_epoch;
   r.epochs_run = static_cast<int>(loop.curve.size());
   r.curve = loop.curve;
@@ -372,7 +371,7 @@ IntentRunResult finetune_intent(const std::string& bundle_dir, const IntentTask&
       train_and_select(net, train.size(), o, seed, batch_loss, validate, on_epoch);
 
   IntentRunResult result;
-  fill_run_stats(result, loop, train.size(), o);
+  fill_run_stats(result, loop, train.size());
   result.best_val_accuracy = loop.best_score;
   const auto t_test = Clock::now();
   const std::vector<int> ids = predict_intents(net, test, o.per_device_eval_batch_size, bf16);
@@ -496,7 +495,7 @@ TaggingRunResult finetune_tagging(const std::string& bundle_dir, const TaggingTa
       train_and_select(net, train.size(), o, seed, batch_loss, validate, on_epoch);
 
   TaggingRunResult result;
-  fill_run_stats(result, loop, train.size(), o);
+  fill_run_stats(result, loop, train.size());
   result.best_val_score = loop.best_score;
   const auto t_test = Clock::now();
   predict(test, test_in, result.test_tags, result.test_intents);
