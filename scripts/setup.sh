@@ -32,8 +32,12 @@ if ((${#missing[@]})); then
   rm -f "$log"
 fi
 # BLAS (STACK.md P1): the OpenMP OpenBLAS must provide libblas.so.3, never the pthread one
-# (its threads fight LibTorch's OpenMP pool) nor reference BLAS (55x slower).
-for lib in libblas.so.3 liblapack.so.3; do
+# (its threads fight LibTorch's OpenMP pool) nor reference BLAS (55x slower). LibTorch also
+# links libopenblas.so.0 by name, and python3-sklearn (through numpy/scipy) installs the pthread
+# OpenBLAS, whose alternative has the higher priority: without the third entry dialtree loads
+# the pthread library, whose threads start before main() and so cannot block SIGTERM (the
+# server's drain then never runs).
+for lib in libblas.so.3 liblapack.so.3 libopenblas.so.0; do
   alt=$lib-x86_64-linux-gnu
   want=/usr/lib/x86_64-linux-gnu/openblas-openmp/$lib
   if [[ -e $want && $(readlink -f /usr/lib/x86_64-linux-gnu/$lib) != "$(readlink -f "$want")" ]]; then
