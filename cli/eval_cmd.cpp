@@ -1,5 +1,5 @@
 // `dialtree eval score`: scores a DialoGLUE prediction file with DialoGLUE's own rules
-// (eval/metrics.h, DIALOGLUE.md §3-§6). Further `eval` subcommands go beside it, each in its own
+// (eval/metrics.h, docs/evaluation.md). Further `eval` subcommands go beside it, each in its own
 // static function: `eval dialoglue` (fine-tune and predict), `eval probe` (frozen-embedding
 // representation probe, eval/probe_model.h).
 #include <unistd.h>

@@ -55,7 +55,7 @@ StreamLosses stream_losses(model::SpaceModel& net, const StreamBatch& batch,
 /// two dropout views of one forward pass: the contrastive pass here, R-Drop in fine-tuning).
 model::EncoderInputs doubled(const model::EncoderInputs& in);
 
-/// Token-mean MLM loss of one masked batch (SPACE2.md §4.2, docs/training.md "Objective"): the
+/// Token-mean MLM loss of one masked batch (docs/training.md "What a step does"): the
 /// plain encoder (no [CLS]) on `masked.inputs`, only the target rows (mlm_labels !=
 /// kIgnoreLabel) go through the MLM head. 0-d float; exactly 0 with no target. Runs under the
 /// caller's autocast. Shared by pretraining and the fine-tuning recipe's auxiliary MLM term.
