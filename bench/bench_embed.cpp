@@ -25,6 +25,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench_util.h"
+#include "common/blas_kernels.h"
 #include "serve/api.h"
 #include "serve/embedder.h"
 
@@ -147,6 +148,9 @@ void write_ids(const dialtree::serve::Embedder& embedder,
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The BLAS kernels dialtree itself would run with (docs/performance.md): re-executes once
+  // with OPENBLAS_CORETYPE set when OpenBLAS chose narrower ones than the CPU has.
+  dialtree::ensure_blas_kernels(argv);
   namespace bench = dialtree::bench;
   try {
     const EmbedBenchOptions o = parse_args(argc, argv);

@@ -13,6 +13,7 @@
 #include <torch/torch.h>
 
 #include "bench_util.h"
+#include "common/blas_kernels.h"
 #include "eval/finetune_step.h"
 #include "model/encoder.h"
 #include "trainer/step.h"
@@ -88,6 +89,9 @@ dialtree::model::EncoderInputs make_inputs(std::int64_t b, std::int64_t len) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The BLAS kernels dialtree itself would run with (docs/performance.md): re-executes once
+  // with OPENBLAS_CORETYPE set when OpenBLAS chose narrower ones than the CPU has.
+  dialtree::ensure_blas_kernels(argv);
   namespace eval = dialtree::eval;
   namespace model = dialtree::model;
   const Options o = parse(argc, argv);

@@ -28,6 +28,7 @@
 #include <torch/torch.h>
 
 #include "bench_util.h"
+#include "common/blas_kernels.h"
 #include "losses/contrastive.h"
 #include "losses/objective.h"
 #include "model/collate.h"
@@ -188,6 +189,9 @@ double gemm_peak(torch::ScalarType dtype) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The BLAS kernels dialtree itself would run with (docs/performance.md): re-executes once
+  // with OPENBLAS_CORETYPE set when OpenBLAS chose narrower ones than the CPU has.
+  dialtree::ensure_blas_kernels(argv);
   namespace model = dialtree::model;
   namespace losses = dialtree::losses;
   namespace trainer = dialtree::trainer;

@@ -2,11 +2,16 @@
 // group to the CLI11 app; it parses flags and calls the libraries, nothing else.
 #pragma once
 
+#include <functional>
+
 #include <CLI/CLI.hpp>
 
 namespace dialtree::cli {
 
-/// `dialtree eval score` (DialoGLUE scoring; more `eval` subcommands join it in cli/eval_cmd.cpp).
+/// `dialtree eval score` (DialoGLUE scoring, torch-free) on the `eval` group (cli/score_cmd.cpp).
+void register_eval_score(CLI::App& eval);
+/// `dialtree eval dialoglue` and `dialtree eval probe` (torch), added to the `eval` group that
+/// register_light_commands() created (cli/eval_cmd.cpp).
 void register_eval(CLI::App& app);
 /// `dialtree embed --model DIR`: offline batch embeddings (cli/embed_cmd.cpp).
 void register_embed(CLI::App& app);
@@ -22,17 +27,23 @@ void register_plot(CLI::App& app);
 void register_sts(CLI::App& app);
 /// `dialtree tokenizer train|encode|decode`.
 void register_tokenizer(CLI::App& app);
-/// `dialtree train CONFIG [key=value ...]` and `dialtree print-config CONFIG [key=value ...]`.
+/// `dialtree train CONFIG [key=value ...]` (cli/train_cmd.cpp).
 void register_train(CLI::App& app);
-/// `dialtree version`: versions of dialtree and LibTorch, thread counts.
-void register_version(CLI::App& app);
+/// `dialtree print-config CONFIG [key=value ...]` (torch-free, cli/print_config_cmd.cpp).
+void register_print_config(CLI::App& app);
+/// `dialtree version [--verbose]`: dialtree's version and the LibTorch it was built with;
+/// --verbose calls `details` (the runtime report of cli/torch_runtime.cpp) after them.
+void register_version(CLI::App& app, std::function<void()> details);
+/// `version --verbose`'s report, printed from inside dialtree-torch: LibTorch's version and
+/// threads, the BLAS library, its kernel set and threads and how it was chosen, the CPU and
+/// native bf16 (cli/torch_runtime.cpp).
+void print_runtime_details();
 
-/// Sets LibTorch's intra-op thread count (STACK.md P2: it defaults to 1 on these KVM
-/// machines): DIALTREE_NUM_THREADS, else OMP_NUM_THREADS, else the number of online CPUs.
-/// Values outside [1, CPUs] are rejected with std::invalid_argument (CASES.md C27).
+/// Sets LibTorch's intra-op thread count to requested_intra_op_threads() (cli/app.h: it
+/// defaults to 1 on KVM machines otherwise). @throws std::invalid_argument as that does.
 void configure_threads();
 /// Sets LibTorch's intra-op thread count to `n` (a flag's value, e.g. serve --num-threads).
-/// @throws std::invalid_argument if n is outside [1, CPUs] (CASES.md C27).
+/// @throws std::invalid_argument if n is outside [1, CPUs].
 void set_num_threads(int n);
 /// Sends spdlog's default logger to stderr (stdout stays for data: summaries, vectors), as
 /// "level: message", or with a timestamp when `timestamps` (long-running commands).

@@ -1,5 +1,5 @@
-// `dialtree train [--nproc-per-node N] CONFIG [key=value ...]` and
-// `dialtree print-config CONFIG [key=value ...]`.
+// `dialtree train [--nproc-per-node N] CONFIG [key=value ...]` (print-config is in
+// cli/print_config_cmd.cpp).
 //
 // Data-parallel runs (docs/training.md "Data-parallel"): with RANK / WORLD_SIZE / MASTER_ADDR /
 // MASTER_PORT in the environment (torchrun's convention) this process is one rank of the job;
@@ -209,15 +209,6 @@ void register_train(CLI::App& app) {
       std::exit(128 + sig);
     }
     if (rank0) fmt::print("trained {} steps; model: {}\n", r.steps_done, r.final_dir);
-  });
-
-  auto p = std::make_shared<TrainArgs>();
-  CLI::App* print = app.add_subcommand(
-      "print-config", "Print the resolved config (every key, defaults filled in) as YAML");
-  print->add_option("config", p->config, "YAML config")->required();
-  print->add_option("overrides", p->overrides, "key.sub=value overrides, applied in order");
-  print->callback([p] {
-    fmt::print("{}", trainer::dump_config(trainer::load_config(p->config, p->overrides)));
   });
 }
 

@@ -1,52 +1,29 @@
-// `dialtree version` and the LibTorch thread set-up. The only CLI file that includes torch.
-#include <cstdlib>
+// `dialtree version [--verbose]`. Torch-free: the version of the LibTorch dialtree was built
+// with comes from its header; --verbose is routed to dialtree-torch (cli/app.h), which loads
+// LibTorch and the BLAS and reports what actually runs (cli/torch_runtime.cpp).
+#include <memory>
 #include <stdexcept>
-#include <string>
-#include <thread>
+#include <utility>
 
 #include <fmt/core.h>
-#include <torch/torch.h>
+#include <torch/version.h>
 
 #include "cli/commands.h"
 
 namespace dialtree::cli {
 
-void configure_threads() {
-  const int cpus = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  int n = cpus;
-  for (const char* var : {"DIALTREE_NUM_THREADS", "OMP_NUM_THREADS"}) {
-    const char* v = std::getenv(var);
-    if (!v || !*v) continue;
-    char* end = nullptr;
-    const long parsed = std::strtol(v, &end, 10);
-    if (*end != '\0' || parsed < 1 || parsed > cpus) {
-      throw std::invalid_argument(std::string(var) + "=" + v + " must be an integer in [1, " +
-                                  std::to_string(cpus) + "]");
-    }
-    n = static_cast<int>(parsed);
-    break;
-  }
-  at::set_num_threads(n);
-}
-
-void set_num_threads(int n) {
-  const int cpus = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  if (n < 1 || n > cpus) {
-    throw std::invalid_argument("thread count " + std::to_string(n) + " must be in [1, " +
-                                std::to_string(cpus) + "]");
-  }
-  at::set_num_threads(n);
-}
-
-void register_version(CLI::App& app) {
-  CLI::App* cmd = app.add_subcommand("version", "Print versions and thread settings");
-  cmd->callback([] {
+void register_version(CLI::App& app, std::function<void()> details) {
+  CLI::App* cmd = app.add_subcommand("version", "Print versions (--verbose: the run-time set-up)");
+  auto verbose = std::make_shared<bool>(false);
+  cmd->add_flag("-v,--verbose", *verbose,
+                "Also load LibTorch and the BLAS and print what runs: BLAS library, kernel set "
+                "and how it was chosen, thread counts, CPU, native bf16 (for bug reports)");
+  cmd->callback([verbose, details = std::move(details)] {
     fmt::print("dialtree {}\n", DIALTREE_VERSION);
-    fmt::print("libtorch {} (intra-op threads {}, inter-op threads {})\n", TORCH_VERSION,
-               at::get_num_threads(), at::get_num_interop_threads());
-    const auto x = torch::ones({2, 2});
-    fmt::print("tensor check: sum(ones(2,2) @ ones(2,2)) = {}\n",
-               torch::mm(x, x).sum().item<float>());
+    fmt::print("libtorch {} (built with)\n", TORCH_VERSION);
+    if (!*verbose) return;
+    if (!details) throw std::logic_error("version --verbose reached the torch-free executable");
+    details();
   });
 }
 

@@ -1,24 +1,73 @@
 #include "common/cpu_features.h"
 
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
 namespace dialtree {
 
-bool cpu_has_native_bf16() {
-  static const bool has = [] {
-    std::ifstream in("/proc/cpuinfo");
-    for (std::string line; std::getline(in, line);) {
-      if (line.rfind("flags", 0) != 0) continue;
-      std::istringstream words(line.substr(line.find(':') + 1));
-      for (std::string w; words >> w;) {
-        if (w == "avx512_bf16" || w == "amx_bf16") return true;
-      }
-      return false;  // the first CPU's flags speak for all
+namespace {
+
+std::string_view trim(std::string_view s) {
+  const auto b = s.find_first_not_of(" \t\r");
+  if (b == std::string_view::npos) return {};
+  const auto e = s.find_last_not_of(" \t\r");
+  return s.substr(b, e - b + 1);
+}
+
+int to_int(std::string_view s) {
+  const std::string v(s);
+  char* end = nullptr;
+  const long n = std::strtol(v.c_str(), &end, 10);
+  return (v.empty() || *end != '\0') ? -1 : static_cast<int>(n);
+}
+
+}  // namespace
+
+CpuInfo parse_cpuinfo(std::string_view text) {
+  CpuInfo info;
+  bool in_block = false;
+  while (!text.empty()) {
+    const auto nl = text.find('\n');
+    const std::string_view line = text.substr(0, nl);
+    text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
+    if (trim(line).empty()) {
+      if (in_block) break;  // the first processor block speaks for all
+      continue;
     }
-    return false;
+    in_block = true;
+    const auto colon = line.find(':');
+    if (colon == std::string_view::npos) continue;
+    const std::string_view key = trim(line.substr(0, colon));
+    const std::string_view value = trim(line.substr(colon + 1));
+    if (key == "vendor_id") {
+      info.vendor = std::string(value);
+    } else if (key == "model name") {
+      info.model_name = std::string(value);
+    } else if (key == "cpu family") {
+      info.family = to_int(value);
+    } else if (key == "model") {
+      info.model = to_int(value);
+    } else if (key == "flags") {
+      std::istringstream words{std::string(value)};
+      for (std::string w; words >> w;) info.flags.insert(w);
+    }
+  }
+  return info;
+}
+
+const CpuInfo& host_cpu() {
+  static const CpuInfo info = [] {
+    std::ifstream in("/proc/cpuinfo");
+    std::ostringstream text;
+    text << in.rdbuf();
+    return parse_cpuinfo(text.str());
   }();
-  return has;
+  return info;
+}
+
+bool cpu_has_native_bf16() {
+  return host_cpu().has("avx512_bf16") || host_cpu().has("amx_bf16");
 }
 
 bool effective_bf16(bool requested, std::string* note) {

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/atomic_file.h"
+#include "common/blas_kernels.h"
 #include "common/cpu_features.h"
 #include "common/error.h"
 #include "common/json_util.h"
@@ -410,43 +411,31 @@ void truncate_metrics(const fs::path& path, std::int64_t step) {
   write_file_atomic(path, kept);
 }
 
-std::string read_first_line_with(const std::string& file, const std::string& key) {
-  std::ifstream in(file);
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind(key, 0) == 0) {
-      const auto colon = line.find(':');
-      std::string v = colon == std::string::npos ? "" : line.substr(colon + 1);
-      v.erase(0, v.find_first_not_of(" \t"));
-      return v;
-    }
-  }
-  return "";
-}
-
 void write_env(const Run& r) {
-  const std::string flags = read_first_line_with("/proc/cpuinfo", "flags");
+  const CpuInfo& cpu = host_cpu();
   json cpu_flags = json::array();
   for (const char* f : {"avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile"}) {
-    if ((" " + flags + " ").find(std::string(" ") + f + " ") != std::string::npos) {
-      cpu_flags.push_back(f);
-    }
+    if (cpu.has(f)) cpu_flags.push_back(f);
   }
-  std::error_code ec;
-  const json env = {
-      {"libtorch", TORCH_VERSION},
-      {"intra_op_threads", at::get_num_threads()},
-      {"inter_op_threads", at::get_num_interop_threads()},
-      {"cpu_model", read_first_line_with("/proc/cpuinfo", "model name")},
-      {"cpu_flags", cpu_flags},
-      {"blas", fs::read_symlink("/etc/alternatives/libblas.so.3-x86_64-linux-gnu", ec).string()},
-      {"world_size", r.world},
-      {"bf16", r.cfg.bf16},
-      {"bf16_effective", r.bf16},
-      {"model_parameters", [&] {
-         std::int64_t n = 0;
-         for (const auto& p : r.net->parameters()) n += p.numel();
-         return n;
-       }()}};
+  const BlasRuntime blas = inspect_loaded_blas();
+  const char* choice = std::getenv(kBlasDecisionEnv);
+  const json env = {{"libtorch", TORCH_VERSION},
+                    {"intra_op_threads", at::get_num_threads()},
+                    {"inter_op_threads", at::get_num_interop_threads()},
+                    {"cpu_model", cpu.model_name},
+                    {"cpu_flags", cpu_flags},
+                    {"blas", blas.library},
+                    {"blas_kernels", blas.corename},
+                    {"blas_threads", blas.num_threads},
+                    {"blas_kernel_choice", choice != nullptr ? choice : ""},
+                    {"world_size", r.world},
+                    {"bf16", r.cfg.bf16},
+                    {"bf16_effective", r.bf16},
+                    {"model_parameters", [&] {
+                       std::int64_t n = 0;
+                       for (const auto& p : r.net->parameters()) n += p.numel();
+                       return n;
+                     }()}};
   write_file_atomic(fs::path(r.cfg.output_dir) / "env.json", env.dump(2) + "\n");
 }
 
@@ -577,6 +566,12 @@ PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<b
       "{} threads, bf16 {}, {} process{}",
       r.ecfg.num_hidden_layers, r.ecfg.hidden_size, r.ecfg.vocab_size, r.total, r.steps_per_epoch,
       r.warmup, at::get_num_threads(), r.bf16 ? "on" : "off", r.world, r.world == 1 ? "" : "es"));
+  if (const BlasRuntime blas = inspect_loaded_blas(); blas.openblas) {
+    const char* choice = std::getenv(kBlasDecisionEnv);
+    say(fmt::format(
+        "BLAS: OpenBLAS kernels {}, {} threads; {}", blas.corename, blas.num_threads,
+        choice != nullptr ? choice : "no kernel choice made (not started by dialtree)"));
+  }
 
   // Evaluation during pretraining (rank 0) and the best model so far (best/, docs/training.md).
   const bool evaluating = writer && evaluate && config.eval_steps > 0;

@@ -117,7 +117,9 @@ TEST(CpuFeatures, Bf16IsUsedOnlyWhenRequestedAndNative) {
   EXPECT_EQ(effective_bf16(true, &note), native);
   // The fallback is never silent: a note exists exactly when bf16 was requested but refused.
   EXPECT_EQ(note.empty(), native);
-  if (!native) EXPECT_NE(note.find("fp32"), std::string::npos);
+  if (!native) {
+    EXPECT_NE(note.find("fp32"), std::string::npos);
+  }
   // Agrees with the kernel's own flag list.
   std::ifstream in("/proc/cpuinfo");
   const std::string all((std::istreambuf_iterator<char>(in)), {});

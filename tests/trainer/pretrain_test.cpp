@@ -19,6 +19,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "common/blas_kernels.h"
 #include "common/error.h"
 #include "data/tokenizer_factory.h"
 #include "model/bundle.h"
@@ -123,7 +124,13 @@ TEST_F(TinyPretraining, StopAndResumeReproduceTheUninterruptedRun) {
   EXPECT_FALSE(fs::exists(tmp_.path() / "full" / "checkpoint-3"));
   EXPECT_TRUE(fs::exists(tmp_.path() / "full" / "checkpoint-6" / "optimizer.pt"));
   EXPECT_TRUE(fs::exists(tmp_.path() / "full" / "config.yaml"));
-  EXPECT_TRUE(fs::exists(tmp_.path() / "full" / "env.json"));
+  const auto env = nlohmann::json::parse(slurp((tmp_.path() / "full" / "env.json").string()));
+  // The BLAS that ran, as the process found it (docs/performance.md): this test executable
+  // links LibTorch, so OpenBLAS is loaded where it is the system BLAS.
+  EXPECT_EQ(env.at("blas_kernels").get<std::string>(), inspect_loaded_blas().corename);
+  EXPECT_EQ(env.at("blas").get<std::string>(), inspect_loaded_blas().library);
+  EXPECT_TRUE(env.at("blas_kernel_choice").is_string());
+  EXPECT_EQ(env.at("cpu_model").get<std::string>(), host_cpu().model_name);
 
   // The same run, stopped after step 4 (the flag a SIGTERM handler sets).
   std::atomic<bool> stop{false};

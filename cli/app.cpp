@@ -1,0 +1,145 @@
+#include "cli/app.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <optional>
+#include <stdexcept>
+#include <thread>
+
+#include "cli/commands.h"
+#include "common/blas_kernels.h"
+#include "common/error.h"
+#include "common/temp_cleanup.h"
+
+namespace dialtree::cli {
+
+namespace {
+
+int report(const std::exception& e, int status) {
+  std::fprintf(stderr, "error: %s\n", e.what());
+  return status;
+}
+
+}  // namespace
+
+int run_cli(CLI::App& app, int argc, char** argv, const std::function<void()>& before_parse) {
+  try {
+    // Ctrl-C / SIGTERM / SIGHUP remove the temporary files of unfinished atomic writes. A
+    // subcommand may replace these handlers with its own (sigaction() after this point).
+    install_temp_cleanup_signal_handlers();
+    if (before_parse) before_parse();
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help and --version come here with status 0 (app.exit prints them); every other
+    // parse or usage error is bad usage: status 2 after CLI11's message.
+    const int status = app.exit(e);
+    return status == 0 ? 0 : 2;
+  } catch (const DataError& e) {
+    return report(e, 2);
+  } catch (const TokenizerError& e) {
+    return report(e, 2);
+  } catch (const std::invalid_argument& e) {
+    return report(e, 2);
+  } catch (const std::exception& e) {
+    return report(e, 1);
+  }
+  return 0;
+}
+
+int requested_intra_op_threads() {
+  const int cpus = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  for (const char* var : {"DIALTREE_NUM_THREADS", "OMP_NUM_THREADS"}) {
+    const char* v = std::getenv(var);
+    if (!v || !*v) continue;
+    char* end = nullptr;
+    const long parsed = std::strtol(v, &end, 10);
+    if (*end != '\0' || parsed < 1 || parsed > cpus) {
+      throw std::invalid_argument(std::string(var) + "=" + v + " must be an integer in [1, " +
+                                  std::to_string(cpus) + "]");
+    }
+    return static_cast<int>(parsed);
+  }
+  return cpus;
+}
+
+Route route_for(const std::vector<std::string>& args) {
+  if (args.empty()) return Route::Light;
+  const std::string& cmd = args[0];
+  if (cmd == "sts" || cmd == "tokenizer" || cmd == "print-config" || cmd == "plot" ||
+      cmd == "--version") {
+    return Route::Light;
+  }
+  if (cmd == "eval") return args.size() > 1 && args[1] == "score" ? Route::Light : Route::Torch;
+  if (cmd == "version") {
+    for (const auto& a : args) {
+      if (a == "--verbose" || a == "-v") return Route::Torch;
+    }
+    return Route::Light;
+  }
+  return Route::Torch;
+}
+
+int exec_torch_binary(char** argv) {
+  char self[PATH_MAX];
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) {
+    std::fprintf(stderr, "error: cannot find this executable (/proc/self/exe): %s\n",
+                 std::strerror(errno));
+    return 1;
+  }
+  self[n] = '\0';
+  std::string path(self);
+  path = path.substr(0, path.find_last_of('/') + 1) + "dialtree-torch";
+
+  const char* user = std::getenv("OPENBLAS_CORETYPE");
+  std::optional<std::string> user_value;
+  std::string corename;
+  if (user != nullptr && *user != '\0') {
+    user_value = user;  // the user's value wins: no need to load the BLAS to ask it
+  } else {
+    corename = load_and_inspect_blas().corename;
+  }
+  const BlasKernelDecision d = decide_openblas_coretype(user_value, corename, host_cpu());
+  if (d.set_coretype) ::setenv("OPENBLAS_CORETYPE", d.coretype.c_str(), 1);
+  ::setenv(kBlasDecisionEnv, d.reason.c_str(), 1);
+
+  ::execv(path.c_str(), argv);
+  std::fprintf(stderr,
+               "error: cannot run %s: %s (dialtree runs its tensor commands with the "
+               "dialtree-torch executable installed beside it)\n",
+               path.c_str(), std::strerror(errno));
+  return 1;
+}
+
+}  // namespace dialtree::cli
+
+namespace dialtree::cli {
+
+void configure_app(CLI::App& app) {
+  app.name("dialtree");
+  app.description("dialtree: SPACE-2 style dialog understanding toolkit");
+  app.require_subcommand(1);
+  app.set_version_flag("--version", DIALTREE_VERSION);
+  app.failure_message([](const CLI::App*, const CLI::Error& e) {
+    return std::string("error: ") + e.what() + "\nRun with --help for more information.\n";
+  });
+}
+
+void register_light_commands(CLI::App& app, std::function<void()> version_details) {
+  register_sts(app);
+  register_tokenizer(app);
+  register_print_config(app);
+  register_plot(app);
+  CLI::App* eval = app.add_subcommand("eval", "DialoGLUE evaluation and the representation probe");
+  eval->require_subcommand(1);
+  register_eval_score(*eval);
+  register_version(app, std::move(version_details));
+}
+
+}  // namespace dialtree::cli

@@ -1,0 +1,60 @@
+// What both dialtree executables share (docs/performance.md, "Two executables"): the
+// light `dialtree` runs the torch-free commands itself and exec()s `dialtree-torch` for the
+// others, after choosing the BLAS kernels. Torch-free.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+namespace dialtree::cli {
+
+/// Parses argv with `app` and runs the chosen subcommand, mapping errors to dialtree's exit
+/// statuses: 0 on success (also --help, --version); 2 for bad usage or input (CLI11 parse
+/// errors, DataError, TokenizerError, std::invalid_argument); 1 otherwise. Every error is one
+/// line on stderr, "error: ...". `before_parse` (may be empty) runs first, inside the same error
+/// handling: the thread set-up.
+int run_cli(CLI::App& app, int argc, char** argv, const std::function<void()>& before_parse);
+
+/// The intra-op thread count a command should use: DIALTREE_NUM_THREADS, else OMP_NUM_THREADS,
+/// else the number of online CPUs (LibTorch would otherwise default to 1 on KVM machines).
+/// @throws std::invalid_argument naming the variable when its value is not an integer in
+///         [1, CPUs].
+int requested_intra_op_threads();
+
+/// Which executable runs a command line.
+enum class Route {
+  Light,  ///< torch-free: `dialtree` runs it itself, in milliseconds
+  Torch,  ///< needs LibTorch: `dialtree` exec()s `dialtree-torch`
+};
+
+/// The route of `args` (argv without argv[0]): Light for `sts`, `tokenizer`, `print-config`,
+/// `plot`, `eval score`, `version` without --verbose, `--version` and an empty line (the usage
+/// error); Torch for everything else, including `--help` and unknown commands, so that the
+/// help and the "did you mean" errors list every command.
+Route route_for(const std::vector<std::string>& args);
+
+/// Chooses the BLAS kernels (common/blas_kernels.h: the user's OPENBLAS_CORETYPE wins, else
+/// the loaded OpenBLAS is asked which core it chose), exports OPENBLAS_CORETYPE when it should
+/// change and the decision's reason in DIALTREE_BLAS_KERNELS, then replaces this process by
+/// `dialtree-torch` from the same folder as this executable, with the same arguments.
+/// Returns only on failure, with exit status 1 after printing "error: ..." to stderr.
+int exec_torch_binary(char** argv);
+
+}  // namespace dialtree::cli
+
+namespace dialtree::cli {
+
+/// Names `app` "dialtree", requires one subcommand, adds --version and dialtree's form of
+/// CLI11's error messages. Both executables start with this.
+void configure_app(CLI::App& app);
+
+/// Registers the torch-free commands (sts, tokenizer, print-config, plot, eval score, version)
+/// on `app`. `version_details` prints what `version --verbose` adds (LibTorch, BLAS, threads);
+/// the light executable passes an empty function, since route_for() sends --verbose to
+/// dialtree-torch.
+void register_light_commands(CLI::App& app, std::function<void()> version_details);
+
+}  // namespace dialtree::cli
