@@ -36,9 +36,10 @@ enum class Route {
 /// help and the "did you mean" errors list every command.
 Route route_for(const std::vector<std::string>& args);
 
-/// Chooses the BLAS kernels (common/blas_kernels.h: the user's OPENBLAS_CORETYPE wins, else
-/// the loaded OpenBLAS is asked which core it chose), exports OPENBLAS_CORETYPE when it should
-/// change and the decision's reason in DIALTREE_BLAS_KERNELS, then replaces this process by
+/// Unless DIALTREE_BLAS_KERNELS is already set (a choice made upstream stands), chooses the
+/// BLAS kernels (common/blas_kernels.h: the user's OPENBLAS_CORETYPE wins, else OpenBLAS is
+/// loaded and asked which core it chose), exports OPENBLAS_CORETYPE when it should change and
+/// the decision's reason in DIALTREE_BLAS_KERNELS. Then replaces this process by
 /// `dialtree-torch` from the same folder as this executable, with the same arguments.
 /// Returns only on failure, with exit status 1 after printing "error: ..." to stderr.
 int exec_torch_binary(char** argv);

@@ -58,7 +58,8 @@ PanelText panel_text(const std::string& key) {
 
 const std::vector<std::string> kLossOrder = {"loss",         "contrastive",    "self_supervised",
                                              "mlm_labelled", "mlm_unlabelled", "grad_norm"};
-const std::set<std::string> kNotLosses = {"epoch", "learning_rate", "examples_per_second"};
+const std::set<std::string> kNotLosses = {"epoch", "learning_rate", "examples_per_second",
+                                          "padded_token_fraction"};
 
 bool is_eval_key(const std::string& key) {
   return key.rfind("eval_", 0) == 0;

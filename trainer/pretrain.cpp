@@ -275,17 +275,30 @@ struct LogWindow {
   double loss = 0, sup = 0, self = 0, mlm_l = 0, mlm_u = 0, grad_norm = 0;
   std::int64_t steps = 0, examples = 0;
   double seconds = 0;
+  // Token positions of the batches, all ranks: padding included, and real ones (docs/training.md,
+  // padded_token_fraction).
+  double tokens = 0, real_tokens = 0;
 
   json to_json() const {
-    return {{"loss", loss},   {"sup", sup},           {"self", self},
-            {"mlm_l", mlm_l}, {"mlm_u", mlm_u},       {"grad_norm", grad_norm},
-            {"steps", steps}, {"examples", examples}, {"seconds", seconds}};
+    return {{"loss", loss},
+            {"sup", sup},
+            {"self", self},
+            {"mlm_l", mlm_l},
+            {"mlm_u", mlm_u},
+            {"grad_norm", grad_norm},
+            {"steps", steps},
+            {"examples", examples},
+            {"seconds", seconds},
+            {"tokens", tokens},
+            {"real_tokens", real_tokens}};
   }
   static LogWindow from_json(const json& j) {
     LogWindow w;
     w.loss = j.at("loss"), w.sup = j.at("sup"), w.self = j.at("self");
     w.mlm_l = j.at("mlm_l"), w.mlm_u = j.at("mlm_u"), w.grad_norm = j.at("grad_norm");
     w.steps = j.at("steps"), w.examples = j.at("examples"), w.seconds = j.at("seconds");
+    // Absent in checkpoints written before the padding count existed.
+    w.tokens = j.value("tokens", 0.0), w.real_tokens = j.value("real_tokens", 0.0);
     return w;
   }
 };
@@ -650,8 +663,9 @@ PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<b
     set_lr(*r.opt, config.learning_rate * lr_factor(r.step, r.warmup, r.total));
     r.opt->zero_grad();
     std::int64_t examples = 0;
-    // [total, sup, self, mlm_l, mlm_u], each the mean over micro-batches (and ranks, below).
-    std::vector<double> parts(5, 0.0);
+    // [total, sup, self, mlm_l, mlm_u], each the mean over micro-batches (and ranks, below),
+    // then [tokens, real tokens] of the batches, summed.
+    std::vector<double> parts(7, 0.0);
     for (std::int64_t micro = 0; micro < accum; ++micro) {
       const auto lab_refs = next_batches(r.lab, r.world);
       const auto unl_refs = next_batches(r.unl, r.world);
@@ -667,13 +681,18 @@ PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<b
           forward_backward(r.net, lab ? &*lab : nullptr, unl ? &*unl : nullptr, weights, copt,
                            r.bf16, 1.0 / static_cast<double>(accum));
       const double part[] = {o.total_value, o.sup, o.self, o.mlm_labelled, o.mlm_unlabelled};
-      for (std::size_t k = 0; k < parts.size(); ++k) parts[k] += part[k] / accum;
+      for (std::size_t k = 0; k < 5; ++k) parts[k] += part[k] / accum;
+      for (const auto* b : {lab ? &*lab : nullptr, unl ? &*unl : nullptr}) {
+        if (b == nullptr) continue;
+        parts[5] += static_cast<double>(b->inputs.attention_mask.numel());
+        parts[6] += b->inputs.attention_mask.sum().item<double>();
+      }
     }
     r.micro_done += per_step;
     if (group) {
       group->average_gradients(r.net->parameters());
       parts = group->sum(parts);
-      for (double& v : parts) v /= r.world;
+      for (std::size_t k = 0; k < 5; ++k) parts[k] /= r.world;
     }
     const double total_loss = parts[0], sup = parts[1], self = parts[2], mlm_l = parts[3],
                  mlm_u = parts[4];
@@ -695,6 +714,7 @@ PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<b
     LogWindow& w = r.window;
     w.loss += total_loss, w.sup += sup, w.self += self, w.mlm_l += mlm_l, w.mlm_u += mlm_u;
     w.grad_norm += grad_norm, w.steps += 1, w.examples += examples, w.seconds += secs;
+    w.tokens += parts[5], w.real_tokens += parts[6];
 
     if (on_step && writer) {
       const double elapsed =
@@ -715,17 +735,19 @@ PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<b
           {"mlm_unlabelled", w.mlm_u / nsteps},
           {"learning_rate", lr_used},
           {"grad_norm", w.grad_norm / nsteps},
-          {"examples_per_second", static_cast<double>(w.examples) / w.seconds}};
+          {"examples_per_second", static_cast<double>(w.examples) / w.seconds},
+          {"padded_token_fraction", w.tokens > 0 ? 1.0 - w.real_tokens / w.tokens : 0.0}};
       if (writer) metrics << rec.dump() << "\n" << std::flush;
       const double elapsed =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
       const double step_secs = elapsed / static_cast<double>(r.step - first_step);
       say(
           fmt::format("step {}/{}  loss {:.4f} (contrastive {:.4f}, self {:.4f}, mlm {:.3f}/{:.3f})"
-                      "  lr {:.2e}  |g| {:.2f}  {:.1f} ex/s  ETA {}",
+                      "  lr {:.2e}  |g| {:.2f}  {:.1f} ex/s  padding {:.0f}%  ETA {}",
                       r.step, r.total, w.loss / nsteps, w.sup / nsteps, w.self / nsteps,
                       w.mlm_l / nsteps, w.mlm_u / nsteps, lr_used, w.grad_norm / nsteps,
                       static_cast<double>(w.examples) / w.seconds,
+                      w.tokens > 0 ? 100.0 * (1.0 - w.real_tokens / w.tokens) : 0.0,
                       duration_text(step_secs * static_cast<double>(r.total - r.step))));
       w = LogWindow{};
     }

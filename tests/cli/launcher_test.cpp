@@ -169,6 +169,18 @@ TEST(Launcher, DialtreeTorchStartedDirectlyChoosesOnceAndRespectsAChoiceMade) {
   EXPECT_EQ(own->first, load_and_inspect_blas().corename);  // OpenBLAS's own pick, untouched
 }
 
+TEST(Launcher, LeavesAChoiceMadeUpstreamAlone) {
+  TempDir dir;
+  ScopedEnv unset("OPENBLAS_CORETYPE", std::nullopt);
+  ScopedEnv decided("DIALTREE_BLAS_KERNELS", "none: OpenBLAS's own kernels");
+  const Result r = run({"version", "--verbose"}, dir.path().string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("blas kernel choice: none: OpenBLAS's own kernels\n"));
+  const auto own = kernels_in(r.out);
+  if (!own) GTEST_SKIP() << "LibTorch's BLAS is not OpenBLAS here:\n" << r.out;
+  EXPECT_EQ(own->first, load_and_inspect_blas().corename);
+}
+
 TEST(Launcher, SaysSoWhenDialtreeTorchIsMissing) {
   TempDir dir;
   const fs::path alone = dir.path() / "dialtree";

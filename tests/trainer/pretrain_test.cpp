@@ -150,8 +150,9 @@ TEST_F(TinyPretraining, StopAndResumeReproduceTheUninterruptedRun) {
   const auto got = read_metrics(tmp_.path() / "part" / "metrics.jsonl");
   ASSERT_EQ(got.size(), 8u);
   for (std::size_t i = 0; i < ref.size(); ++i) {
-    for (const char* key : {"step", "loss", "contrastive", "self_supervised", "mlm_labelled",
-                            "mlm_unlabelled", "learning_rate", "grad_norm"}) {
+    for (const char* key :
+         {"step", "loss", "contrastive", "self_supervised", "mlm_labelled", "mlm_unlabelled",
+          "learning_rate", "grad_norm", "padded_token_fraction"}) {
       EXPECT_EQ(got[i][key], ref[i][key]) << "line " << i << " key " << key;
     }
   }
@@ -194,6 +195,36 @@ TEST_F(TinyPretraining, LossesFallOnARepeatedBatch) {
   EXPECT_NEAR(m.front()["contrastive"].get<double>(), std::log(7.0), 0.05);
   EXPECT_LT(m.back()["loss"].get<double>(), 0.9 * m.front()["loss"].get<double>());
   EXPECT_LT(m.back()["contrastive"].get<double>(), 0.9 * m.front()["contrastive"].get<double>());
+}
+
+TEST_F(TinyPretraining, PaddedTokenFractionCountsPaddingPositions) {
+  // Four copies of one example: every batch is as long as each of its rows, no padding.
+  auto r8k = sts::convert(sts::SourceFormat::SlotJson,
+                          testing::shared_data("dialoglue/restaurant8k/train_10.json"));
+  const std::vector<sts::Dialog> same(4, r8k.front());
+  sts::write_jsonl(tmp_.file("same.jsonl"), same);
+  const PretrainConfig cfg = parse_config(
+      yaml(tmp_.file("same"), 3), "same.yaml",
+      {"data.labelled=[" + tmp_.file("same.jsonl") + "]", "data.unlabelled=[]", "save_steps=0"});
+  run_pretraining(cfg, nullptr, {});
+  const auto m = read_metrics(tmp_.path() / "same" / "metrics.jsonl");
+  ASSERT_EQ(m.size(), 3u);
+  for (const auto& rec : m) EXPECT_EQ(rec.at("padded_token_fraction").get<double>(), 0.0);
+  // The same example beside copies of a 1-utterance dialog shorter by k tokens: the shorter rows
+  // are padded to the longer one. Lengths differ, so the fraction is strictly between 0 and 1/2
+  // (at most half of the rows are padded, never more than their whole length).
+  std::vector<sts::Dialog> mixed = same;
+  mixed[1] = mixed[2] = r8k[1];
+  sts::write_jsonl(tmp_.file("mixed.jsonl"), mixed);
+  const PretrainConfig cfg2 = parse_config(
+      yaml(tmp_.file("mixed"), 1), "mixed.yaml",
+      {"data.labelled=[" + tmp_.file("mixed.jsonl") + "]", "data.unlabelled=[]", "save_steps=0"});
+  run_pretraining(cfg2, nullptr, {});
+  const auto m2 = read_metrics(tmp_.path() / "mixed" / "metrics.jsonl");
+  ASSERT_EQ(m2.size(), 1u);
+  const double f = m2[0].at("padded_token_fraction").get<double>();
+  EXPECT_GT(f, 0.0);
+  EXPECT_LT(f, 0.5);
 }
 
 TEST_F(TinyPretraining, MlmOnlySkipsTheContrastivePasses) {
@@ -239,8 +270,9 @@ TEST_F(TinyPretraining, TwoProcessesEqualOneProcessWithTwiceTheAccumulation) {
   ASSERT_EQ(ref.size(), 6u);
   ASSERT_EQ(got.size(), 6u);
   for (std::size_t i = 0; i < ref.size(); ++i) {
-    for (const char* key : {"loss", "contrastive", "self_supervised", "mlm_labelled",
-                            "mlm_unlabelled", "grad_norm", "learning_rate"}) {
+    for (const char* key :
+         {"loss", "contrastive", "self_supervised", "mlm_labelled", "mlm_unlabelled", "grad_norm",
+          "learning_rate", "padded_token_fraction"}) {
       EXPECT_NEAR(got[i][key].get<double>(), ref[i][key].get<double>(),
                   1e-5 * (1 + std::abs(ref[i][key].get<double>())))
           << "line " << i << " key " << key;
