@@ -145,6 +145,10 @@ std::string quoted_preview(const std::string& s) {
 IntentCsv read_intent_csv(const std::string& path, const LabelMap& labels,
                           const IntentCsvOptions& options) {
   int fallback_id = -1;
+  if (options.unknown_label_as && options.labels_from_file) {
+    throw std::invalid_argument(
+        "IntentCsvOptions: unknown_label_as and labels_from_file exclude each other");
+  }
   if (options.unknown_label_as) {
     fallback_id = labels.find(*options.unknown_label_as);
     if (fallback_id < 0) {
@@ -161,6 +165,8 @@ IntentCsv read_intent_csv(const std::string& path, const LabelMap& labels,
   if (rest.substr(0, kBom.size()) == kBom) rest.remove_prefix(kBom.size());  // C01
 
   IntentCsv out;
+  if (!options.labels_from_file) out.labels = labels.names();
+  std::unordered_map<std::string, int> own_ids;  // labels_from_file: name -> id
   bool have_header = false;
   // Validates the queued records and moves them into `out`.
   auto take_records = [&](ParseState& st) {
@@ -187,6 +193,16 @@ IntentCsv read_intent_csv(const std::string& path, const LabelMap& labels,
       ex.text = std::move(r.fields[0]);
       ex.label = std::move(r.fields[1]);
       ex.line = r.line;
+      if (options.labels_from_file) {
+        if (ex.label.empty()) {
+          throw DataError(path, at_line(r.line), "category", "empty label");
+        }
+        const auto [it, added] = own_ids.emplace(ex.label, static_cast<int>(out.labels.size()));
+        if (added) out.labels.push_back(ex.label);
+        ex.label_id = it->second;
+        out.rows.push_back(std::move(ex));
+        continue;
+      }
       ex.label_id = labels.find(ex.label);
       if (ex.label_id < 0) {
         if (fallback_id < 0) {

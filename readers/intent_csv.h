@@ -55,12 +55,19 @@ struct IntentCsvOptions {
   /// it must itself be in the map (else read_intent_csv throws std::invalid_argument). If unset,
   /// an unknown label is a DataError. `IntentExample::label` keeps the name from the file.
   std::optional<std::string> unknown_label_as;
+  /// If true, `labels` is ignored and the label set is the file's own: every label the file
+  /// uses, ids in order of first appearance (for a user's CSV without a categories.json). The
+  /// set is returned in IntentCsv::labels. An empty label is then a DataError naming its line.
+  bool labels_from_file = false;
 };
 
 /// A whole intent CSV file.
 struct IntentCsv {
   std::vector<std::string> header;  ///< exactly {"text", "category"} (BOM already dropped)
   std::vector<IntentExample> rows;  ///< file order, header excluded
+  /// The label names behind the ids: those of `labels`, or with
+  /// IntentCsvOptions::labels_from_file the file's own, in order of first appearance.
+  std::vector<std::string> labels;
 };
 
 /// Reads an intent CSV (DIALOGLUE.md §3) with libcsv in strict mode: one leading UTF-8 BOM is

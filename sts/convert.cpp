@@ -102,8 +102,19 @@ std::vector<Dialog> convert_intent(const std::string& input, const ConvertOption
   const std::string categories = opt.categories
                                      ? *opt.categories
                                      : (fs::path(input).parent_path() / "categories.json").string();
-  const readers::LabelMap labels = readers::LabelMap::from_categories_json(categories);
-  const readers::IntentCsv csv = readers::read_intent_csv(input, labels);
+  std::error_code ec;
+  const bool own_labels = !opt.categories && !fs::exists(categories, ec);
+  readers::IntentCsvOptions csv_options;
+  csv_options.labels_from_file = own_labels;
+  const readers::LabelMap labels =
+      own_labels ? readers::LabelMap() : readers::LabelMap::from_categories_json(categories);
+  const readers::IntentCsv csv = readers::read_intent_csv(input, labels, csv_options);
+  if (own_labels) {
+    rep.warnings.push_back("no categories.json beside " + input + " and no --categories: the " +
+                           std::to_string(csv.labels.size()) +
+                           " labels are the CSV's own (a label missing from this split cannot be "
+                           "checked against the others)");
+  }
   std::vector<Dialog> out;
   out.reserve(csv.rows.size());
   const std::string split = split_name(input);

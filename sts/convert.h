@@ -31,7 +31,8 @@ struct ConvertOptions {
   /// empty); default DEFAULT_DOMAIN. Not accepted for sgd, multiwoz (their own domains) and text
   /// (unlabelled).
   std::optional<std::string> domain;
-  /// intent-csv only: categories.json path; default: categories.json beside the CSV.
+  /// intent-csv only: categories.json path; default: categories.json beside the CSV, and when
+  /// there is none, the CSV's own labels (with a warning in ConvertReport::warnings).
   std::optional<std::string> categories;
 };
 

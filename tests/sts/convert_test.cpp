@@ -128,6 +128,36 @@ TEST(Convert, SgdTreesScoreAsSpace2Expects) {
   EXPECT_EQ(s.jaccard[static_cast<int>(View::I)], 1.0);
 }
 
+TEST(Convert, AUsersCsvWithoutCategoriesJsonUsesItsOwnLabels) {
+  testing::TempDir tmp;
+  write(tmp.file("mine.csv"), "text,category\nhi there,greet\nmy balance?,balance\nhello,greet\n");
+  ConvertReport rep;
+  const auto dialogs = convert(SourceFormat::IntentCsv, tmp.file("mine.csv"), {}, &rep);
+  ASSERT_EQ(dialogs.size(), 3u);
+  EXPECT_EQ(to_json(*dialogs[1].turns[0].label).dump(), R"({"DEFAULT_DOMAIN":{"balance":{}}})");
+  EXPECT_EQ(to_json(*dialogs[2].turns[0].label).dump(), R"({"DEFAULT_DOMAIN":{"greet":{}}})");
+  ASSERT_EQ(rep.warnings.size(), 1u);
+  EXPECT_NE(rep.warnings[0].find("the 2 labels are the CSV's own"), std::string::npos)
+      << rep.warnings[0];
+  // An empty label is an error naming the line; a categories.json, once there, is used.
+  write(tmp.file("empty.csv"), "text,category\nhi,greet\nwhat,\n");
+  try {
+    convert(SourceFormat::IntentCsv, tmp.file("empty.csv"));
+    ADD_FAILURE() << "no error";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("line 3: field 'category': empty label"),
+              std::string::npos)
+        << e.what();
+  }
+  write(tmp.file("categories.json"), R"(["greet"])");
+  try {
+    convert(SourceFormat::IntentCsv, tmp.file("mine.csv"));
+    ADD_FAILURE() << "no error";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("label 'balance' not in"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Convert, MalformedInputsNameThePlace) {
   testing::TempDir tmp;
   write(tmp.file("categories.json"), R"(["balance","greet"])");
