@@ -50,7 +50,7 @@ inline model::EncoderConfig small_config(double dropout) {
   c.type_vocab_size = 2;
   c.initializer_range = 0.02;
   c.max_turns = 16;
-  c.projection_views = model::all_projection_views();
+  c.projection_views = sts::view_name_list();
   c.projection_dim = 256;
   c.pad_token_id = 0;
   c.cls_token_id = 101;

@@ -100,7 +100,7 @@ std::optional<std::pair<std::string, std::string>> find_problem(const EncoderCon
   if (c.num_labels < 0) return P{"num_labels", "must be >= 0"};
   if (c.num_tags < 0) return P{"num_tags", "must be >= 0"};
   if (c.projection_views.empty()) return P{"projection_views", "must name at least one view"};
-  const auto& all = all_projection_views();
+  const auto& all = sts::view_name_list();
   std::set<std::string> seen;
   for (const auto& v : c.projection_views) {
     if (std::find(all.begin(), all.end(), v) == all.end()) {
@@ -122,12 +122,6 @@ double as_number(const json& v, const JsonPlace& place, const std::string& key) 
 }
 
 }  // namespace
-
-const std::vector<std::string>& all_projection_views() {
-  static const std::vector<std::string> views = {"D",  "I",  "S",   "V",   "DI",
-                                                 "IS", "SV", "DIS", "ISV", "DISV"};
-  return views;
-}
 
 void EncoderConfig::validate() const {
   if (auto p = find_problem(*this)) {

@@ -17,14 +17,12 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "sts/views.h"
+
 namespace dialtree::model {
 
 /// File name of the architecture settings inside a bundle folder.
 inline constexpr const char* kEncoderConfigFile = "config.json";
-
-/// The ten views of the multi-view tree score, in SPACE-2's order (SPACE2.md §1.6, §3.2):
-/// D, I, S, V, DI, IS, SV, DIS, ISV, DISV.
-const std::vector<std::string>& all_projection_views();
 
 /// Architecture of the SPACE-2 encoder and its heads. Defaults are BERT-base with SPACE-2's
 /// extras (SPACE2.md §1.1). All sizes are counts >= 1 unless noted.
@@ -51,9 +49,9 @@ struct EncoderConfig {
   /// Ours: SPACE `ff_dropout`, the extra dropout after the FFN's GELU (SPACE2.md §1.1). Absent
   /// in a JSON file -> the file's hidden_dropout_prob.
   double ffn_dropout_prob = 0.1;
-  /// Ours: views with a projection sub-head, a non-empty subset of all_projection_views() in
+  /// Ours: views with a projection sub-head, a non-empty subset of sts::view_name_list() in
   /// any order, no repeats. Defines K and the order of the projection output's view axis.
-  std::vector<std::string> projection_views = all_projection_views();
+  std::vector<std::string> projection_views = sts::view_name_list();
   /// Ours: P, the size of each view's sub-vector. Absent in a JSON file -> hidden_size.
   std::int64_t projection_dim = 768;
   std::int64_t num_labels = 0;  ///< intent classifier outputs; 0 = no intent head

@@ -9,12 +9,6 @@
 
 namespace dialtree::sts {
 
-const std::array<std::string, kNumViews>& view_names() {
-  static const std::array<std::string, kNumViews> names = {"D",  "I",  "S",   "V",   "DI",
-                                                           "IS", "SV", "DIS", "ISV", "DISV"};
-  return names;
-}
-
 namespace {
 
 bool is_space(char32_t c) {

@@ -10,15 +10,9 @@
 #include <Eigen/Core>
 
 #include "sts/tree.h"
+#include "sts/views.h"
 
 namespace dialtree::sts {
-
-/// The ten views, in SPACE-2's order (SPACE2.md §3.2): single levels, edges, 3-paths, 4-path.
-enum class View { D, I, S, V, DI, IS, SV, DIS, ISV, DISV };
-inline constexpr std::size_t kNumViews = 10;
-
-/// "D", "I", ..., "DISV".
-const std::array<std::string, kNumViews>& view_names();
 
 /// String sets of the ten views of one tree: names stripped and lower-cased (§3.1), paths
 /// joined with "-", every element containing "default_domain" or "default_intent" dropped

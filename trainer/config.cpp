@@ -702,7 +702,7 @@ void Validator::run() const {
   {
     std::set<std::string> seen;
     for (const auto& v : m.projection_views) {
-      one_of("model.projection_views", v, all_projection_views());
+      one_of("model.projection_views", v, sts::view_name_list());
       if (!seen.insert(v).second) fail_at("model.projection_views", "'" + v + "' is listed twice");
     }
   }
@@ -849,12 +849,6 @@ int available_cpus() {
     if (n > 0) return n;
   }
   return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-}
-
-const std::vector<std::string>& all_projection_views() {
-  static const std::vector<std::string> views = {"D",  "I",  "S",   "V",   "DI",
-                                                 "IS", "SV", "DIS", "ISV", "DISV"};
-  return views;
 }
 
 bool operator==(const PretrainConfig& a, const PretrainConfig& b) {

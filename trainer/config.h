@@ -19,12 +19,14 @@
 // load_config() does not check that input files exist (so print-config works without data); call
 // check_inputs_exist() before training.
 //
-// Torch-free: this header and config.cpp need only yaml-cpp and common/.
+// Torch-free: this header and config.cpp need only yaml-cpp, common/ and sts/views.h.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "sts/views.h"
 
 namespace dialtree::trainer {
 
@@ -71,8 +73,7 @@ struct ModelConfig {
   int max_turns = 16;
   /// Projection views trained by the contrastive loss: a non-empty subset, without repeats, of
   /// D, I, S, V, DI, IS, SV, DIS, ISV, DISV (SPACE2.md §3.2); default all ten, in that order.
-  std::vector<std::string> projection_views = {"D",  "I",  "S",   "V",   "DI",
-                                               "IS", "SV", "DIS", "ISV", "DISV"};
+  std::vector<std::string> projection_views = sts::view_name_list();
   /// Output width of each view's projection (SPACE-2: 768 = hidden size).
   int projection_dim = 768;
 };
@@ -239,9 +240,6 @@ std::string dump_config(const PretrainConfig& config);
 
 /// Every valid full key path in schema order, e.g. "learning_rate", "model.hidden_size".
 std::vector<std::string> config_keys();
-
-/// The ten projection view names in SPACE-2's order (SPACE2.md §3.2).
-const std::vector<std::string>& all_projection_views();
 
 /// Checks that data.tokenizer is a directory and that every data.labelled / data.unlabelled entry
 /// is a readable regular file, and (when set) that resume_from_checkpoint is a directory.

@@ -86,7 +86,7 @@ TEST(EncoderConfig, JsonRoundTripDefaultsAndErrorsNamingTheKey) {
   EXPECT_EQ(d.projection_dim, 64);
   EXPECT_DOUBLE_EQ(d.embedding_dropout_prob, 0.2);
   EXPECT_DOUBLE_EQ(d.ffn_dropout_prob, 0.2);
-  EXPECT_EQ(d.projection_views, all_projection_views());
+  EXPECT_EQ(d.projection_views, sts::view_name_list());
   EXPECT_EQ(d.max_turns, 16);
 
   auto error_of = [](const nlohmann::json& j) -> std::string {

@@ -140,7 +140,7 @@ TEST(Config, CommittedRecipesLoadAndRoundTrip) {
   EXPECT_EQ(base.model.embedding_dropout_prob, 0.2);
   EXPECT_EQ(base.model.ffn_dropout_prob, 0.2);
   EXPECT_EQ(base.model.max_turns, 16);
-  EXPECT_EQ(base.model.projection_views, all_projection_views());
+  EXPECT_EQ(base.model.projection_views, sts::view_name_list());
   EXPECT_EQ(base.model.projection_dim, 768);
   EXPECT_EQ(base.per_device_train_batch_size, 128);
   EXPECT_EQ(base.unlabelled_batch_size, 128);

@@ -198,33 +198,34 @@ TEST_F(TinyPretraining, LossesFallOnARepeatedBatch) {
 }
 
 TEST_F(TinyPretraining, PaddedTokenFractionCountsPaddingPositions) {
+  // The padded_token_fraction of each logged step of a run on `dialogs` alone (batch 4).
+  auto fractions = [&](const std::string& name, const std::vector<sts::Dialog>& dialogs,
+                       std::int64_t steps) {
+    sts::write_jsonl(tmp_.file(name + ".jsonl"), dialogs);
+    run_pretraining(parse_config(yaml(tmp_.file(name), steps), name + ".yaml",
+                                 {"data.labelled=[" + tmp_.file(name + ".jsonl") + "]",
+                                  "data.unlabelled=[]", "save_steps=0"}),
+                    nullptr, {});
+    std::vector<double> out;
+    for (const auto& rec : read_metrics(tmp_.path() / name / "metrics.jsonl")) {
+      out.push_back(rec.at("padded_token_fraction").get<double>());
+    }
+    return out;
+  };
   // Four copies of one example: every batch is as long as each of its rows, no padding.
   auto r8k = sts::convert(sts::SourceFormat::SlotJson,
                           testing::shared_data("dialoglue/restaurant8k/train_10.json"));
   const std::vector<sts::Dialog> same(4, r8k.front());
-  sts::write_jsonl(tmp_.file("same.jsonl"), same);
-  const PretrainConfig cfg = parse_config(
-      yaml(tmp_.file("same"), 3), "same.yaml",
-      {"data.labelled=[" + tmp_.file("same.jsonl") + "]", "data.unlabelled=[]", "save_steps=0"});
-  run_pretraining(cfg, nullptr, {});
-  const auto m = read_metrics(tmp_.path() / "same" / "metrics.jsonl");
-  ASSERT_EQ(m.size(), 3u);
-  for (const auto& rec : m) EXPECT_EQ(rec.at("padded_token_fraction").get<double>(), 0.0);
-  // The same example beside copies of a 1-utterance dialog shorter by k tokens: the shorter rows
-  // are padded to the longer one. Lengths differ, so the fraction is strictly between 0 and 1/2
-  // (at most half of the rows are padded, never more than their whole length).
+  EXPECT_EQ(fractions("same", same, 3), std::vector<double>(3, 0.0));
+  // Two rows of a second example of another length: the shorter rows are padded to the longer
+  // one, so the fraction is strictly between 0 and 1/2 (at most half of the rows are padded,
+  // never over their whole length).
   std::vector<sts::Dialog> mixed = same;
   mixed[1] = mixed[2] = r8k[1];
-  sts::write_jsonl(tmp_.file("mixed.jsonl"), mixed);
-  const PretrainConfig cfg2 = parse_config(
-      yaml(tmp_.file("mixed"), 1), "mixed.yaml",
-      {"data.labelled=[" + tmp_.file("mixed.jsonl") + "]", "data.unlabelled=[]", "save_steps=0"});
-  run_pretraining(cfg2, nullptr, {});
-  const auto m2 = read_metrics(tmp_.path() / "mixed" / "metrics.jsonl");
-  ASSERT_EQ(m2.size(), 1u);
-  const double f = m2[0].at("padded_token_fraction").get<double>();
-  EXPECT_GT(f, 0.0);
-  EXPECT_LT(f, 0.5);
+  const auto f = fractions("mixed", mixed, 1);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_GT(f[0], 0.0);
+  EXPECT_LT(f[0], 0.5);
 }
 
 TEST_F(TinyPretraining, MlmOnlySkipsTheContrastivePasses) {
