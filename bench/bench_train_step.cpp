@@ -119,7 +119,7 @@ dialtree::trainer::StreamBatch make_batch(std::int64_t b, std::int64_t len, std:
   const std::int64_t utterances = (len + kUtteranceLen - 1) / kUtteranceLen;
   const torch::Tensor u = torch::div(t, kUtteranceLen, "floor");  // utterance index
   const torch::Tensor pos = t.remainder(kUtteranceLen);
-  // Turn 1 = the last (current) utterance; role 1 at even distance from it (SPACE2.md §1.5).
+  // Turn 1 = the last (current) utterance; role 1 at even distance from it (docs/method.md §1.5).
   const torch::Tensor turn = (utterances - u).clamp_max(16);
   const torch::Tensor role = (utterances - 1 - u).remainder(2).eq(0).to(i64);
   s.inputs.input_ids = ids;

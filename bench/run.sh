@@ -19,7 +19,7 @@ done
 if ((${#need[@]})); then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
-py=/usr/bin/python3  # the system interpreter, which has python3-sentencepiece (STACK.md P10)
+py=/usr/bin/python3  # the system interpreter, which has python3-sentencepiece (docs/build.md P10)
 data=$(cd "${DIALTREE_SHARED:-$root/../shared}" && pwd -P)/data
 build=${BUILD_DIR:-build}
 out=$root/out/bench

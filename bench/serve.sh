@@ -33,7 +33,7 @@ max_batch=${MAX_BATCH:-64}
 server_threads=${SERVER_THREADS:-"$threads 1"}
 csv=${TEXTS:-$root/../shared/data/dialoglue/banking/test.csv}
 out=${OUT:-$root/out/bench/serve}
-py=/usr/bin/python3 # Debian's interpreter with python3-torch (STACK.md P10)
+py=/usr/bin/python3 # Debian's interpreter with python3-torch (docs/build.md P10)
 dialtree=$build/cli/dialtree
 
 die() { echo "bench/serve.sh: $*" >&2; exit 1; }

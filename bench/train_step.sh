@@ -24,7 +24,7 @@ if [[ -z ${MODES:-} ]] && ! grep -qwE 'avx512_bf16|amx_bf16' /proc/cpuinfo; then
 fi
 modes=${MODES:-fp32 bf16}
 out=${OUT:-$root/out/bench/train_step}
-py=/usr/bin/python3  # the system interpreter, which has python3-torch (STACK.md P10)
+py=/usr/bin/python3  # the system interpreter, which has python3-torch (docs/build.md P10)
 args=(--steps "${STEPS:-20}" --warmup "${WARMUP:-3}" --seq-len "${SEQ_LEN:-128}"
   --threads "${THREADS:-2}")
 

@@ -147,7 +147,7 @@ void register_sts(CLI::App& app) {
       "holds a label tree {domain: {intent: {slot: [values]}}} (values are strings, numbers or "
       "{\"value\", \"span\"}) or one turn {\"text\", \"label\"} whose spans are checked against "
       "its text. An empty tree (also one that fix-up empties) scores 0 against every tree, "
-      "itself included; only in a batch is the diagonal 1 (SPACE2.md §3.4).");
+      "itself included; only in a batch is the diagonal 1 (docs/method.md §3.4).");
   score->add_option("--a", *a, "Label tree or turn JSON")->required();
   score->add_option("--b", *b, "Label tree or turn JSON")->required();
   score->callback([a, b] {

@@ -1,6 +1,6 @@
 # All third-party dependencies come from Debian 12 packages, except SentencePiece, which
 # scripts/build-sentencepiece.sh rebuilds from Debian's own source package against the system
-# protobuf (STACK.md P3): Debian's libsentencepiece bundles protobuf-lite 3.14 and crashes any
+# protobuf (docs/build.md P3): Debian's libsentencepiece bundles protobuf-lite 3.14 and crashes any
 # process that also loads LibTorch (protobuf 3.21).
 
 find_package(nlohmann_json 3 REQUIRED)
@@ -25,7 +25,7 @@ add_library(dialtree_libcsv INTERFACE)
 target_include_directories(dialtree_libcsv SYSTEM INTERFACE ${CSV_INCLUDE_DIR})
 target_link_libraries(dialtree_libcsv INTERFACE ${CSV_LIBRARY})
 
-# LibTorch is needed only by the torch-using targets; it reports itself as 1.13.0 (STACK.md P7).
+# LibTorch is needed only by the torch-using targets; it reports itself as 1.13.0 (docs/build.md P7).
 find_package(Torch 1.13 REQUIRED)
 
 # Private SentencePiece build (see scripts/build-sentencepiece.sh).
@@ -41,7 +41,7 @@ if(NOT SPM_INCLUDE_DIR OR NOT SPM_LIBRARY OR NOT SPM_TRAIN_LIBRARY)
     "SentencePiece (rebuilt against the system protobuf) was not found in "
     "${DIALTREE_SPM_PREFIX}. Run scripts/setup.sh (or scripts/build-sentencepiece.sh "
     "${DIALTREE_SPM_PREFIX}) first; Debian's libsentencepiece cannot share a process with "
-    "LibTorch (STACK.md P3).")
+    "LibTorch (docs/build.md P3).")
 endif()
 find_library(PROTOBUF_LITE_LIBRARY protobuf-lite REQUIRED)
 add_library(dialtree_sentencepiece INTERFACE)

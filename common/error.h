@@ -30,14 +30,15 @@ class DataError : public std::runtime_error {
   std::string file_, where_, field_, detail_;
 };
 
-/// A JSON value of the wrong type or shape (CASES.md C08): the message names the JSON path, the
-/// expected type and the type found.
+/// A JSON value of the wrong type or shape (docs/failure-cases.md C08): the message names the JSON
+/// path, the expected type and the type found.
 class SchemaError : public DataError {
  public:
   using DataError::DataError;
 };
 
-/// Tokenizer misuse: unknown id, bad model file, untrainable corpus (CASES.md C14, C15).
+/// Tokenizer misuse: unknown id, bad model file, untrainable corpus (docs/failure-cases.md C14,
+/// C15).
 class TokenizerError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;

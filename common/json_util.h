@@ -1,5 +1,5 @@
-// Typed, path-aware access to nlohmann::json values (CASES.md C08): every failure names the
-// file, the record, the JSON path, the expected type and the type found.
+// Typed, path-aware access to nlohmann::json values (docs/failure-cases.md C08): every failure
+// names the file, the record, the JSON path, the expected type and the type found.
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,5 @@
-// Typed, path-aware access to simdjson DOM values (CASES.md C08), the fast counterpart of
-// common/json_util.h: the same checks and the same error messages (file, record, JSON path,
+// Typed, path-aware access to simdjson DOM values (docs/failure-cases.md C08), the fast counterpart
+// of common/json_util.h: the same checks and the same error messages (file, record, JSON path,
 // expected type, type found), but the JSON path is only rendered when an error is thrown.
 #pragma once
 

@@ -1,5 +1,5 @@
 // DialoGLUE's gold-label rules for the slot tasks (Restaurant8k, DSTC8) and TOP, quirks
-// included (DIALOGLUE.md §4 steps 1-6 and §5). Applied to the test splits these rules
+// included (docs/dialoglue.md §4 steps 1-6 and §5). Applied to the test splits these rules
 // regenerate gt_test.json exactly; eval reuses the span extraction for predictions.
 #pragma once
 

@@ -1,4 +1,4 @@
-// SPACE-2 MLM masking (SPACE2.md §4.2), torch-free: value-span masking for utterances with
+// SPACE-2 MLM masking (docs/method.md §4.2), torch-free: value-span masking for utterances with
 // labelled value mentions, standard BERT 80/10/10 masking for the others. Also the helpers that
 // turn labelled character spans into per-token flags aligned with serialize_dialog()'s ids.
 //
@@ -28,7 +28,7 @@ inline constexpr std::int32_t kMlmIgnoreLabel = -100;
 /// A character span [start, end) in Unicode code points into an utterance's text.
 using CharSpan = std::pair<std::size_t, std::size_t>;
 
-/// BERT masking parameters (SPACE2.md §4.2 defaults). Span masking has no parameters: it
+/// BERT masking parameters (docs/method.md §4.2 defaults). Span masking has no parameters: it
 /// always replaces 100 % of the span tokens by [MASK].
 struct MlmMaskingOptions {
   double mask_prob = 0.15;    ///< probability that an eligible sub-word becomes a target
@@ -42,7 +42,7 @@ struct MaskedTokens {
   std::vector<std::int32_t> labels;     ///< original id at targets, kMlmIgnoreLabel elsewhere
 };
 
-/// Masks one serialised example for the MLM pass (SPACE2.md §4.2), utterance by utterance.
+/// Masks one serialised example for the MLM pass (docs/method.md §4.2), utterance by utterance.
 /// Utterances are the runs that start where position_ids == 0 (plus index 0, whose utterance
 /// may have been cut by the left max_len truncation).
 ///  - An utterance with at least one flagged token (span_flags[i] != 0 on a non-marker,
@@ -82,7 +82,7 @@ std::vector<std::uint8_t> value_span_flags(const Tokenizer& tokenizer, std::stri
                                            const std::vector<CharSpan>& spans);
 
 /// The character spans of the value mentions in one labelled turn, as SPACE-2 finds them
-/// (SPACE2.md §4.2 step 1): the mention of a value is text[span] when the value has a span,
+/// (docs/method.md §4.2 step 1): the mention of a value is text[span] when the value has a span,
 /// else the value string itself; then every occurrence of every mention in `text` is returned,
 /// matched case-insensitively (ASCII letters only) and only at token boundaries (a match may
 /// not start or end in the middle of a run of word characters; non-ASCII code points count as
@@ -95,7 +95,7 @@ std::vector<CharSpan> label_mention_spans(std::string_view text, const sts::Tree
 
 /// Flags of a serialised context, aligned with serialize_context(history, ...).input_ids:
 /// `utterance_flags[j]` are the flags of history[j]'s ids (value_span_flags()), and the same
-/// steps 1-6 of SPACE2.md §1.5 are applied (last max_ctx_turn utterances, last max_utt_len
+/// steps 1-6 of docs/method.md §1.5 are applied (last max_ctx_turn utterances, last max_utt_len
 /// tokens of each, 0 for the two role markers, last max_len entries).
 /// @throws std::invalid_argument if utterance_flags is empty or a limit in `options` is 0.
 std::vector<std::uint8_t> context_span_flags(

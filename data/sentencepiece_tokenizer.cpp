@@ -500,7 +500,7 @@ SentencePieceTrainResult train_sentencepiece(const SentencePieceTrainOptions& op
     throw TokenizerError(std::string("cannot write the bundle to --out: ") + e.what());
   }
 
-  // Scan the corpus first (CASES.md C15): SentencePiece aborts when nothing is left.
+  // Scan the corpus first (docs/failure-cases.md C15): SentencePiece aborts when nothing is left.
   SentencePieceTrainResult result;
   std::size_t usable = 0;
   {

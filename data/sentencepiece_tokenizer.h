@@ -1,8 +1,8 @@
 // SentencePiece tokenizer (unigram or BPE) and its trainer, built on the privately rebuilt
-// SentencePiece 0.1.97 library (STACK.md §5, pitfall P3). SentencePiece headers stay out of this
+// SentencePiece 0.1.97 library (docs/build.md P3). SentencePiece headers stay out of this
 // header, so torch-using code can include it freely.
 //
-// Vocabulary layout of every model trained here (SPACE2.md §1.4 roles, own ids):
+// Vocabulary layout of every model trained here (docs/method.md §1.4 roles, own ids):
 //   0 [PAD]   1 [UNK]   2 [CLS]   3 [SEP]   4 [MASK]   5 <sos_u>   6 <eos_u>   7 <sos_r>   8
 //   <eos_r>
 // There is no BOS/EOS. Ids 2..8 are control symbols: they are never produced from input text,
@@ -62,7 +62,7 @@ class SentencePieceTokenizer : public Tokenizer {
   std::vector<std::string> tokenize(std::string_view text) const override;
   /// Detokenised text of `ids`; control ids decode to nothing, [UNK] to " ⁇ ".
   /// @throws TokenizerError naming the first id outside [0, vocab_size()) (checked before
-  ///   SentencePiece sees the ids, CASES.md C14).
+  ///   SentencePiece sees the ids, docs/failure-cases.md C14).
   std::string decode(const std::vector<std::int32_t>& ids) const override;
   std::int32_t vocab_size() const override;
   /// Id of the piece `token` (exact piece, e.g. "▁hello"), or -1 if absent.
@@ -110,7 +110,8 @@ struct SentencePieceTrainOptions {
   int vocab_size = 8000;               ///< pieces, the 9 special pieces included; [16, 2^20]
   std::string model_type = "unigram";  ///< "unigram" or "bpe"
   double character_coverage = 0.9995;  ///< fraction of characters covered, in [0.98, 1]
-  int max_sentence_length = 4192;      ///< bytes, >= 10; longer lines are skipped (CASES.md C15)
+  int max_sentence_length =
+      4192;  ///< bytes, >= 10; longer lines are skipped (docs/failure-cases.md C15)
   /// Training threads, in [1, max_sentencepiece_threads()] (results depend on this count).
   int num_threads = 1;
   /// Normalisation rule (see is_known_sentencepiece_normalization); "nmt_nfkc_cf" lower-cases.
@@ -162,8 +163,9 @@ void validate_sentencepiece_train_options(const SentencePieceTrainOptions& optio
 /// @throws TokenizerError for invalid options, an unusable out_dir, if an input cannot be read
 ///   (naming it and the OS reason) or holds invalid UTF-8 (naming file and line), if no usable
 ///   line is left (e.g. "3 of 3 lines exceed max_sentence_length=4192 (set
-///   --max-sentence-length)", CASES.md C15), or when SentencePiece's trainer fails, its message
-///   translated to dialtree's flags (e.g. "--vocab-size 5000 is too large for this corpus: ...").
+///   --max-sentence-length)", docs/failure-cases.md C15), or when SentencePiece's trainer fails,
+///   its message translated to dialtree's flags (e.g. "--vocab-size 5000 is too large for this
+///   corpus: ...").
 SentencePieceTrainResult train_sentencepiece(const SentencePieceTrainOptions& options);
 
 }  // namespace dialtree::data

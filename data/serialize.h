@@ -1,5 +1,5 @@
-// SPACE-2 dialog serialisation (SPACE2.md §1.5): one example per trigger-role turn, made of the
-// recent history wrapped in role markers, with parallel position / role / turn id arrays.
+// SPACE-2 dialog serialisation (docs/method.md §1.5): one example per trigger-role turn, made of
+// the recent history wrapped in role markers, with parallel position / role / turn id arrays.
 // Torch-free: padding, the attention mask and the prepended [CLS] come later (collation).
 #pragma once
 
@@ -13,7 +13,7 @@
 
 namespace dialtree::data {
 
-/// Serialisation limits (SPACE2.md §1.5 defaults). All counts must be >= 1.
+/// Serialisation limits (docs/method.md §1.5 defaults). All counts must be >= 1.
 struct SerializeOptions {
   std::size_t max_len = 256;      ///< final sequence length cap (left truncation)
   std::size_t max_ctx_turn = 16;  ///< utterances kept, the current one included
@@ -45,7 +45,7 @@ struct SerializedExample {
 std::int32_t role_id(const std::string& role);
 
 /// Serialises the example whose current turn is `history.back()` from `history` (all turns up
-/// to and including the current one, oldest first), steps 1-6 of SPACE2.md §1.5. The trigger
+/// to and including the current one, oldest first), steps 1-6 of docs/method.md §1.5. The trigger
 /// role is not consulted here. dialog_id/turn_index of the result are left empty/0.
 /// @throws std::invalid_argument if `history` is empty, a role is neither "user" nor "system",
 ///   or a limit in `options` is 0.
@@ -54,7 +54,7 @@ SerializedExample serialize_context(const std::vector<Utterance>& history,
                                     const SerializeOptions& options = {});
 
 /// All examples of one dialog: one per turn whose role matches options.trigger_role, in turn
-/// order, each seeing the dialog up to that turn (SPACE2.md §1.5).
+/// order, each seeing the dialog up to that turn (docs/method.md §1.5).
 /// @throws std::invalid_argument as serialize_context().
 std::vector<SerializedExample> serialize_dialog(const std::string& dialog_id,
                                                 const std::vector<Utterance>& turns,

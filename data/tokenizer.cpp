@@ -14,7 +14,7 @@ std::vector<std::string> Tokenizer::decode_batch(
     try {
       out.push_back(decode(rows[r]));
     } catch (const TokenizerError& e) {
-      // Same rejection as the single-row path, plus the row index (CASES.md C14).
+      // Same rejection as the single-row path, plus the row index (docs/failure-cases.md C14).
       throw TokenizerError("decode_batch: row " + std::to_string(r) + ": " + e.what());
     }
   }

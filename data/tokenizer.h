@@ -1,5 +1,5 @@
 // The tokenizer interface shared by WordPiece (BERT vocab.txt) and SentencePiece models, and
-// the special tokens that dialog serialisation needs (SPACE2.md §1.4).
+// the special tokens that dialog serialisation needs (docs/method.md §1.4).
 #pragma once
 
 #include <cstdint>
@@ -11,7 +11,7 @@
 namespace dialtree::data {
 
 /// Ids of the special tokens. For BERT's uncased vocabulary SPACE-2 aliases its role markers
-/// onto [unusedK] slots (SPACE2.md §1.4): sos_u=13, eos_u=7, sos_r=14, eos_r=8.
+/// onto [unusedK] slots (docs/method.md §1.4): sos_u=13, eos_u=7, sos_r=14, eos_r=8.
 struct SpecialTokens {
   std::int32_t pad = 0;
   std::int32_t unk = 100;
@@ -37,8 +37,8 @@ class Tokenizer {
   virtual std::vector<std::string> tokenize(std::string_view text) const = 0;
   /// Text of `ids`. @throws TokenizerError naming the id if any is outside [0, vocab_size()).
   virtual std::string decode(const std::vector<std::int32_t>& ids) const = 0;
-  /// decode() per row. @throws TokenizerError naming the row and the id (CASES.md C14); the
-  /// single and batch paths reject the same ids.
+  /// decode() per row. @throws TokenizerError naming the row and the id (docs/failure-cases.md
+  /// C14); the single and batch paths reject the same ids.
   std::vector<std::string> decode_batch(const std::vector<std::vector<std::int32_t>>& rows) const;
 
   virtual std::int32_t vocab_size() const = 0;

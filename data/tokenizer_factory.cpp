@@ -40,7 +40,7 @@ constexpr std::array<SpecialField, 9> kSpecialFields = {{
     {"eos_r", &SpecialTokens::eos_r, "<eos_r>", true},
 }};
 
-/// True for BERT's reserved "[unusedK]" entries (SPACE2.md §1.4 aliases role markers on them).
+/// True for BERT's reserved "[unusedK]" entries (docs/method.md §1.4 aliases role markers on them).
 bool is_unused_alias(const std::string& token) {
   constexpr std::string_view prefix = "[unused";
   if (token.size() < prefix.size() + 2 || token.compare(0, prefix.size(), prefix) != 0 ||

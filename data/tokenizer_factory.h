@@ -1,6 +1,6 @@
 // The tokenizer settings file `tokenizer.json` of a model bundle, and loading a tokenizer from
-// it (CASES.md C17): casing, normalisation and special ids travel with the model, and serving
-// reads them from the bundle, never from defaults.
+// it (docs/failure-cases.md C17): casing, normalisation and special ids travel with the model, and
+// serving reads them from the bundle, never from defaults.
 //
 //   {"format": "dialtree-tokenizer/1", "type": "sentencepiece", "model_file": "spm.model",
 //    "lower_case": false, "normalization": "nmt_nfkc",
@@ -59,7 +59,7 @@ void write_tokenizer_config(const std::string& dir, const TokenizerConfig& confi
 
 /// Checks `config` against the loaded `tokenizer`: every special id is inside the vocabulary
 /// and names the expected entry ("[CLS]" for cls; for WordPiece a role marker may also be an
-/// "[unusedK]" alias, SPACE2.md §1.4), the ids are distinct, and casing/normalisation agree
+/// "[unusedK]" alias, docs/method.md §1.4), the ids are distinct, and casing/normalisation agree
 /// with the tokenizer. For WordPiece the vocabulary's own casing must agree with lower_case
 /// (C17): lower_case=false with an uncased vocabulary (no token with an upper-case letter, as in
 /// bert-base-uncased) is rejected, and so is lower_case=true with a cased one (more than 1% of
@@ -68,8 +68,9 @@ void write_tokenizer_config(const std::string& dir, const TokenizerConfig& confi
 void check_tokenizer_config(const TokenizerConfig& config, const Tokenizer& tokenizer,
                             const std::string& config_file);
 
-/// Builds the tokenizer described by `<dir>/tokenizer.json` (CASES.md C17) and checks it with
-/// check_tokenizer_config(). @throws DataError naming the file and field for a missing or bad
+/// Builds the tokenizer described by `<dir>/tokenizer.json` (docs/failure-cases.md C17) and checks
+/// it with check_tokenizer_config(). @throws DataError naming the file and field for a missing or
+/// bad
 ///   settings file; TokenizerError if the model/vocab file itself cannot be loaded.
 std::unique_ptr<Tokenizer> load_tokenizer(const std::string& dir);
 

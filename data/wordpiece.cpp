@@ -1,4 +1,4 @@
-// BERT WordPiece tokenizer (DIALOGLUE.md §8). Unicode properties, NFD/NFC and simple case
+// BERT WordPiece tokenizer (docs/dialoglue.md §8). Unicode properties, NFD/NFC and simple case
 // mappings come from libutf8proc; the steps and their order follow Hugging Face's Python
 // BertTokenizer (BasicTokenizer + WordpieceTokenizer).
 #include "data/wordpiece.h"

@@ -1,6 +1,6 @@
 // BERT WordPiece tokenizer: BasicTokenizer (clean, CJK split, lower-case + strip accents,
 // punctuation split) followed by greedy longest-match WordPiece over `vocab.txt`
-// (DIALOGLUE.md §8). Needed for DialoGLUE's piece-level gold labels and BERT checkpoints.
+// (docs/dialoglue.md §8). Needed for DialoGLUE's piece-level gold labels and BERT checkpoints.
 #pragma once
 
 #include <cstdint>
@@ -14,7 +14,7 @@
 namespace dialtree::data {
 
 struct WordPieceOptions {
-  bool lower_case = true;                ///< uncased vocab: lower-case and strip accents
+  bool lower_case = true;                      ///< uncased vocab: lower-case and strip accents
   std::size_t max_input_chars_per_word = 100;  ///< longer words become [UNK]
   std::string unk_token = "[UNK]";
   /// Special ids; defaults are BERT-uncased ids with SPACE-2's [unusedK] role-marker aliases.

@@ -30,7 +30,7 @@ struct FinetuneOptions {
   /// Replaces the bundle's hidden/attention/embedding/FFN dropout while fine-tuning (SPACE-2
   /// fine-tunes intent tasks with 0.25); < 0 keeps the bundle's values.
   double dropout = 0.25;
-  int max_utt_len = 64;  ///< sub-word ids kept per utterance (its last ones, SPACE2.md §1.5)
+  int max_utt_len = 64;  ///< sub-word ids kept per utterance (its last ones, docs/method.md §1.5)
   /// CPU bf16 autocast for forward passes (weights stay fp32); only where the CPU has native
   /// bf16 (common/cpu_features.h), fp32 otherwise.
   bool bf16 = true;
@@ -107,7 +107,7 @@ struct TaggingRunResult {
 using TaggingScorer = std::function<double(const std::vector<std::vector<std::string>>& tags,
                                            const std::vector<std::string>& intents)>;
 
-/// Fine-tunes the bundle on a tagging task (SPACE2.md §6.2 / DialoGLUE protocol): a linear
+/// Fine-tunes the bundle on a tagging task (docs/method.md §6.2 / DialoGLUE protocol): a linear
 /// tagger on the state of each word's first sub-word (cross-entropy over those positions,
 /// SentencePiece or WordPiece alike), plus for TOP a root-intent classifier on [CLS] (the
 /// two cross-entropies summed). Words left without a sub-word (empty, or cut by max_utt_len's

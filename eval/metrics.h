@@ -1,4 +1,4 @@
-// DialoGLUE's test metrics, exactly as alexa/dialoglue computes them (DIALOGLUE.md §3-§6):
+// DialoGLUE's test metrics, exactly as alexa/dialoglue computes them (docs/dialoglue.md §3-§6):
 // intent accuracy, slot F1 with its substring quirk, TOP exact match, and TripPy's MultiWOZ joint
 // goal accuracy. Torch-free. Scores are fractions in [0, 1]; DialoGLUE reports them x100.
 #pragma once
@@ -12,7 +12,7 @@
 
 namespace dialtree::eval {
 
-/// Intent accuracy (DIALOGLUE.md §3): the fraction of examples whose predicted label string
+/// Intent accuracy (docs/dialoglue.md §3): the fraction of examples whose predicted label string
 /// equals the gold label string (byte comparison, no normalisation).
 /// @param predicted one label per test example, in test.csv order
 /// @param gold      the gold labels (gt_test.json["banking"|"clinc"|"hwu"])
@@ -21,10 +21,10 @@ namespace dialtree::eval {
 double intent_accuracy(const std::vector<std::string>& predicted,
                        const std::vector<std::string>& gold);
 
-/// The spans of one example: strings "slot:start-end" (DIALOGLUE.md §4 step 6).
+/// The spans of one example: strings "slot:start-end" (docs/dialoglue.md §4 step 6).
 using SpanList = std::vector<std::string>;
 
-/// Precision, recall and F1 of one slot type in slot_f1 (DIALOGLUE.md §4 step 7).
+/// Precision, recall and F1 of one slot type in slot_f1 (docs/dialoglue.md §4 step 7).
 struct SlotTypeScore {
   std::string type;  ///< the slot type t (a gold span's text before its first ':')
   std::size_t
@@ -34,17 +34,17 @@ struct SlotTypeScore {
   double precision, recall, f1;  ///< with DialoGLUE's 1e-5 epsilons
 };
 
-/// Slot F1 with every quirk of DialoGLUE's evaluate_slot (DIALOGLUE.md §4 step 7).
+/// Slot F1 with every quirk of DialoGLUE's evaluate_slot (docs/dialoglue.md §4 step 7).
 struct SlotF1 {
   double score = 0;                  ///< unweighted mean of the per-type F1 (0 if no types)
   std::vector<SlotTypeScore> types;  ///< per type, sorted by type name
 };
 
-/// Slot F1 (DIALOGLUE.md §4 step 7). Slot types = the set of k over the gold spans of the whole
-/// set, k being the part of "k:start-end" before its first ':' (evaluate.py's split(":")[0]; the
-/// same as before the last ':' unless k itself holds a ':'). For each type t, every example keeps
-/// the predicted and gold span strings that contain t as a substring (so type "date" also keeps
-/// "leaving_date:0-1": DialoGLUE's quirk, kept on purpose); TP = #examples with >= 1 kept
+/// Slot F1 (docs/dialoglue.md §4 step 7). Slot types = the set of k over the gold spans of the
+/// whole set, k being the part of "k:start-end" before its first ':' (evaluate.py's split(":")[0];
+/// the same as before the last ':' unless k itself holds a ':'). For each type t, every example
+/// keeps the predicted and gold span strings that contain t as a substring (so type "date" also
+/// keeps "leaving_date:0-1": DialoGLUE's quirk, kept on purpose); TP = #examples with >= 1 kept
 /// prediction whose kept prediction list equals the kept gold list (same order);
 /// P = TP / (1e-5 + #examples with >= 1 kept prediction), R = TP / (1e-5 + #examples with >= 1
 /// kept gold span), F1_t = 2PR / (1e-5 + P + R); score = unweighted mean over types. Because of
@@ -57,20 +57,21 @@ SlotF1 slot_f1_details(const std::vector<SpanList>& predicted, const std::vector
 /// slot_f1_details(predicted, gold).score: a fraction in [0, 1). Same inputs and throws.
 double slot_f1(const std::vector<SpanList>& predicted, const std::vector<SpanList>& gold);
 
-/// One TOP example (DIALOGLUE.md §5): the root intent and the piece-level tag list.
+/// One TOP example (docs/dialoglue.md §5): the root intent and the piece-level tag list.
 struct TopParse {
   std::string intent;             ///< e.g. "IN_GET_EVENT"
   std::vector<std::string> tags;  ///< e.g. {"O", "B-SL_DATE_TIME", "I-SL_DATE_TIME"}
   bool operator==(const TopParse& o) const { return intent == o.intent && tags == o.tags; }
 };
 
-/// TOP exact match (DIALOGLUE.md §5): the fraction of examples whose predicted intent equals the
-/// gold intent and whose whole predicted tag list equals the gold list.
+/// TOP exact match (docs/dialoglue.md §5): the fraction of examples whose predicted intent equals
+/// the gold intent and whose whole predicted tag list equals the gold list.
 /// @return a fraction in [0, 1]
 /// @throws std::invalid_argument if the lengths differ or both lists are empty.
 double top_exact_match(const std::vector<TopParse>& predicted, const std::vector<TopParse>& gold);
 
-// ---- MultiWOZ joint goal accuracy (TripPy, DIALOGLUE.md §6) -------------------------------------
+// ---- MultiWOZ joint goal accuracy (TripPy, docs/dialoglue.md §6)
+// -------------------------------------
 
 /// A dialog state after one turn: slot name ("hotel-area") -> value. A slot that is absent has
 /// the value "none". Same type as readers::MultiwozTurn::belief, so a gold state read by
@@ -106,8 +107,8 @@ LabelMaps normalize_label_maps(const std::map<std::string, std::vector<std::stri
 bool dst_value_correct(std::string_view predicted, std::string_view gold,
                        const LabelMaps& label_maps);
 
-/// Joint goal accuracy (DIALOGLUE.md §6): the fraction of turns whose predicted state is correct
-/// for every slot (dst_value_correct), slots absent from a state being "none". The slots
+/// Joint goal accuracy (docs/dialoglue.md §6): the fraction of turns whose predicted state is
+/// correct for every slot (dst_value_correct), slots absent from a state being "none". The slots
 /// compared are the union of the two states' keys (a slot absent from both is none == none).
 /// @param predicted the predicted (accumulated) state after each test turn
 /// @param gold      the gold state after each test turn, in the same order
@@ -148,7 +149,7 @@ struct DstStates {
 };
 
 /// Rebuilds, per record and slot, the predicted state that TripPy's metric_bert_dst.py /
-/// DialoGLUE evaluate.py scores (DIALOGLUE.md §6): the state is reset to "none" at a record
+/// DialoGLUE evaluate.py scores (docs/dialoglue.md §6): the state is reset to "none" at a record
 /// whose last guid element is "0"; class "none" keeps it, "dontcare" / "true" / "false" set that
 /// word, "copy_value" takes the normalised slot_prediction, "refer" and "inform" take a "§§"
 /// value through TripPy's check_slot_inform (the gold value when either value's word list

@@ -1,5 +1,5 @@
-// DialoGLUE submission files and the answer key gt_test.json (DIALOGLUE.md §3-§6), and scoring a
-// task's predictions against it. Torch-free.
+// DialoGLUE submission files and the answer key gt_test.json (docs/dialoglue.md §3-§6), and scoring
+// a task's predictions against it. Torch-free.
 //
 // Per task, a submission is a JSON list with one entry per test example, in test-file order:
 //   banking, clinc, hwu:   ["card_arrival", ...]                      (label strings, §3)

@@ -1,5 +1,5 @@
 // From word-level tag predictions to DialoGLUE's scoring scheme (torch-free). DialoGLUE defines
-// slot and TOP gold on BERT-uncased word pieces (DIALOGLUE.md §4 steps 4-6, §5); dialtree
+// slot and TOP gold on BERT-uncased word pieces (docs/dialoglue.md §4 steps 4-6, §5); dialtree
 // models tag words on their own sub-words, so each predicted word tag is expanded onto the
 // word's BERT pieces with the same rules that build the gold. Gold word tags mapped this way
 // give gt_test.json exactly (tests/eval/tag_mapping_test.cpp).

@@ -1,5 +1,5 @@
 // DialoGLUE task data for fine-tuning (torch-free): where the data lives, and the train / val /
-// test splits of the intent tasks (DIALOGLUE.md §1, §3) in the full or few-shot setting.
+// test splits of the intent tasks (docs/dialoglue.md §1, §3) in the full or few-shot setting.
 #pragma once
 
 #include <string>
@@ -7,7 +7,7 @@
 
 namespace dialtree::eval {
 
-/// Training-set choice of DIALOGLUE.md §1: `full` = train.*, `few` = train_10.* (10 examples
+/// Training-set choice of docs/dialoglue.md §1: `full` = train.*, `few` = train_10.* (10 examples
 /// per intent for the intent tasks, 10% for the others).
 enum class Setting { Full, Few };
 
@@ -47,7 +47,7 @@ bool is_intent_task(const std::string& task);
 bool is_tagging_task(const std::string& task);
 
 /// One example of a tagging task at DialoGLUE's word level: the words the gold labels are
-/// defined on (slot tasks: the requested slot names prefixed, DIALOGLUE.md §4 steps 1-3; TOP:
+/// defined on (slot tasks: the requested slot names prefixed, docs/dialoglue.md §4 steps 1-3; TOP:
 /// the file's words, §5) and their BIO tags.
 struct TaggingExample {
   std::vector<std::string> words;

@@ -1,4 +1,5 @@
-// Masked-language-model loss with SPACE-2's token-level mean (SPACE2.md §4.2, token_loss=true).
+// Masked-language-model loss with SPACE-2's token-level mean (docs/method.md §4.2,
+// token_loss=true).
 #pragma once
 
 #include <cstdint>
@@ -12,14 +13,14 @@ inline constexpr std::int64_t kIgnoreIndex = -100;
 
 /// The MLM loss and the two numbers it is made of. Keeping the sum and the count lets callers
 /// recombine the token mean over several shards or batches (Σ nll_sum / Σ num_targets), as
-/// SPACE-2's DataParallel run did (SPACE2.md §4.5).
+/// SPACE-2's DataParallel run did (docs/method.md §4.5).
 struct MlmLossParts {
   at::Tensor loss;         ///< 0-d: nll_sum / max(num_targets, 1); differentiable
   at::Tensor nll_sum;      ///< 0-d: Σ over target tokens of −log p(label); differentiable
   at::Tensor num_targets;  ///< 0-d int64: number of labels != ignore_index
 };
 
-/// Token-level MLM loss (SPACE2.md §4.2): total NLL over the target tokens divided by their
+/// Token-level MLM loss (docs/method.md §4.2): total NLL over the target tokens divided by their
 /// number. With no target at all the loss is exactly 0 (not NaN) and its gradient is all zeros.
 /// Log-probabilities are log_softmax in float32 (float64 for double logits), so half/bfloat16
 /// logits are fine. SPACE-2 takes log(softmax + 1e-12) instead, which caps a token's NLL at

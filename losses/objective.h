@@ -1,12 +1,12 @@
-// The per-step pre-training objective of SPACE-2 (SPACE2.md §4.3, learning_method=semi): a pure
-// combination of already computed loss parts with the config weights.
+// The per-step pre-training objective of SPACE-2 (docs/method.md §4.3, learning_method=semi): a
+// pure combination of already computed loss parts with the config weights.
 #pragma once
 
 #include <ATen/core/Tensor.h>
 
 namespace dialtree::losses {
 
-/// Weights of the objective (SPACE2.md §4.3 defaults). Each must be finite and >= 0.
+/// Weights of the objective (docs/method.md §4.3 defaults). Each must be finite and >= 0.
 struct ObjectiveWeights {
   double contrastive_weight = 1.0;  ///< weight of L_sup (labelled batch)
   double mlm_weight = 0.1;          ///< SPACE-2's mlm_ratio, on both MLM losses
@@ -36,8 +36,8 @@ struct Objective {
 };
 
 /// L = [contrastive_weight·L_sup + mlm_weight·MLM_l] + [self_weight·L_self + mlm_weight·MLM_u]
-/// (SPACE2.md §4.3; there is no weight between the labelled and unlabelled halves). Reading the
-/// logged doubles costs one device sync per present part.
+/// (docs/method.md §4.3; there is no weight between the labelled and unlabelled halves). Reading
+/// the logged doubles costs one device sync per present part.
 /// @throws std::invalid_argument if every part is absent, a present part is not a floating
 ///   tensor with exactly one element, or a weight is negative or not finite.
 Objective combine_objective(const ObjectiveParts& parts, const ObjectiveWeights& weights = {});

@@ -1,4 +1,4 @@
-// The tensors one encoder forward pass takes (SPACE2.md §1.2, §1.5). data/ stays torch-free;
+// The tensors one encoder forward pass takes (docs/method.md §1.2, §1.5). data/ stays torch-free;
 // collation of data::SerializedExample batches into these tensors lives in model/.
 #pragma once
 
@@ -11,7 +11,7 @@ namespace dialtree::model {
 struct EncoderInputs {
   torch::Tensor input_ids;       ///< token ids
   torch::Tensor attention_mask;  ///< 1 for real tokens, 0 for padding
-  torch::Tensor position_ids;    ///< restart at 0 for every utterance (SPACE2.md §1.2)
+  torch::Tensor position_ids;    ///< restart at 0 for every utterance (docs/method.md §1.2)
   torch::Tensor role_ids;        ///< 1 = current speaker's side, 0 = the other (parity rule)
   torch::Tensor turn_ids;        ///< 1 = current utterance, 2 = previous, ...; 0 = padding
 };

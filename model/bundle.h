@@ -1,4 +1,4 @@
-// Model bundles (DESIGN.md "Model bundle"): a directory a model is saved to and served from.
+// Model bundles (docs/training.md "Model bundle"): a directory a model is saved to and served from.
 //
 //   config.json        EncoderConfig (model/config.h): HF BERT keys plus ours
 //   model.safetensors  every parameter under its HF-style name (model/encoder.h), float32 as

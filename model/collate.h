@@ -1,4 +1,4 @@
-// Collation of serialised dialog examples (data/serialize.h, SPACE2.md §1.5 step 7) into the
+// Collation of serialised dialog examples (data/serialize.h, docs/method.md §1.5 step 7) into the
 // padded int64 tensors of one encoder forward pass (model/batch.h).
 #pragma once
 

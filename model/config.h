@@ -1,6 +1,7 @@
-// The encoder's architecture settings: the `config.json` of a model bundle (DESIGN.md "Model
+// The encoder's architecture settings: the `config.json` of a model bundle (docs/training.md "Model
 // bundle"). Hugging Face BERT key names where the concept exists in BERT, plus SPACE-2's own
-// (SPACE2.md §1.1, §1.2, §1.6). Torch-free, so tools that only read or print a config build fast.
+// (docs/method.md §1.1, §1.2, §1.6). Torch-free, so tools that only read or print a config build
+// fast.
 //
 //   {"vocab_size": 8000, "hidden_size": 256, "num_hidden_layers": 4, "num_attention_heads": 4,
 //    "intermediate_size": 1024, "hidden_act": "gelu", "hidden_dropout_prob": 0.1,
@@ -25,7 +26,7 @@ namespace dialtree::model {
 inline constexpr const char* kEncoderConfigFile = "config.json";
 
 /// Architecture of the SPACE-2 encoder and its heads. Defaults are BERT-base with SPACE-2's
-/// extras (SPACE2.md §1.1). All sizes are counts >= 1 unless noted.
+/// extras (docs/method.md §1.1). All sizes are counts >= 1 unless noted.
 struct EncoderConfig {
   std::int64_t vocab_size = 30522;             ///< rows of the word-embedding table
   std::int64_t hidden_size = 768;              ///< H; a multiple of num_attention_heads
@@ -41,12 +42,12 @@ struct EncoderConfig {
   double layer_norm_eps = 1e-12;               ///< every LayerNorm's epsilon
   std::int64_t pad_token_id = 0;               ///< id used for padding (HF key)
   std::int64_t cls_token_id = 101;             ///< ours: row of the word table used as the
-                                               ///< prepended [CLS] head vector (SPACE2.md §1.2)
+                                    ///< prepended [CLS] head vector (docs/method.md §1.2)
   std::int64_t max_turns = 16;  ///< ours: turn table has max_turns + 1 rows, id 0 = pad
   /// Ours: SPACE `embed_dropout` (before the embedding LayerNorm). Absent in a JSON file ->
   /// the file's hidden_dropout_prob (SPACE-2's scripts set all dropouts equal).
   double embedding_dropout_prob = 0.1;
-  /// Ours: SPACE `ff_dropout`, the extra dropout after the FFN's GELU (SPACE2.md §1.1). Absent
+  /// Ours: SPACE `ff_dropout`, the extra dropout after the FFN's GELU (docs/method.md §1.1). Absent
   /// in a JSON file -> the file's hidden_dropout_prob.
   double ffn_dropout_prob = 0.1;
   /// Ours: views with a projection sub-head, a non-empty subset of sts::view_name_list() in

@@ -235,7 +235,7 @@ DialogEncoderImpl::Masks DialogEncoderImpl::masks(const EncoderInputs& in, bool 
                                                   const torch::Tensor& x) const {
   torch::Tensor m = in.attention_mask.ne(0);  // [B, L] bool
   if (prepend_cls) {
-    // [CLS] copies token 0's mask (SPACE2.md §1.2); an empty sequence has a masked [CLS].
+    // [CLS] copies token 0's mask (docs/method.md §1.2); an empty sequence has a masked [CLS].
     const torch::Tensor head =
         m.size(1) > 0 ? m.slice(1, 0, 1) : torch::zeros({m.size(0), 1}, m.options());
     m = torch::cat({head, m}, 1);

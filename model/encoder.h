@@ -1,4 +1,4 @@
-// The SPACE-2 dialog encoder (SPACE2.md §1.1, §1.2) and its heads (§1.6), in LibTorch.
+// The SPACE-2 dialog encoder (docs/method.md §1.1, §1.2) and its heads (§1.6), in LibTorch.
 //
 // A BERT-style post-LN transformer with SPACE-2's role and turn embeddings and the prepended
 // bare [CLS] head vector. Parameter names follow Hugging Face `BertForPreTraining` where the part
@@ -19,15 +19,15 @@
 // Choices, documented here once:
 // * Embedding order is SPACE-2's, not BERT's: sum of the four embeddings, then dropout
 //   (embedding_dropout_prob), then the [CLS] vector is prepended (no dropout on it), then
-//   LayerNorm over all L+1 rows (SPACE2.md §1.2).
+//   LayerNorm over all L+1 rows (docs/method.md §1.2).
 // * Attention: Q, K and V come from one fused [3H, H] product (1/sqrt(d) folded into the query
 //   rows); padded keys get an additive -1e9 (the mask is extended so [CLS] copies token 0's), so
 //   every softmax row is finite, and the context rows of padding queries are zeroed. Real rows
 //   never see padding, and padding rows produce no NaN in the forward or the backward pass.
 // * Dropout and the fp32 attention products use model/kernels.h (threaded CPU kernels, same
 //   contract as torch::dropout / torch::matmul, different random stream for dropout).
-// * FFN has SPACE-2's extra dropout after the GELU (ffn_dropout_prob), SPACE2.md §1.1.
-// * Every matrix product goes through torch::linear / torch::matmul (STACK.md P5), so the
+// * FFN has SPACE-2's extra dropout after the GELU (ffn_dropout_prob), docs/method.md §1.1.
+// * Every matrix product goes through torch::linear / torch::matmul (docs/build.md P5), so the
 //   forward pass runs under CPU bf16 autocast; LayerNorm and softmax then run in fp32.
 // * Initialisation follows HF BERT: weights and embedding tables N(0, initializer_range),
 //   biases 0, LayerNorm gain 1 and shift 0 (uses torch's global RNG; seed it for determinism).
@@ -64,7 +64,7 @@ class DialogEncoderImpl : public torch::nn::Module {
   explicit DialogEncoderImpl(EncoderConfig config);
 
   /// Final hidden states, float [B, L+1, H] with prepend_cls (row 0 = the [CLS] head vector's
-  /// state, the "mask encoder" of SPACE2.md §1.2) or [B, L, H] without (the "plain encoder",
+  /// state, the "mask encoder" of docs/method.md §1.2) or [B, L, H] without (the "plain encoder",
   /// used for the MLM pass). Float32, or bf16 pieces under autocast (the LayerNorm output is
   /// fp32). Rows of padding positions are finite but meaningless.
   /// @throws std::invalid_argument naming the tensor if an input is not int64 [B, L], shapes
@@ -134,7 +134,8 @@ class DialogEncoderImpl : public torch::nn::Module {
 };
 TORCH_MODULE(DialogEncoder);
 
-/// The full pretraining / fine-tuning model: encoder ("bert") plus the heads of SPACE2.md §1.6.
+/// The full pretraining / fine-tuning model: encoder ("bert") plus the heads of docs/method.md
+/// §1.6.
 class SpaceModelImpl : public torch::nn::Module {
  public:
   /// Builds and initialises the encoder and heads; the intent head exists iff num_labels > 0,
@@ -154,11 +155,11 @@ class SpaceModelImpl : public torch::nn::Module {
   /// [B, H] (keeps B == 1, CASES C35). @throws std::invalid_argument if `hidden` is not 3-D.
   static torch::Tensor cls_vector(const torch::Tensor& hidden);
 
-  /// MLM logits (SPACE2.md §1.6): dense -> GELU -> LayerNorm, then h·E_tokᵀ + bias.
+  /// MLM logits (docs/method.md §1.6): dense -> GELU -> LayerNorm, then h·E_tokᵀ + bias.
   /// `hidden` [..., H] (e.g. the gathered target rows [N, H]) -> [..., V].
   torch::Tensor mlm_logits(const torch::Tensor& hidden);
 
-  /// Per-view projection (SPACE2.md §1.6): tanh(Linear(H -> K·P)) reshaped to [B, K, P], view
+  /// Per-view projection (docs/method.md §1.6): tanh(Linear(H -> K·P)) reshaped to [B, K, P], view
   /// k = config().projection_views[k]. Not L2-normalised (the loss does that).
   /// `cls` [B, H]. @throws std::invalid_argument if cls is not [B, H].
   torch::Tensor project(const torch::Tensor& cls);

@@ -37,7 +37,7 @@ bool ends_with(std::string_view s, std::string_view p) {
 }
 
 // ------------------------------------------------------------------------------------------
-// The rename table (ANCHORS.md A6), in the order the steps apply.
+// The rename table (docs/hf-interop.md "The rename table"), in the order the steps apply.
 
 struct Replace {
   std::string_view from, to;
@@ -64,7 +64,8 @@ constexpr Special kSpecials[] = {
     {"cls.seq_relationship.", true, HfTensorAction::kDrop,
      "next-sentence-prediction head; SPACE-2 has none"},
     {"bert.pooler.", true, HfTensorAction::kDrop,
-     "BERT pooler; SPACE-2 uses the bare [CLS] state (SPACE2.md 1.3), and export writes none"},
+     "BERT pooler; SPACE-2 uses the bare [CLS] state (docs/method.md §1.3), and export writes "
+     "none"},
     {"classifier.", true, HfTensorAction::kDrop,
      "task head of an HF fine-tune; dialtree's heads are intent_classifier / token_classifier"},
 };
@@ -204,7 +205,7 @@ data::WordPieceOptions hf_wordpiece_options(const fs::path& dir, const std::stri
   o.special.cls = id_of(name("cls_token", "[CLS]"), "cls");
   o.special.sep = id_of(name("sep_token", "[SEP]"), "sep");
   o.special.mask = id_of(name("mask_token", "[MASK]"), "mask");
-  // SPACE-2's role markers live on fixed [unusedK] slots (SPACE2.md 1.4).
+  // SPACE-2's role markers live on fixed [unusedK] slots (docs/method.md §1.4).
   o.special.sos_u = id_of("[unused12]", "<sos_u> role marker");
   o.special.eos_u = id_of("[unused6]", "<eos_u> role marker");
   o.special.sos_r = id_of("[unused13]", "<sos_r> role marker");
@@ -690,7 +691,7 @@ HfExportReport export_hf(const std::string& bundle, const std::string& out, HfEx
     stc["default_prompt_name"] = nullptr;
     stc["similarity_fn_name"] = "cosine";
     write_json("config_sentence_transformers.json", stc);
-    // SPACE-2's dialog vector is the [CLS] state (SPACE2.md 1.6): CLS pooling.
+    // SPACE-2's dialog vector is the [CLS] state (docs/method.md §1.6): CLS pooling.
     nlohmann::ordered_json pool;
     pool["word_embedding_dimension"] = config.hidden_size;
     pool["pooling_mode_cls_token"] = true;

@@ -2,18 +2,18 @@
 // transformers BERT folder (config.json, model.safetensors, vocab.txt) into a dialtree bundle, and
 // `dialtree export` writes a bundle back as a folder transformers / sentence-transformers load.
 //
-// One rename table (rename_hf_tensor) covers every naming variant of ANCHORS.md A6: the `bert.`
-// prefix of BertForPreTraining (absent in BertModel / sentence-transformers saves), TF-era
-// LayerNorm `gamma`/`beta`, the `embeddings.position_ids` buffer, the tied MLM decoder, the NSP
-// head and the pooler.
+// One rename table (rename_hf_tensor) covers every naming variant of docs/hf-interop.md "The rename
+// table": the `bert.` prefix of BertForPreTraining (absent in BertModel / sentence-transformers
+// saves), TF-era LayerNorm `gamma`/`beta`, the `embeddings.position_ids` buffer, the tied MLM
+// decoder, the NSP head and the pooler.
 //
 // Decisions (justified in docs/hf-interop.md):
 // * Import: SPACE-2-only tensors are created here. The turn table starts at zero, so the imported
 //   model's plain encoder computes exactly BERT's forward (turn embeddings are additive, so they
 //   still get gradients); the projection head and any task head get the HF BERT initialisation
 //   (N(0, initializer_range) weights, zero biases) from a seeded generator. The pooler and the
-//   NSP head are dropped (SPACE-2 uses neither, SPACE2.md §1.3). A decoder weight must equal the
-//   word embeddings (dialtree ties them); an untied one is an error.
+//   NSP head are dropped (SPACE-2 uses neither, docs/method.md §1.3). A decoder weight must equal
+//   the word embeddings (dialtree ties them); an untied one is an error.
 // * Export: tensors HF BERT has no place for (turn table, projection head, task heads, and for
 //   sentence-transformers also the MLM head) are never silently lost: they go to the side file
 //   dialtree_extra.safetensors, with the full dialtree config, tokenizer settings and label maps
@@ -54,11 +54,12 @@ struct HfRename {
   std::string reason;  ///< why a tensor is ignored or dropped (empty for kLoad)
 };
 
-/// The rename table (ANCHORS.md A6). Steps, in order: a BertModel name without the `bert.`
-/// prefix (`embeddings.`, `encoder.`, `pooler.`) gets it; `LayerNorm.gamma`/`LayerNorm.beta`
-/// become `LayerNorm.weight`/`LayerNorm.bias`; then the special names are classified (see
-/// HfTensorAction). Every other name is kLoad under the normalised name (dialtree names such as
-/// `projection.dense.weight` pass through unchanged). Pure string function, never throws.
+/// The rename table (docs/hf-interop.md "The rename table"). Steps, in order: a BertModel name
+/// without the `bert.` prefix (`embeddings.`, `encoder.`, `pooler.`) gets it;
+/// `LayerNorm.gamma`/`LayerNorm.beta` become `LayerNorm.weight`/`LayerNorm.bias`; then the special
+/// names are classified (see HfTensorAction). Every other name is kLoad under the normalised name
+/// (dialtree names such as `projection.dense.weight` pass through unchanged). Pure string function,
+/// never throws.
 HfRename rename_hf_tensor(const std::string& hf_name);
 
 /// Tensors of an HF checkpoint renamed to dialtree names, with notes on what was not loaded.
@@ -85,9 +86,9 @@ HfTensorMapping map_hf_tensors(const NamedTensors& hf, const std::string& source
 EncoderConfig encoder_config_from_hf(const nlohmann::json& j, const std::string& file,
                                      std::int64_t cls_token_id);
 
-/// HF BERT config.json for `config` (keys of ANCHORS.md A6, model_type "bert", the given
-/// `architectures`, torch_dtype "float32"). Dialtree's own keys are not written (they go to the
-/// side config).
+/// HF BERT config.json for `config` (keys of docs/hf-interop.md "The rename table", model_type
+/// "bert", the given `architectures`, torch_dtype "float32"). Dialtree's own keys are not written
+/// (they go to the side config).
 nlohmann::ordered_json hf_config_from_encoder(const EncoderConfig& config,
                                               const std::vector<std::string>& architectures);
 
@@ -111,7 +112,7 @@ struct HfImportReport {
 /// dialtree bundle `out` atomically (save_bundle) with a WordPiece tokenizer: casing from
 /// `do_lower_case` (default true, as BertTokenizer), [PAD]/[UNK]/[CLS]/[SEP]/[MASK] by the
 /// tokenizer's token strings, role markers on SPACE-2's [unused12]/[unused6]/[unused13]/
-/// [unused7] (SPACE2.md §1.4). With side files the saved dialtree config, tokenizer settings,
+/// [unused7] (docs/method.md §1.4). With side files the saved dialtree config, tokenizer settings,
 /// label maps, recipe and extra tensors are restored.
 /// @throws DataError naming the file (and key or tensor): missing file, pytorch_model.bin or
 ///   sharded checkpoint only (convert to one model.safetensors), bad config, vocab without the

@@ -1,6 +1,6 @@
 // The safetensors file format (https://huggingface.co/docs/safetensors), written and read here
 // with nlohmann/json (no torch pickles), so any language's safetensors reader can load a
-// dialtree model bundle (DESIGN.md "Model bundle").
+// dialtree model bundle (docs/training.md "Model bundle").
 //
 // Layout: 8-byte little-endian header length N; N bytes of JSON
 //   {"__metadata__": {"k": "v"}, "name": {"dtype": "F32", "shape": [2, 2],

@@ -1,5 +1,5 @@
 // DialoGLUE intent-classification data (BANKING77, CLINC150, HWU64): `categories.json` plus
-// RFC 4180 CSV files with the header `text,category` (DIALOGLUE.md §3).
+// RFC 4180 CSV files with the header `text,category` (docs/dialoglue.md §3).
 #pragma once
 
 #include <cstddef>
@@ -10,7 +10,7 @@
 
 namespace dialtree::readers {
 
-/// One label -> id map shared by every split (CASES.md C03). Ids are positions in
+/// One label -> id map shared by every split (docs/failure-cases.md C03). Ids are positions in
 /// `categories.json`, in the file's own order (BANKING77's is not sorted).
 class LabelMap {
  public:
@@ -19,7 +19,7 @@ class LabelMap {
   /// Ids are positions in `names`; `source` (e.g. the categories.json path) is only used in
   /// error messages. @throws DataError naming the index (`[3]`) of a duplicate or empty name.
   explicit LabelMap(std::vector<std::string> names, const std::string& source = "");
-  /// Reads a JSON list of strings (DialoGLUE `categories.json`, DIALOGLUE.md §3).
+  /// Reads a JSON list of strings (DialoGLUE `categories.json`, docs/dialoglue.md §3).
   /// @throws DataError (unreadable file, invalid JSON, empty list, duplicate/empty name) /
   ///   SchemaError (root not an array, element not a string) naming the file and index.
   static LabelMap from_categories_json(const std::string& path);
@@ -70,7 +70,7 @@ struct IntentCsv {
   std::vector<std::string> labels;
 };
 
-/// Reads an intent CSV (DIALOGLUE.md §3) with libcsv in strict mode: one leading UTF-8 BOM is
+/// Reads an intent CSV (docs/dialoglue.md §3) with libcsv in strict mode: one leading UTF-8 BOM is
 /// dropped (C01; a BOM anywhere else is text), CRLF or LF, quoted fields with doubled quotes and
 /// embedded newlines (RFC 4180). Fields are kept verbatim (no space trimming, like Python's
 /// csv). The header must be exactly `text,category`; every record must have exactly 2 fields;

@@ -1,7 +1,7 @@
-// MultiWOZ 2.1 in the TripPy/DialoGLUE layout (DIALOGLUE.md §6): `{train,val,test}_dials.json`,
-// a dict dialogue-id -> {"goal", "log": [turns]}; turns alternate user/system; a turn is a
-// system turn iff its `metadata` is non-empty, and that metadata holds the belief state after
-// the preceding user turn.
+// MultiWOZ 2.1 in the TripPy/DialoGLUE layout (docs/dialoglue.md §6):
+// `{train,val,test}_dials.json`, a dict dialogue-id -> {"goal", "log": [turns]}; turns alternate
+// user/system; a turn is a system turn iff its `metadata` is non-empty, and that metadata holds the
+// belief state after the preceding user turn.
 #pragma once
 
 #include <cstddef>

@@ -52,14 +52,15 @@ struct SgdDialog {
   std::vector<SgdTurn> turns;
 };
 
-/// What loading found wrong but could recover from (CASES.md C06). For each slot span of a frame,
-/// the text `utterance[start:exclusive_end]` (code points) is compared byte-exactly with every
-/// value that the same frame's actions give for that slot (INFORM, OFFER, CONFIRM, REQUEST,
-/// SELECT, ... all count). If there are such values and none is equal (e.g. `Hartsfield-Jackson`
-/// in the utterance vs `Hartsfield–Jackson` with an en dash in the annotation), the span is
-/// dropped from `SgdFrame::slots` and counted here, never silently kept. There is no lenient
-/// (NFKC / dash-folding) comparison. A span whose slot has no action value is kept unchecked.
-/// Counters accumulate over calls that share one report (read_sgd passes it to every file).
+/// What loading found wrong but could recover from (docs/failure-cases.md C06). For each slot span
+/// of a frame, the text `utterance[start:exclusive_end]` (code points) is compared byte-exactly
+/// with every value that the same frame's actions give for that slot (INFORM, OFFER, CONFIRM,
+/// REQUEST, SELECT, ... all count). If there are such values and none is equal (e.g.
+/// `Hartsfield-Jackson` in the utterance vs `Hartsfield–Jackson` with an en dash in the
+/// annotation), the span is dropped from `SgdFrame::slots` and counted here, never silently kept.
+/// There is no lenient (NFKC / dash-folding) comparison. A span whose slot has no action value is
+/// kept unchecked. Counters accumulate over calls that share one report (read_sgd passes it to
+/// every file).
 struct SgdLoadReport {
   std::size_t dialogs = 0;         ///< dialogues read
   std::size_t turns = 0;           ///< turns read (user + system)

@@ -1,6 +1,6 @@
 // DialoGLUE slot-filling data (Restaurant8k, DSTC8 SGD): JSON list of examples
 // `{"userInput":{"text"}, "context":{"requestedSlots"}?, "labels":[{"slot","valueSpan"}]?}`
-// (DIALOGLUE.md §4).
+// (docs/dialoglue.md §4).
 #pragma once
 
 #include <cstddef>
@@ -27,7 +27,7 @@ struct SlotExample {
   std::size_t index = 0;                     ///< 0-based record index in the file
 };
 
-/// Reads a slot JSON file (DIALOGLUE.md §4). `context`, `context.requestedSlots`, `labels` and
+/// Reads a slot JSON file (docs/dialoglue.md §4). `context`, `context.requestedSlots`, `labels` and
 /// `id` are optional; other fields (`splitKey`) are ignored. A missing `startIndex` means 0
 /// (C07); a missing `endIndex` is an error (DialoGLUE would default it to -1 and silently drop
 /// the last character). Spans must satisfy 0 <= start < end <= text length in code points.

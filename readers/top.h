@@ -1,5 +1,5 @@
 // DialoGLUE TOP semantic parsing: lines `word:TAG word:TAG ... <=> IN_INTENT`
-// plus `vocab.intent` / `vocab.slot` (DIALOGLUE.md §5).
+// plus `vocab.intent` / `vocab.slot` (docs/dialoglue.md §5).
 #pragma once
 
 #include <cstddef>
@@ -18,7 +18,7 @@ struct TopExample {
   std::size_t line = 0;           ///< 1-based line number
 };
 
-/// Reads a TOP file (DIALOGLUE.md §5). Tokens are split on runs of spaces/tabs; word = text
+/// Reads a TOP file (docs/dialoglue.md §5). Tokens are split on runs of spaces/tabs; word = text
 /// before the first ':', tag = the rest; a token starting with "::" is the word ":" and the tag
 /// after "::". A trailing CR is stripped and one leading BOM dropped.
 /// @throws DataError naming file, line and the bad token for: missing or repeated " <=> ", a
@@ -28,7 +28,7 @@ struct TopExample {
 std::vector<TopExample> read_top(const std::string& path);
 
 /// Root intent or slot tag set of `examples`: byte-sorted, de-duplicated (vocab.intent /
-/// vocab.slot are "sorted sets over train+eval+test", DIALOGLUE.md §2; verified equal to the
+/// vocab.slot are "sorted sets over train+eval+test", docs/dialoglue.md §2; verified equal to the
 /// real files).
 std::vector<std::string> top_intent_vocab(const std::vector<TopExample>& examples);
 std::vector<std::string> top_tag_vocab(const std::vector<TopExample>& examples);

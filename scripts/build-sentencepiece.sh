@@ -3,7 +3,7 @@
 # and install it into a private prefix (default: .deps/sentencepiece).
 #
 # Why: Debian's libsentencepiece.so.0 bundles protobuf-lite 3.14 and exports its symbols, so any
-# process that also loads LibTorch (system protobuf 3.21) crashes at start-up (STACK.md P3).
+# process that also loads LibTorch (system protobuf 3.21) crashes at start-up (docs/build.md P3).
 # The private build links libprotobuf-lite.so.32 instead; its RUNPATH points at the private
 # prefix so it never picks up Debian's copy. It is not ABI-compatible with Debian's spm_* tools,
 # so it never goes on the system library path.
@@ -46,7 +46,7 @@ apt-get "${aptopts[@]}" update -qq >"$work/apt.log" 2>&1 ||
 (cd "$work" && apt-get "${aptopts[@]}" source -qq sentencepiece=0.1.97-3 >>"$work/apt.log" 2>&1) ||
   { cat "$work/apt.log" >&2; exit 1; }
 src=$work/sentencepiece-0.1.97
-# The one-line patch of STACK.md P3 (a): use the system protobuf header.
+# The one-line patch of docs/build.md P3 (a): use the system protobuf header.
 sed -i 's|#include "third_party/protobuf-lite/google/protobuf/message_lite.h"|#include <google/protobuf/message_lite.h>|' \
   "$src/src/init.h"
 grep -q '<google/protobuf/message_lite.h>' "$src/src/init.h" ||

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Install what is missing (Debian 12 packages), rebuild SentencePiece privately (STACK.md P3),
+# Install what is missing (Debian 12 packages), rebuild SentencePiece privately (docs/build.md P3),
 # then configure and build dialtree into build/. Idempotent and quiet when nothing is missing.
 #   usage: scripts/setup.sh            env: BUILD_DIR (default build), JOBS (default nproc)
 set -euo pipefail
@@ -14,7 +14,7 @@ packages=(
   libcpp-httplib-dev libgtest-dev libgmock-dev libspdlog-dev libfmt-dev libutf8proc-dev libcsv-dev
   libsimdjson-dev libgloo-dev libjemalloc-dev python3-sklearn gnuplot-nox
 )
-# libgloo-dev: the headers ProcessGroupGloo.hpp includes (data-parallel training, STACK.md P9);
+# libgloo-dev: the headers ProcessGroupGloo.hpp includes (data-parallel training, docs/build.md P9);
 # the Gloo symbols themselves are in libtorch_cpu.so. libjemalloc-dev: the dialtree executable's
 # malloc (flat server RSS; cmake/Dependencies.cmake).
 # python3-sklearn: the TF-IDF baseline and probe references in bench/reference (docs/results.md).
@@ -31,7 +31,7 @@ if ((${#missing[@]})); then
       --no-install-recommends "${missing[@]}"; } >"$log" 2>&1 || { cat "$log" >&2; exit 1; }
   rm -f "$log"
 fi
-# BLAS (STACK.md P1): the OpenMP OpenBLAS must provide libblas.so.3, never the pthread one
+# BLAS (docs/build.md P1): the OpenMP OpenBLAS must provide libblas.so.3, never the pthread one
 # (its threads fight LibTorch's OpenMP pool) nor reference BLAS (55x slower). LibTorch also
 # links libopenblas.so.0 by name, and python3-sklearn (through numpy/scipy) installs the pthread
 # OpenBLAS, whose alternative has the higher priority: without the third entry dialtree loads

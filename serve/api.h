@@ -3,9 +3,9 @@
 // status, and the JSON response writers. Torch-free, so its unit tests build in seconds.
 //
 // Sources: OpenAI embeddings API and Hugging Face text-embeddings-inference (TEI) request and
-// response shapes (ANCHORS.md A1, A2); CASES.md C19 (empty input -> 400), C25 (invalid UTF-8 ->
-// 400, output always valid UTF-8). Every error is the body {"error": {"message", "type", "code",
-// "param"}} (OpenAI's nested form) with the status of http_status(kind).
+// response shapes (docs/serving.md "Routes"); docs/failure-cases.md C19 (empty input -> 400), C25
+// (invalid UTF-8 -> 400, output always valid UTF-8). Every error is the body {"error": {"message",
+// "type", "code", "param"}} (OpenAI's nested form) with the status of http_status(kind).
 #pragma once
 
 #include <cstddef>
@@ -135,7 +135,8 @@ ClassifyRequest parse_classify(const nlohmann::json& body);
 TokenizeRequest parse_tokenize(const nlohmann::json& body);
 
 /// Keeps the first `dimensions` values (all when unset) and L2-normalises them when `normalize`
-/// (the norm is accumulated in double; an all-zero vector stays zero, never NaN: CASES.md C21).
+/// (the norm is accumulated in double; an all-zero vector stays zero, never NaN:
+/// docs/failure-cases.md C21).
 /// @throws ApiError kValidation if dimensions exceeds vector.size().
 std::vector<float> finish_embedding(std::vector<float> vector,
                                     std::optional<std::int64_t> dimensions, bool normalize);

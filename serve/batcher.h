@@ -1,9 +1,10 @@
-// Dynamic batching for `dialtree serve` (ANCHORS.md A1, TEI's queue): one background thread
-// owns a FIFO of inputs and hands the next batch to a runner. A batch takes queued inputs in
-// order while the padded token budget holds — max(tokens) × count <= max_batch_tokens — and
-// count <= max_batch_requests; it starts as soon as the budget is full, or max_wait after its
-// first input arrived. Inputs of many requests share a forward pass; an input longer than the
-// budget still runs, alone. Torch-free and generic, so it is unit-tested with fake runners.
+// Dynamic batching for `dialtree serve` (docs/serving.md "Batching, limits and operation", as TEI's
+// queue): one background thread owns a FIFO of inputs and hands the next batch to a runner. A batch
+// takes queued inputs in order while the padded token budget holds — max(tokens) × count <=
+// max_batch_tokens — and count <= max_batch_requests; it starts as soon as the budget is full, or
+// max_wait after its first input arrived. Inputs of many requests share a forward pass; an input
+// longer than the budget still runs, alone. Torch-free and generic, so it is unit-tested with fake
+// runners.
 #pragma once
 
 #include <algorithm>

@@ -1,8 +1,9 @@
 // A loaded model bundle ready for inference: turns requests' inputs into serialised dialog
-// examples (data/serialize.h, SPACE2.md §1.5, the tokenizer read from the bundle: CASES.md C17)
-// and runs batched forward passes to the pooled [CLS] dialog vector (SPACE2.md §1.2) and, when
-// the bundle has an intent head, class probabilities. Shared by `dialtree serve` and the
-// offline `dialtree embed`, so both give the same vectors. The header is torch-free (pimpl).
+// examples (data/serialize.h, docs/method.md §1.5, the tokenizer read from the bundle:
+// docs/failure-cases.md C17) and runs batched forward passes to the pooled [CLS] dialog vector
+// (docs/method.md §1.2) and, when the bundle has an intent head, class probabilities. Shared by
+// `dialtree serve` and the offline `dialtree embed`, so both give the same vectors. The header is
+// torch-free (pimpl).
 #pragma once
 
 #include <cstddef>
@@ -46,7 +47,7 @@ class Embedder {
   Embedder& operator=(const Embedder&) = delete;
 
   /// Serialises one input as training does: each turn's text tokenised and wrapped in its role
-  /// markers, the last turn current (SPACE2.md §1.5). Token-id inputs are one user utterance.
+  /// markers, the last turn current (docs/method.md §1.5). Token-id inputs are one user utterance.
   /// With `truncate`, an over-long utterance keeps its first (kRight) or last (kLeft)
   /// max_utterance_length sub-words and a long dialog keeps its newest turns and last
   /// max_input_length tokens (SPACE-2's left cut). Without it such an input is refused.
@@ -56,10 +57,10 @@ class Embedder {
   data::SerializedExample prepare(const Input& input, bool truncate, TruncationDirection direction,
                                   const std::string& param) const;
 
-  /// One batched forward pass under inference mode (no autograd state is kept: CASES.md C26).
-  /// Examples are right-padded to the longest; padding never changes a row's result beyond
-  /// float rounding (the attention mask removes padded keys). An empty batch gives empty
-  /// outputs. `with_probs` adds the intent probabilities when has_classifier().
+  /// One batched forward pass under inference mode (no autograd state is kept:
+  /// docs/failure-cases.md C26). Examples are right-padded to the longest; padding never changes a
+  /// row's result beyond float rounding (the attention mask removes padded keys). An empty batch
+  /// gives empty outputs. `with_probs` adds the intent probabilities when has_classifier().
   /// @throws std::invalid_argument on malformed examples (ids outside the tables).
   ForwardOutputs forward(const std::vector<const data::SerializedExample*>& batch,
                          bool with_probs) const;

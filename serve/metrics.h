@@ -1,6 +1,6 @@
 // Prometheus metrics of `dialtree serve` (GET /metrics, text exposition format 0.0.4): request
 // counts by route and status, queue depth, batch size / tokens and latency histograms. Names
-// follow TEI's vocabulary (ANCHORS.md A1) under a dialtree_ prefix. Thread-safe.
+// follow TEI's vocabulary (docs/serving.md) under a dialtree_ prefix. Thread-safe.
 #pragma once
 
 #include <cstddef>

@@ -477,7 +477,7 @@ struct Server::Impl {
   }
 
   void install_routes() {
-    http.set_tcp_nodelay(true);  // STACK.md P4: without it every response waits ~40 ms
+    http.set_tcp_nodelay(true);  // docs/build.md P4: without it every response waits ~40 ms
     http.set_socket_options([this](socket_t sock) {
       httplib::default_socket_options(sock);
       listen_fd = sock;
@@ -534,7 +534,7 @@ struct Server::Impl {
       try {
         metrics.record_request(route_label(req.path), res.status);
       } catch (...) {
-        // Metrics must never take a connection down (CASES.md C24).
+        // Metrics must never take a connection down (docs/failure-cases.md C24).
       }
     });
 

@@ -1,4 +1,4 @@
-// `dialtree serve`: the embedding HTTP server (cpp-httplib, STACK.md P4). Routes, limits and
+// `dialtree serve`: the embedding HTTP server (cpp-httplib, docs/build.md P4). Routes, limits and
 // errors: docs/serving.md. One inference worker fed by a dynamic batcher (serve/batcher.h);
 // tokenisation runs on the HTTP threads. Health is 503 until the model is loaded and warmed up,
 // and again while draining.
@@ -13,7 +13,7 @@
 namespace dialtree::serve {
 
 /// Every setting of the server. Each has a `--flag` and a `DIALTREE_*` environment twin
-/// (cli/serve_cmd.cpp); defaults follow TEI where TEI has the setting (ANCHORS.md A1).
+/// (cli/serve_cmd.cpp); defaults follow TEI where TEI has the setting (docs/serving.md).
 struct ServerOptions {
   std::string model_dir;                      ///< model bundle folder (required)
   std::string served_model_name;              ///< echoed as OpenAI `model`; "" = folder name
@@ -33,7 +33,7 @@ struct ServerOptions {
   int num_threads = 0;                        ///< LibTorch intra-op threads; 0 = leave as is
 
   /// Checks ranges (counts >= 1, port 0..65535, max_wait_ms in [0, 10000], threads in
-  /// [1, CPUs] when set: CASES.md C27) and that max_input_length fits
+  /// [1, CPUs] when set: docs/failure-cases.md C27) and that max_input_length fits
   /// max_batch_tokens (a single input must fit a batch: TEI's start-up guard).
   /// @throws std::invalid_argument naming the flag.
   void validate() const;

@@ -49,7 +49,7 @@ struct ConvertReport {
 };
 
 /// Reads `input` (a file, or for SGD a directory of dialogues_*.json) with the matching reader
-/// and converts every record. Labels are stored after SPACE-2's fix-up (SPACE2.md §2.1).
+/// and converts every record. Labels are stored after SPACE-2's fix-up (docs/method.md §2.1).
 /// Time and memory are linear in the input (n log n in the number of slots per record).
 /// @throws std::invalid_argument for options that are empty or do not apply to `format`, or a
 ///   default source that cannot be derived; DataError / SchemaError from the readers, naming

@@ -17,7 +17,7 @@ bool is_space(char32_t c) {
   return cat == UTF8PROC_CATEGORY_ZS || cat == UTF8PROC_CATEGORY_ZL || cat == UTF8PROC_CATEGORY_ZP;
 }
 
-// Python's s.strip().lower() (SPACE2.md §3.1), per code point.
+// Python's s.strip().lower() (docs/method.md §3.1), per code point.
 std::string clean(const std::string& s) {
   std::u32string cps = utf8::decode(s);
   std::size_t b = 0, e = cps.size();

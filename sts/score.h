@@ -1,4 +1,4 @@
-// SPACE-2's multi-view tree score (SPACE2.md §3): ten views of a label tree, Jaccard per view,
+// SPACE-2's multi-view tree score (docs/method.md §3): ten views of a label tree, Jaccard per view,
 // the combined mode, and the B x B x 10 soft-target tensor of a batch.
 #pragma once
 
@@ -25,7 +25,7 @@ struct ViewSets {
   std::vector<std::string> canonical;
 };
 
-/// Builds the view sets of `tree` (SPACE2.md §3.1–3.3).
+/// Builds the view sets of `tree` (docs/method.md §3.1–3.3).
 ViewSets view_sets(const Tree& tree);
 
 /// Per-view Jaccard of two trees (§3.4): |A∩B| / |A∪B|, 0 when the union is empty (then

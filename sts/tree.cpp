@@ -93,7 +93,7 @@ Value value_from_json(const nlohmann::json& j, const JsonPlace& place, const std
   if (j.is_string()) {
     v.value = j.get<std::string>();
   } else if (j.is_number()) {
-    v.value = j.dump();  // SPACE2.md §3.1: values are converted to strings
+    v.value = j.dump();  // docs/method.md §3.1: values are converted to strings
   } else if (j.is_object()) {
     const nlohmann::json& jv = json_require(j, "value", place, path);
     std::string vpath = json_child_path(path, "value");

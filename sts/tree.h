@@ -1,5 +1,5 @@
 // The semantic tree structure (STS) label of one turn: root -> domain -> intent -> slot ->
-// [values], as used by SPACE-2 (SPACE2.md §2.1). Absent levels use the placeholders
+// [values], as used by SPACE-2 (docs/method.md §2.1). Absent levels use the placeholders
 // DEFAULT_DOMAIN / DEFAULT_INTENT.
 #pragma once
 
@@ -14,7 +14,7 @@
 
 namespace dialtree::sts {
 
-/// Placeholder names for absent tree levels (SPACE2.md §2.1).
+/// Placeholder names for absent tree levels (docs/method.md §2.1).
 inline constexpr const char* kDefaultDomain = "DEFAULT_DOMAIN";
 inline constexpr const char* kDefaultIntent = "DEFAULT_INTENT";
 
@@ -52,7 +52,7 @@ struct Tree {
   void add_slot(const std::string& domain, const std::string& intent, const std::string& slot);
 };
 
-/// SPACE-2's label fix-up (SPACE2.md §2.1): the whole tree becomes empty if any domain has no
+/// SPACE-2's label fix-up (docs/method.md §2.1): the whole tree becomes empty if any domain has no
 /// intents, or if any intent named DEFAULT_INTENT has no slots. Idempotent.
 Tree fix_up(Tree tree);
 
@@ -60,7 +60,8 @@ Tree fix_up(Tree tree);
 nlohmann::ordered_json to_json(const Tree& tree);
 
 /// Parses the nested JSON form. Values may be objects {"value": string or number, "span": [s,
-/// e]?} or bare strings/numbers (converted to strings, SPACE2.md §3.1); booleans are not values.
+/// e]?} or bare strings/numbers (converted to strings, docs/method.md §3.1); booleans are not
+/// values.
 /// @throws SchemaError naming `path` (e.g. "turns[2].label.hotel.inform.area[0].span") plus the
 ///   expected and found types; DataError for an empty domain, intent or slot name or a bad span;
 ///   `file` and `where` go into the message.

@@ -1,5 +1,5 @@
-// Deterministic batch plans for pretraining (SPACE2.md §4.5): every batch holds examples of one
-// source dataset only, so in-batch negatives and soft positives come from the same dataset.
+// Deterministic batch plans for pretraining (docs/method.md §4.5): every batch holds examples of
+// one source dataset only, so in-batch negatives and soft positives come from the same dataset.
 // Torch-free.
 #pragma once
 
@@ -33,9 +33,10 @@ struct StreamPosition {
 /// Epoch e's plan: each dataset's examples in a permutation seeded by (seed, e, dataset), cut
 /// into batches of `batch_size` (the last batch of a dataset may be smaller, never empty), then
 /// all batches of all datasets in an order seeded by (seed, e). The plan depends only on the
-/// seed, the epoch and the dataset sizes — never on time, logging or evaluation (CASES.md C34).
+/// seed, the epoch and the dataset sizes — never on time, logging or evaluation
+/// (docs/failure-cases.md C34).
 ///
-/// SPACE-2's code sweeps the datasets one after another (SPACE2.md §4.5, §8.10); we interleave
+/// SPACE-2's code sweeps the datasets one after another (docs/method.md §4.5, §8.10); we interleave
 /// the batches of all datasets instead, so that a run shorter than one epoch still sees every
 /// dataset. Batches still never mix datasets.
 class BatchStream {

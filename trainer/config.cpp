@@ -741,7 +741,7 @@ void Validator::run() const {
     }
   }
 
-  // Cross-section: tables large enough for the serialised ids (SPACE2.md §1.2, §1.5).
+  // Cross-section: tables large enough for the serialised ids (docs/method.md §1.2, §1.5).
   if (m.max_position_embeddings < d.max_utt_len + 2) {
     fail_at(blame("data.max_utt_len", "model.max_position_embeddings"),
             "model.max_position_embeddings (" + std::to_string(m.max_position_embeddings) +

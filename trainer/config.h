@@ -1,7 +1,7 @@
-// The pretraining configuration (DESIGN.md "Configuration", SPACE2.md §4.3-§5): plain structs with
-// defaults, read from one YAML file plus `key.sub=value` command-line overrides, strictly.
+// The pretraining configuration (docs/training.md "Config", docs/method.md §4.3-§5): plain structs
+// with defaults, read from one YAML file plus `key.sub=value` command-line overrides, strictly.
 //
-// Strictness (CASES.md C27, C37):
+// Strictness (docs/failure-cases.md C27, C37):
 // - An unknown key is an error naming its full path and, where one is close, the valid key meant.
 // - A present key must have the right type. Quoted scalars are strings, so `num_train_epochs: "1"`
 //   is an error; integers are plain decimal digits (`12.5`, `1e3`, `010` are not integers);
@@ -35,7 +35,8 @@ namespace dialtree::trainer {
 int available_cpus();
 
 /// `model:` — the encoder's shape, with the HF BERT config.json names where the concept exists
-/// (SPACE2.md §1). Defaults are the paper's BERT-base sizes with SPACE-2's pretraining dropout 0.2.
+/// (docs/method.md §1). Defaults are the paper's BERT-base sizes with SPACE-2's pretraining dropout
+/// 0.2.
 struct ModelConfig {
   /// Rows of the token embedding table; 0 = take the tokenizer's vocabulary size.
   int vocab_size = 0;
@@ -72,13 +73,13 @@ struct ModelConfig {
   /// (SPACE-2: 16, a 17-row table).
   int max_turns = 16;
   /// Projection views trained by the contrastive loss: a non-empty subset, without repeats, of
-  /// D, I, S, V, DI, IS, SV, DIS, ISV, DISV (SPACE2.md §3.2); default all ten, in that order.
+  /// D, I, S, V, DI, IS, SV, DIS, ISV, DISV (docs/method.md §3.2); default all ten, in that order.
   std::vector<std::string> projection_views = sts::view_name_list();
   /// Output width of each view's projection (SPACE-2: 768 = hidden size).
   int projection_dim = 768;
 };
 
-/// `data:` — inputs and dialog serialisation (SPACE2.md §1.5, §4.5).
+/// `data:` — inputs and dialog serialisation (docs/method.md §1.5, §4.5).
 struct DataConfig {
   /// Tokenizer directory (a SentencePiece model or a WordPiece vocab.txt). Required.
   std::string tokenizer;
@@ -95,12 +96,12 @@ struct DataConfig {
   /// Roles whose turns become examples: "user", "system" or "user_system" (SPACE-2: "user").
   std::string trigger_role = "user";
   /// Examples per contrastive-loss shard: SPACE-2 computes the loss per GPU replica, i.e. over
-  /// shards of 16 of its 128-example batches (SPACE2.md §4.5). 0 = the whole batch; otherwise
+  /// shards of 16 of its 128-example batches (docs/method.md §4.5). 0 = the whole batch; otherwise
   /// >= 2 and a divisor of both batch sizes.
   int contrastive_shard_size = 16;
 };
 
-/// `loss:` — the objective of SPACE2.md §4.3:
+/// `loss:` — the objective of docs/method.md §4.3:
 /// L = contrastive_weight·L_sup + self_supervised_weight·L_self + mlm_weight·(MLM_l + MLM_u).
 struct LossConfig {
   /// Contrastive temperature τ (> 0).
@@ -119,7 +120,7 @@ struct LossConfig {
   /// (SPACE-2); "combined": one loss with the views' scores averaged.
   std::string score_mode = "per_view";
   /// Data-parallel runs only: false (default) keeps SPACE-2's per-device candidate sets, each
-  /// rank's contrastive loss sees only its own batch (SPACE2.md §4.5); true all-gathers the
+  /// rank's contrastive loss sees only its own batch (docs/method.md §4.5); true all-gathers the
   /// projected embeddings of every rank's batch of the micro-step, so each loss has the
   /// world_size x larger candidate set (sentence-transformers' gather_across_devices). Needs
   /// data.contrastive_shard_size 0. In a single process the gathered set is the local batch.
@@ -127,14 +128,15 @@ struct LossConfig {
 };
 
 /// The whole pretraining run. Top-level keys use the HF TrainingArguments names. Defaults are the
-/// paper's recipe (SPACE2.md §4.4, §5), except output_dir and data.tokenizer, which are required.
+/// paper's recipe (docs/method.md §4.4, §5), except output_dir and data.tokenizer, which are
+/// required.
 struct PretrainConfig {
   /// Run directory (config.yaml, metrics.jsonl, checkpoint-*/, final/). Required.
   std::string output_dir;
   /// Total optimisation steps; 0 = num_train_epochs epochs. When > 0 it overrides
   /// num_train_epochs.
   std::int64_t max_steps = 0;
-  /// Epochs, each max(#labelled batches, #unlabelled batches) steps (SPACE2.md §4.5). >= 1.
+  /// Epochs, each max(#labelled batches, #unlabelled batches) steps (docs/method.md §4.5). >= 1.
   int num_train_epochs = 60;
   /// Labelled examples per step (SPACE-2: 128).
   int per_device_train_batch_size = 128;
@@ -161,7 +163,8 @@ struct PretrainConfig {
   /// Seed of model initialisation, dropout and masking (SPACE-2: 11), >= 0.
   std::int64_t seed = 11;
   /// Seed of the data order; when absent it is resolved to `seed`. Kept apart from `seed` and
-  /// never time-based, so the batch order depends on nothing else (CASES.md C34). >= 0.
+  /// never time-based, so the batch order depends on nothing else (docs/failure-cases.md C34). >=
+  /// 0.
   std::int64_t data_seed = 11;
   /// Log metrics every this many steps (>= 1).
   std::int64_t logging_steps = 10;
@@ -198,7 +201,8 @@ struct PretrainConfig {
   std::string resume_from_checkpoint;
   /// Compute matrix products in bfloat16 (autocast); weights and optimiser state stay fp32.
   bool bf16 = false;
-  /// Intra-op threads, in [1, available_cpus()] (CASES.md C27); default available_cpus().
+  /// Intra-op threads, in [1, available_cpus()] (docs/failure-cases.md C27); default
+  /// available_cpus().
   int threads = available_cpus();
   /// Data-parallel backend (RANK/WORLD_SIZE set, or `dialtree train --nproc-per-node N`): only
   /// "gloo" (CPU) is built.

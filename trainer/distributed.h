@@ -1,10 +1,10 @@
-// Data-parallel training over PyTorch's own c10d process groups (DESIGN.md "Scale-out stance"):
+// Data-parallel training over PyTorch's own c10d process groups (docs/training.md "Data-parallel"):
 // rendezvous from the torchrun environment variables, a Gloo process group over a TCPStore,
 // bucketed averaging of gradients, a few scalar sums, and an all-gather of embedding rows whose
 // gradient is correct under autograd (for the optional cross-rank contrastive candidate set).
 //
 // Only <ATen/core/Tensor.h> is included here; c10d, Gloo and <torch/torch.h> stay inside
-// distributed.cpp (STACK.md P9, P12).
+// distributed.cpp (docs/build.md P9, P12).
 #pragma once
 
 #include <chrono>

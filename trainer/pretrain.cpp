@@ -218,7 +218,7 @@ torch::Tensor to_tensor(const sts::ScoreMatrix& m) {
       .clone();
 }
 
-// Soft targets of a labelled batch: [K, B, B] (per-view) or [B, B] (combined), SPACE2.md §3.5.
+// Soft targets of a labelled batch: [K, B, B] (per-view) or [B, B] (combined), docs/method.md §3.5.
 torch::Tensor soft_masks(const std::vector<const PretrainExample*>& batch,
                          const std::vector<std::size_t>& views, const std::string& mode) {
   std::vector<sts::ViewSets> sets;
@@ -232,7 +232,7 @@ torch::Tensor soft_masks(const std::vector<const PretrainExample*>& batch,
   return torch::stack(per_view);
 }
 
-// The tensors of one batch (SPACE2.md §4.1-§4.2): the unmasked inputs, the soft masks, and the
+// The tensors of one batch (docs/method.md §4.1-§4.2): the unmasked inputs, the soft masks, and the
 // masked MLM copy (labelled value spans fully masked, §4.2).
 StreamBatch prepare_batch(const std::vector<const PretrainExample*>& batch, torch::Tensor masks,
                           const PretrainConfig& cfg, const data::Tokenizer& tok,
@@ -391,7 +391,7 @@ void load_checkpoint(Run& r, const std::string& dir) {
       r.cfg.data_seed) {
     throw DataError(state_path, "", "data_seed",
                     "the checkpoint was made with another data_seed; resuming would change the "
-                    "batch order (CASES.md C34)");
+                    "batch order (docs/failure-cases.md C34)");
   }
   const model::SafetensorsContents weights =
       model::load_safetensors((d / model::kWeightsFile).string());
@@ -543,7 +543,7 @@ PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<b
       r.lab.datasets.size(), count(r.unl), r.unl.datasets.size(),
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t_load).count()));
 
-  // One optimiser step consumes accum x world batches of each stream (SPACE2.md §4.5 epoch).
+  // One optimiser step consumes accum x world batches of each stream (docs/method.md §4.5 epoch).
   const std::int64_t accum = config.gradient_accumulation_steps;
   const std::int64_t per_step = accum * r.world;
   const std::size_t batches = std::max(r.lab.active() ? r.lab.batches->batches_per_epoch() : 0,

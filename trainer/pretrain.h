@@ -1,6 +1,6 @@
-// SPACE-2 pretraining (SPACE2.md §4): the labelled and unlabelled streams, the per-step
+// SPACE-2 pretraining (docs/method.md §4): the labelled and unlabelled streams, the per-step
 // objective, AdamW with linear warm-up and decay, checkpoints, resume, and the run directory
-// (DESIGN.md "Run directory"). Torch stays inside pretrain.cpp.
+// (docs/training.md "Run directory"). Torch stays inside pretrain.cpp.
 #pragma once
 
 #include <atomic>
@@ -55,8 +55,8 @@ struct StepInfo {
 ///  - stops after the step in progress when `*stop` becomes true, saving a checkpoint first.
 /// Resuming from a checkpoint continues with the same learning rate and batch positions; the
 /// MLM masks and dropout of every micro-batch are seeded by its global index, so the remaining
-/// steps equal those of an uninterrupted run (CASES.md C32, C34), also under another world
-/// size with the same gradient_accumulation_steps x world_size.
+/// steps equal those of an uninterrupted run (docs/failure-cases.md C32, C34), also under another
+/// world size with the same gradient_accumulation_steps x world_size.
 /// @param stop  polled between steps (may be null)
 /// @param log   receives human-readable log lines (a line every logging_steps; may be empty)
 /// @param on_step called after every optimiser step (may be empty)

@@ -1,5 +1,5 @@
 // Pretraining examples: sts/1 (or plain text) files -> serialised user-turn examples grouped
-// by source dataset, with the label view sets the soft targets need (SPACE2.md §1.5, §3).
+// by source dataset, with the label view sets the soft targets need (docs/method.md §1.5, §3).
 // Torch-free.
 #pragma once
 
@@ -19,10 +19,10 @@ struct PretrainExample {
   data::SerializedExample tokens;
   /// Labelled streams: the view sets of the current turn's label (an unlabelled turn inside a
   /// labelled file counts as the empty tree, which scores 0 against every other tree,
-  /// SPACE2.md §8.15). Unlabelled streams: left empty.
+  /// docs/method.md §8.15). Unlabelled streams: left empty.
   sts::ViewSets views;
   /// Labelled streams: 1 per token of `tokens` that belongs to a labelled value mention of its
-  /// utterance (SPACE2.md §4.2 span masking); empty when the context has no value mention.
+  /// utterance (docs/method.md §4.2 span masking); empty when the context has no value mention.
   std::vector<std::uint8_t> span_flags;
 };
 

@@ -1,4 +1,4 @@
-// One SPACE-2 pretraining micro-step on already collated tensors (SPACE2.md §4.1-§4.3): the
+// One SPACE-2 pretraining micro-step on already collated tensors (docs/method.md §4.1-§4.3): the
 // contrastive pass of each stream (two dropout views in one 2B forward), its MLM pass on the
 // masked copy, the combined objective and its backward. Shared by the trainer
 // (trainer/pretrain.cpp) and the training-step benchmark (bench/bench_train_step.cpp), so the
@@ -23,7 +23,7 @@ namespace dialtree::trainer {
 struct StreamBatch {
   model::EncoderInputs inputs;  ///< unmasked int64 [B, L] (the contrastive pass)
   torch::Tensor masks;          ///< soft positives: float [K, B, B] or [B, B]; undefined = identity
-                                ///< (unlabelled, SPACE2.md §4.1 L_self)
+                                ///< (unlabelled, docs/method.md §4.1 L_self)
   model::CollatedBatch masked;  ///< the MLM copy: masked input_ids and mlm_labels [B, L]
   /// Cross-rank candidates (loss.gather_across_devices): when set, the projected views of
   /// every rank's batch are all-gathered before the contrastive loss, and `masks` must cover
@@ -41,7 +41,7 @@ struct StreamLosses {
 /// The contrastive pass (one forward of the batch doubled to 2B, with [CLS]; projection head
 /// and loss in fp32 even under autocast, because at τ = 0.07 a bf16 cosine would quantise the
 /// logits in steps of ~0.06) and the MLM pass (plain encoder without [CLS] on `masked`, only
-/// the target rows go through the MLM head), SPACE2.md §4.1-§4.2.
+/// the target rows go through the MLM head), docs/method.md §4.1-§4.2.
 /// With batch.gather_group set, the loss is over the gathered views of all ranks; its value is
 /// that global loss, its gradient is world_size times the gradient through this rank's rows
 /// (so that DataParallelGroup::average_gradients() yields the global loss's gradient).
@@ -94,7 +94,7 @@ double lr_factor(std::int64_t step, std::int64_t warmup, std::int64_t total);
 /// Sets the learning rate of every parameter group of `opt`.
 void set_lr(torch::optim::AdamW& opt, double lr);
 
-/// RAII: CPU bf16 autocast for the forward pass while alive (STACK.md §3; weights stay fp32);
+/// RAII: CPU bf16 autocast for the forward pass while alive (docs/build.md; weights stay fp32);
 /// a no-op when constructed with false. Clears autocast's weight-cast cache on exit.
 class AutocastScope {
  public:

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Python reference of `dialtree embed` (offline embeddings), for bench/serve.sh.
 
-Run with Debian's interpreter and python3-torch (STACK.md P10):
+Run with Debian's interpreter and python3-torch (docs/build.md P10):
     /usr/bin/python3 bench/reference/embed.py --model BUNDLE --ids IDS.jsonl [--threads N]
         [--passes N] [--batch-size 64] [--max-batch-tokens 16384] [--output FILE]
         [--check VECTORS.jsonl]

@@ -2,7 +2,7 @@
 """Python reference of dialtree's intent fine-tuning step and test prediction, for
 bench/finetune.sh.
 
-Run with Debian's interpreter and python3-torch (STACK.md P10):
+Run with Debian's interpreter and python3-torch (docs/build.md P10):
     /usr/bin/python3 bench/reference/finetune.py [--threads N] [--steps N] [--warmup N]
         [--seq-len L] [--batch B] [--eval-batch B] [--predict N] [--dropout P] [--seed S]
 

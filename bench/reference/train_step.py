@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Python reference of dialtree's pre-training step, for bench/train_step.sh.
 
-Run with Debian's interpreter and python3-torch (STACK.md P10):
+Run with Debian's interpreter and python3-torch (docs/build.md P10):
     /usr/bin/python3 bench/reference/train_step.py [--bf16] [--threads N] [--steps N]
         [--warmup N] [--seq-len L] [--batch B] [--shard-size S] [--seed S] [--dropout P]
 

@@ -1,4 +1,5 @@
-// common/: UTF-8 slicing by code points, atomic writes, JSON access errors (CASES.md C08).
+// common/: UTF-8 slicing by code points, atomic writes, JSON access errors (docs/failure-cases.md
+// C08).
 #include <filesystem>
 #include <fstream>
 
@@ -123,8 +124,8 @@ TEST(CpuFeatures, Bf16IsUsedOnlyWhenRequestedAndNative) {
   // Agrees with the kernel's own flag list.
   std::ifstream in("/proc/cpuinfo");
   const std::string all((std::istreambuf_iterator<char>(in)), {});
-  const bool listed = all.find(" avx512_bf16") != std::string::npos ||
-                      all.find(" amx_bf16") != std::string::npos;
+  const bool listed =
+      all.find(" avx512_bf16") != std::string::npos || all.find(" amx_bf16") != std::string::npos;
   EXPECT_EQ(native, listed);
 }
 

@@ -1,4 +1,4 @@
-// Conformance: DialoGLUE's gold-label rules (DIALOGLUE.md §4, §5) applied to the real test
+// Conformance: DialoGLUE's gold-label rules (docs/dialoglue.md §4, §5) applied to the real test
 // splits regenerate the official answer key gt_test.json exactly, with BERT-uncased WordPiece.
 #include <cstddef>
 #include <fstream>

@@ -1,6 +1,6 @@
-// Worked examples of DialoGLUE's gold-label rules (DIALOGLUE.md §4 steps 1-6, §5) and
-// CASES.md C09. Expected values were derived by hand from the rules and, where BERT pieces are
-// involved, checked against a Python re-statement of the BERT-uncased tokenizer.
+// Worked examples of DialoGLUE's gold-label rules (docs/dialoglue.md §4 steps 1-6, §5) and
+// docs/failure-cases.md C09. Expected values were derived by hand from the rules and, where BERT
+// pieces are involved, checked against a Python re-statement of the BERT-uncased tokenizer.
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -54,7 +54,7 @@ TEST(SplitPythonWhitespace, MatchesStrSplit) {
   EXPECT_THROW(split_python_whitespace("a\xff"), std::invalid_argument);
 }
 
-// CASES.md C09: a multi-word value is B- I- I-, never three B-.
+// docs/failure-cases.md C09: a multi-word value is B- I- I-, never three B-.
 TEST(SlotWordTags, MultiWordValueC09) {
   const auto ex = slot_example("fly to new york city tomorrow", {{"city", 7, 20}});
   const WordTags wt = slot_word_tags(ex);

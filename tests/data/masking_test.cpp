@@ -1,4 +1,4 @@
-// SPACE-2 MLM masking (SPACE2.md §4.2): BERT 80/10/10 statistics, value-span masking,
+// SPACE-2 MLM masking (docs/method.md §4.2): BERT 80/10/10 statistics, value-span masking,
 // determinism, and the span-flag helpers on the real BERT vocabulary and a SentencePiece model.
 #include "data/masking.h"
 

@@ -1,4 +1,5 @@
-// SentencePiece wrapper and trainer on the real DialoGLUE MLM corpus (CASES.md C14, C15).
+// SentencePiece wrapper and trainer on the real DialoGLUE MLM corpus (docs/failure-cases.md C14,
+// C15).
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
@@ -137,7 +138,7 @@ TEST_F(SentencePieceReal, RoundTripsRealSentences) {
   std::size_t tested = 0, candidates = 0;
   for (std::size_t i = 0; i < lines.size(); i += 97) {
     const std::string& s = lines[i];
-    // nmt_nfkc collapses runs of spaces and trims (STACK.md §5); keep lines it leaves alone.
+    // nmt_nfkc collapses runs of spaces and trims (docs/build.md); keep lines it leaves alone.
     if (s.empty() || s.front() == ' ' || s.back() == ' ' || s.find("  ") != std::string::npos ||
         std::any_of(s.begin(), s.end(), [](char c) { return (c & 0x80) != 0 || c == '\t'; })) {
       continue;

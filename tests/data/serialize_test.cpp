@@ -1,6 +1,6 @@
-// SPACE-2 dialog serialisation (SPACE2.md §1.5). Every expected array below was worked out by
+// SPACE-2 dialog serialisation (docs/method.md §1.5). Every expected array below was worked out by
 // hand from the seven steps of §1.5, with SPACE-2's BERT marker ids sos_u=13, eos_u=7,
-// sos_r=14, eos_r=8 (SPACE2.md §1.4).
+// sos_r=14, eos_r=8 (docs/method.md §1.4).
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -188,7 +188,7 @@ TEST(Serialize, RejectsBadInput) {
   }
 }
 
-// SPACE2.md §1.5 worked example: a single-turn intent query through BERT WordPiece.
+// docs/method.md §1.5 worked example: a single-turn intent query through BERT WordPiece.
 TEST(Serialize, SingleTurnIntentExampleWithBertVocab) {
   const WordPieceTokenizer bert(
       dialtree::testing::shared_data("dialoglue/bert-base-uncased-vocab.txt"));

@@ -1,4 +1,5 @@
-// tokenizer.json bundles (CASES.md C17): settings travel with the model and are never defaulted.
+// tokenizer.json bundles (docs/failure-cases.md C17): settings travel with the model and are never
+// defaulted.
 #include <cstdint>
 #include <filesystem>
 #include <fstream>

@@ -148,7 +148,8 @@ TEST(WordPiece, DecodeRejectsOutOfRangeIds) {
   EXPECT_THROW(bert().id_to_token(30522), TokenizerError);
 }
 
-// CASES.md C14: a bad id inside a batch is a catchable error naming the row and the id.
+// docs/failure-cases.md C14: a bad id inside a batch is a catchable error naming the row and the
+// id.
 TEST(WordPiece, DecodeBatchNamesRowAndIdC14) {
   const auto& tok = bert();
   EXPECT_THAT(tok.decode_batch({{7592}, {2088, 999}}), ElementsAre("hello", "world !"));

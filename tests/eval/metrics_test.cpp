@@ -1,5 +1,5 @@
-// DialoGLUE metrics (DIALOGLUE.md §3-§6): the real answer key gt_test.json scored against itself,
-// and hand-made perturbations and sets whose scores were computed by hand.
+// DialoGLUE metrics (docs/dialoglue.md §3-§6): the real answer key gt_test.json scored against
+// itself, and hand-made perturbations and sets whose scores were computed by hand.
 #include "eval/metrics.h"
 
 #include <cstdio>
@@ -38,7 +38,7 @@ std::string percent(double value) {
   return buf;
 }
 
-// F1 of one slot type whose TP, #predicted and #to-recall are given (DIALOGLUE.md §4 step 7).
+// F1 of one slot type whose TP, #predicted and #to-recall are given (docs/dialoglue.md §4 step 7).
 double type_f1(double tp, double predicted, double to_recall) {
   const double p = tp / (1e-5 + predicted), r = tp / (1e-5 + to_recall);
   return 2 * p * r / (1e-5 + p + r);

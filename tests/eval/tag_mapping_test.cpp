@@ -32,7 +32,7 @@ TEST_P(RealTagging, GoldWordTagsMapToTheAnswerKeyExactly) {
   // And the scorer agrees: 100 (slot F1 just under 1 by its 1e-5 smoothing).
   const TaskScore s = score_task(parse_task(key), ours, gold);
   EXPECT_NEAR(s.value, 1.0, 1e-5);
-  // The few-shot training split is the 10% sample (DIALOGLUE.md §1).
+  // The few-shot training split is the 10% sample (docs/dialoglue.md §1).
   EXPECT_FALSE(task.train.empty());
   EXPECT_FALSE(task.val.empty());
 }

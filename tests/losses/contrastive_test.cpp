@@ -1,6 +1,6 @@
-// SPACE-2 soft-mask supervised contrastive loss (SPACE2.md §4.1): hand-computed values, the
+// SPACE-2 soft-mask supervised contrastive loss (docs/method.md §4.1): hand-computed values, the
 // NT-Xent special case against an independent loop implementation, the multi-view wrapper,
-// CASES.md C21/C29/C30/C35 and a finite-difference gradient check.
+// docs/failure-cases.md C21/C29/C30/C35 and a finite-difference gradient check.
 #include "losses/contrastive.h"
 
 #include <cmath>
@@ -299,10 +299,10 @@ TEST(SupConLoss, LowTemperatureBatchOfOneZeroVectorAndEmptyRow) {
 //      −ln(3 + 2ε) -> the same value (τ/τ_base)·ln(3 + 2ε).
 //  - anchors of example 2 (2 of them): (τ/τ_base)·ln(1 + 4ε) ≈ 0 in both cases.
 //  Loss = (τ/τ_base)·[4·ln(3 + 2ε) + 2·ln(1 + 4ε)] / 6 ≈ (τ/τ_base)·(2/3)·ln 3.
-// The "ln 2 instead of 0" of CASES.md C30 is the one-directional InfoNCE (B x B logits, view-1
-// queries against view-2 keys): a duplicate key ties the true key, p = 1/2, loss ln 2, and
-// masking makes it 0. In this symmetric 2B form the duplicate shows up in both views (hence 3
-// tied candidates and ln 3), and SPACE-2's SupCon puts the log inside the positive average, so
+// The "ln 2 instead of 0" of docs/failure-cases.md C30 is the one-directional InfoNCE (B x B
+// logits, view-1 queries against view-2 keys): a duplicate key ties the true key, p = 1/2, loss ln
+// 2, and masking makes it 0. In this symmetric 2B form the duplicate shows up in both views (hence
+// 3 tied candidates and ln 3), and SPACE-2's SupCon puts the log inside the positive average, so
 // its floor with |P| tied positives is ln |P|, not 0: marking the duplicate changes the value at
 // this point not at all. What masking changes is the direction: with S = I the loss falls when
 // the duplicates move apart (the model is taught to separate the same text), with the duplicate

@@ -1,5 +1,5 @@
-// MLM token-mean loss (SPACE2.md §4.2) and the per-step objective (SPACE2.md §4.3) against
-// hand-computed values.
+// MLM token-mean loss (docs/method.md §4.2) and the per-step objective (docs/method.md §4.3)
+// against hand-computed values.
 #include <cmath>
 #include <limits>
 #include <stdexcept>

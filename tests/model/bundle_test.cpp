@@ -1,4 +1,4 @@
-// model/: the safetensors reader/writer and model bundles (DESIGN.md "Model bundle").
+// model/: the safetensors reader/writer and model bundles (docs/training.md "Model bundle").
 #include <algorithm>
 #include <cstdint>
 #include <cstring>

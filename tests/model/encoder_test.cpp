@@ -1,4 +1,4 @@
-// model/: config, collation, the SPACE-2 encoder (SPACE2.md §1.2) and its heads (§1.6).
+// model/: config, collation, the SPACE-2 encoder (docs/method.md §1.2) and its heads (§1.6).
 #include <cmath>
 #include <set>
 #include <string>

@@ -94,7 +94,7 @@ NamedTensors tiny_pretraining_tensors() {
   return t;
 }
 
-/// The naming variants of ANCHORS.md A6, applied to canonical names.
+/// The naming variants of docs/hf-interop.md "The rename table", applied to canonical names.
 enum class Variant { kCanonical, kLegacyTf, kBertModel };
 
 NamedTensors in_variant(const NamedTensors& canonical, Variant v) {
@@ -414,7 +414,8 @@ TEST(ImportHf, BadFoldersAreClearErrors) {
               HasSubstr("tensor 'bert.embeddings.position_embeddings.weight': has shape [17, 8] "
                         "but the model expects [16, 8]"));
 
-  // An uncased vocabulary declared cased (CASES.md C17): the HF file is named, not a temp copy.
+  // An uncased vocabulary declared cased (docs/failure-cases.md C17): the HF file is named, not a
+  // temp copy.
   write_hf_folder(root / "cased", tiny_pretraining_tensors());
   std::ofstream(root / "cased" / "tokenizer_config.json") << R"({"do_lower_case": false})";
   EXPECT_THAT(import_error(root / "cased", out),

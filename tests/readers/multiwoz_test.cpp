@@ -1,5 +1,5 @@
 // MultiWOZ 2.1 (TripPy layout) reader and CASES C12 time normalisation. The real files are not
-// available (DIALOGLUE.md §6): tests/fixtures/multiwoz/train_dials.json is a hand-written file
+// available (docs/dialoglue.md §6): tests/fixtures/multiwoz/train_dials.json is a hand-written file
 // in the same format (3 dialogues, unsorted keys, belief states in metadata, a `booked` list).
 #include "readers/multiwoz.h"
 

@@ -120,7 +120,7 @@ TEST(Inputs, StringsDialogsAndTokenIdsInEveryShape) {
   EXPECT_EQ(t.inputs[0].turns[0].text, "x");
 }
 
-TEST(Inputs, EmptyInputsAre400NotAnythingElse) {  // CASES.md C19
+TEST(Inputs, EmptyInputsAre400NotAnythingElse) {  // docs/failure-cases.md C19
   for (const char* body : {R"({"inputs":[]})", R"({"inputs":""})", R"({"inputs":["a",""]})",
                            R"({"inputs":{"turns":[]}})", R"({"inputs":[[]]})",
                            R"({"inputs":{"turns":[{"role":"user","text":""}]}})"}) {

@@ -1,6 +1,7 @@
 // serve/server.h in-process, over real HTTP on a free loopback port (cpp-httplib's client and
-// raw sockets): every route, the error table end to end (CASES.md C19, C22, C24, C25), limits,
-// batching across clients, keep-alive starvation, and vectors equal to the offline Embedder.
+// raw sockets): every route, the error table end to end (docs/failure-cases.md C19, C22, C24, C25),
+// limits, batching across clients, keep-alive starvation, and vectors equal to the offline
+// Embedder.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>

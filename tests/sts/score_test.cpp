@@ -1,4 +1,4 @@
-// Multi-view score: the worked example of SPACE2.md §3.6 and properties of §3.2–3.5.
+// Multi-view score: the worked example of docs/method.md §3.6 and properties of §3.2–3.5.
 #include <random>
 
 #include <gtest/gtest.h>

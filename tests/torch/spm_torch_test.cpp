@@ -1,4 +1,4 @@
-// STACK.md P3 regression: LibTorch and SentencePiece in one process. Debian's libsentencepiece
+// docs/build.md P3 regression: LibTorch and SentencePiece in one process. Debian's libsentencepiece
 // bundles protobuf-lite 3.14 and crashed at start-up next to LibTorch's protobuf 3.21; dialtree
 // links a private rebuild against the system protobuf. This binary loads both libraries, runs a
 // tensor op, and trains, loads and uses a SentencePiece model. The only torch TU in tests/.

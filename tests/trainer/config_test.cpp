@@ -1,5 +1,5 @@
-// trainer/config: the strict YAML schema of a pretraining run (CASES.md C27, C34, C37), the
-// committed recipes, command-line overrides and the resolved-config dump.
+// trainer/config: the strict YAML schema of a pretraining run (docs/failure-cases.md C27, C34,
+// C37), the committed recipes, command-line overrides and the resolved-config dump.
 #include "trainer/config.h"
 
 #include <filesystem>
@@ -129,7 +129,7 @@ TEST(Config, CommittedRecipesLoadAndRoundTrip) {
   EXPECT_EQ(intent.model.max_position_embeddings, small.model.max_position_embeddings);
 
   const auto base = load_config((repo_root() / "configs/pretrain-base.yaml").string());
-  // SPACE2.md §5 / §4.4: the paper's run.
+  // docs/method.md §5 / §4.4: the paper's run.
   EXPECT_EQ(base.model.num_hidden_layers, 12);
   EXPECT_EQ(base.model.hidden_size, 768);
   EXPECT_EQ(base.model.num_attention_heads, 12);

@@ -1,7 +1,7 @@
 // End-to-end pretraining on a tiny model: losses fall, final/ loads back, and a run stopped
 // mid-way (as by SIGTERM) and resumed logs exactly the losses of an uninterrupted run
-// (CASES.md C32, C34, C35). Data-parallel: `dialtree train --nproc-per-node 2` (two processes,
-// Gloo over 127.0.0.1) trains the same parameters as one process with twice the gradient
+// (docs/failure-cases.md C32, C34, C35). Data-parallel: `dialtree train --nproc-per-node 2` (two
+// processes, Gloo over 127.0.0.1) trains the same parameters as one process with twice the gradient
 // accumulation, and its checkpoint resumes in one process.
 #include <signal.h>
 #include <sys/wait.h>
