@@ -20,4 +20,17 @@ std::size_t edit_distance(const std::string& a, const std::string& b) {
   return row[b.size()];
 }
 
+std::string closest_name(const std::string& name, const std::vector<std::string>& candidates) {
+  std::string best;
+  std::size_t best_d = static_cast<std::size_t>(-1);
+  for (const std::string& c : candidates) {
+    const std::size_t d = edit_distance(name, c);
+    if (d < best_d) {
+      best_d = d;
+      best = c;
+    }
+  }
+  return best;
+}
+
 }  // namespace dialtree

@@ -6,6 +6,7 @@
 #include <limits>
 #include <sstream>
 #include <variant>
+#include <vector>
 
 #include "common/error.h"
 #include "common/text_distance.h"
@@ -47,13 +48,9 @@ void set_value(FinetuneOptions& o, const std::string& source, const std::string&
     if (name == key) field = &f;
   }
   if (field == nullptr) {
-    std::string best;
-    std::size_t best_d = std::numeric_limits<std::size_t>::max();
-    for (const auto& [name, f] : fields()) {
-      const std::size_t d = edit_distance(key, name);
-      if (d < best_d) best_d = d, best = name;
-    }
-    fail(source, key, "unknown key; did you mean '" + best + "'?");
+    std::vector<std::string> names;
+    for (const auto& [name, f] : fields()) names.push_back(name);
+    fail(source, key, "unknown key; did you mean '" + closest_name(key, names) + "'?");
   }
   if (!node.IsScalar()) fail(source, key, "must be a single value");
   const std::string text = node.Scalar();

@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <iterator>
 #include <optional>
 #include <set>
 #include <stdexcept>
 #include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -41,16 +43,8 @@ const char* const kKeys[] = {"vocab_size",
                              "num_tags"};
 
 std::string closest_key(const std::string& key) {
-  std::string best;
-  std::size_t best_d = static_cast<std::size_t>(-1);
-  for (const char* k : kKeys) {
-    const std::size_t d = edit_distance(key, k);
-    if (d < best_d) {
-      best_d = d;
-      best = k;
-    }
-  }
-  return best;
+  static const std::vector<std::string> keys(std::begin(kKeys), std::end(kKeys));
+  return closest_name(key, keys);
 }
 
 /// The first broken rule of `c` as (key, message), or nullopt.

@@ -9,6 +9,7 @@
 #include "common/cpu_features.h"
 #include "common/error.h"
 #include "common/json_util.h"
+#include "common/text_distance.h"
 #include "common/utf8.h"
 #include "test_paths.h"
 
@@ -127,6 +128,16 @@ TEST(CpuFeatures, Bf16IsUsedOnlyWhenRequestedAndNative) {
   const bool listed =
       all.find(" avx512_bf16") != std::string::npos || all.find(" amx_bf16") != std::string::npos;
   EXPECT_EQ(native, listed);
+}
+
+TEST(TextDistance, EditDistanceAndTheClosestName) {
+  EXPECT_EQ(edit_distance("kitten", "sitting"), 3u);  // the textbook example
+  EXPECT_EQ(edit_distance("", "abc"), 3u);
+  EXPECT_EQ(edit_distance("same", "same"), 0u);
+  EXPECT_EQ(closest_name("hiden_size", {"vocab_size", "hidden_size", "num_labels"}), "hidden_size");
+  // Ties go to the first candidate; no candidates, no suggestion.
+  EXPECT_EQ(closest_name("ab", {"ax", "ay"}), "ax");
+  EXPECT_EQ(closest_name("anything", {}), "");
 }
 
 }  // namespace
