@@ -87,20 +87,15 @@ std::vector<TopExample> read_top(const std::string& path) {
       if (end == std::string_view::npos) end = words.size();
       std::string_view tok = words.substr(pos, end - pos);
       pos = end;
-      std::string_view word, tag;
-      if (tok.substr(0, 2) == "::") {
-        // A bare-colon word: "::TAG" is the word ":" tagged TAG.
-        word = tok.substr(0, 1);
-        tag = tok.substr(2);
-      } else {
-        std::size_t colon = tok.find(':');
-        if (colon == std::string_view::npos) {
-          throw DataError(path, at_line(no), "",
-                          "token " + quote_for_message(tok) + " has no ':' between word and tag");
-        }
-        word = tok.substr(0, colon);
-        tag = tok.substr(colon + 1);
+      // Tags never hold a colon, so the last one separates word and tag: "::TAG" is the word
+      // ":" and "5:30:B-SL_TIME" the word "5:30".
+      const std::size_t colon = tok.rfind(':');
+      if (colon == std::string_view::npos) {
+        throw DataError(path, at_line(no), "",
+                        "token " + quote_for_message(tok) + " has no ':' between word and tag");
       }
+      const std::string_view word = tok.substr(0, colon);
+      const std::string_view tag = tok.substr(colon + 1);
       if (word.empty()) {
         throw DataError(path, at_line(no), "",
                         "token " + quote_for_message(tok) + " has an empty word");

@@ -19,12 +19,12 @@ struct TopExample {
 };
 
 /// Reads a TOP file (docs/dialoglue.md §5). Tokens are split on runs of spaces/tabs; word = text
-/// before the first ':', tag = the rest; a token starting with "::" is the word ":" and the tag
-/// after "::". A trailing CR is stripped and one leading BOM dropped.
+/// before the token's last ':', tag = the rest (tags never hold a colon), so `::TAG` is the word
+/// ":" and `10:30:B-SL_TIME` the word "10:30". A trailing CR is stripped and one leading BOM
+/// dropped.
 /// @throws DataError naming file, line and the bad token for: missing or repeated " <=> ", a
-///   token without ':', an empty word, a tag that is not O / B-... / I-... (so `10:30:O`, whose
-///   tag would be `30:O`, is rejected), an empty intent or one with spaces, no words, an empty
-///   line, invalid UTF-8, or a read failure.
+///   token without ':', an empty word, a tag that is not O / B-... / I-..., an empty intent or
+///   one with spaces, no words, an empty line, invalid UTF-8, or a read failure.
 std::vector<TopExample> read_top(const std::string& path);
 
 /// Root intent or slot tag set of `examples`: byte-sorted, de-duplicated (vocab.intent /
