@@ -342,6 +342,38 @@ std::vector<std::pair<std::int64_t, fs::path>> list_checkpoints(const fs::path& 
   return out;
 }
 
+// True for the name of something a save left behind when the process was killed mid-way:
+// the checkpoint's staging folder ".checkpoint-<step>.tmp", and the temporaries of atomic
+// writes, "<target>.tmp.<pid>.<n>" (common/atomic_file.h).
+bool is_stale_temporary(const std::string& name) {
+  if (name.rfind(".checkpoint-", 0) == 0 && name.find(".tmp") != std::string::npos) return true;
+  const auto tmp = name.rfind(".tmp.");
+  if (tmp == std::string::npos) return false;
+  const std::string rest = name.substr(tmp + 5);  // "<pid>.<n>"
+  const auto dot = rest.find('.');
+  auto digits = [](const std::string& s) {
+    return !s.empty() &&
+           std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  return dot != std::string::npos && digits(rest.substr(0, dot)) && digits(rest.substr(dot + 1));
+}
+
+// Removes the stale temporaries (is_stale_temporary) directly inside `out` and returns their
+// names, sorted. Nothing else in `out` is touched.
+std::vector<std::string> remove_stale_temporaries(const fs::path& out) {
+  std::vector<std::string> removed;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(out, ec)) {
+    const std::string name = e.path().filename().string();
+    if (!is_stale_temporary(name)) continue;
+    std::error_code rm;
+    fs::remove_all(e.path(), rm);
+    if (!rm) removed.push_back(name);
+  }
+  std::sort(removed.begin(), removed.end());
+  return removed;
+}
+
 void save_checkpoint(Run& r) {
   const fs::path out = fs::path(r.cfg.output_dir);
   const fs::path final_dir = out / ("checkpoint-" + std::to_string(r.step));
@@ -568,6 +600,9 @@ PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<b
   std::ofstream metrics;
   if (writer) {
     fs::create_directories(out);
+    for (const std::string& name : remove_stale_temporaries(out)) {
+      say("removed " + (out / name).string() + ", left by an interrupted save");
+    }
     write_file_atomic(out / "config.yaml", dump_config(config));
     write_env(r);
     const fs::path metrics_path = out / "metrics.jsonl";

@@ -228,6 +228,32 @@ TEST_F(TinyPretraining, PaddedTokenFractionCountsPaddingPositions) {
   EXPECT_LT(f[0], 0.5);
 }
 
+TEST_F(TinyPretraining, StartUpRemovesWhatAKilledSaveLeftBehindAndNothingElse) {
+  const fs::path out = tmp_.path() / "stale";
+  for (const char* dir : {".checkpoint-3.tmp", ".checkpoint-3.tmp.tmp.999.0", "notes.tmp"}) {
+    fs::create_directories(out / dir);
+    std::ofstream(out / dir / "model.safetensors") << "partial";
+  }
+  std::ofstream(out / "config.yaml.tmp.999.1") << "partial";
+  std::ofstream(out / "keep.tmp.txt") << "mine";
+  std::vector<std::string> log;
+  run_pretraining(parse_config(yaml(out.string(), 1), "stale.yaml", {"save_steps=0"}), nullptr,
+                  [&](const std::string& line) { log.push_back(line); });
+  EXPECT_FALSE(fs::exists(out / ".checkpoint-3.tmp"));
+  EXPECT_FALSE(fs::exists(out / ".checkpoint-3.tmp.tmp.999.0"));
+  EXPECT_FALSE(fs::exists(out / "config.yaml.tmp.999.1"));
+  EXPECT_TRUE(fs::exists(out / "notes.tmp" / "model.safetensors"));  // not ours: kept
+  EXPECT_TRUE(fs::exists(out / "keep.tmp.txt"));
+  EXPECT_TRUE(fs::exists(out / "final" / "model.safetensors"));
+  std::size_t said = 0;
+  for (const auto& line : log)
+    said += line.find("left by an interrupted save") != std::string::npos;
+  EXPECT_EQ(said, 3u);
+  EXPECT_TRUE(std::find(log.begin(), log.end(),
+                        "removed " + (out / ".checkpoint-3.tmp").string() +
+                            ", left by an interrupted save") != log.end());
+}
+
 TEST_F(TinyPretraining, MlmOnlySkipsTheContrastivePasses) {
   // Both contrastive weights 0 (the MLM-only baseline of docs/results.md): the contrastive
   // parts are absent (logged 0, not computed), the MLM parts are trained.
