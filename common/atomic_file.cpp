@@ -189,6 +189,41 @@ void AtomicFile::discard() noexcept {
   done_ = true;
 }
 
+void sync_path(const fs::path& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    throw std::runtime_error("cannot open '" + path.string() + "' to sync it: " + os_error(errno));
+  }
+  const int rc = ::fsync(fd);
+  const int err = errno;
+  ::close(fd);
+  if (rc != 0 && err != EINVAL) {
+    throw std::runtime_error("cannot sync '" + path.string() + "': " + os_error(err));
+  }
+}
+
+void sync_tree(const fs::path& dir) {
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::end(it);
+       it.increment(ec)) {
+    const auto type = it->symlink_status(ec).type();
+    if (type == fs::file_type::regular || type == fs::file_type::directory) sync_path(it->path());
+  }
+  if (ec) {
+    throw std::runtime_error("cannot list '" + dir.string() + "' to sync it: " + ec.message());
+  }
+  sync_path(dir);
+}
+
+namespace {
+
+// The folder holding `p` ("." for a bare name).
+fs::path folder_of(const fs::path& p) {
+  return p.has_parent_path() ? p.parent_path() : fs::path(".");
+}
+
+}  // namespace
+
 void AtomicFile::commit() {
   if (done_) throw std::logic_error("AtomicFile::commit() called twice");
   out_->flush();
@@ -207,6 +242,11 @@ void AtomicFile::commit() {
                                "': " + os_error(err));
     }
   }
+  if (::fsync(buf_->fd()) != 0 && errno != EINVAL) {
+    const int err = errno;
+    discard();
+    throw std::runtime_error("cannot sync '" + temp_.string() + "': " + os_error(err));
+  }
   if (const int err = buf_->close_fd(); err != 0) {
     discard();
     throw std::runtime_error("write error on '" + requested_.string() +
@@ -221,6 +261,7 @@ void AtomicFile::commit() {
   unregister_temp_path(cleanup_slot_);
   cleanup_slot_ = -1;
   done_ = true;
+  sync_path(folder_of(target_));  // the rename itself
 }
 
 void write_file_atomic(const fs::path& target, std::string_view content) {
@@ -294,6 +335,7 @@ fs::path AtomicDirectory::file(const std::string& name) {
 
 void AtomicDirectory::commit() {
   if (done_) throw std::logic_error("AtomicDirectory::commit() called twice");
+  sync_tree(temp_);  // the files and the folder, before the rename publishes them
   struct stat st;
   const bool replace = ::lstat(target_.c_str(), &st) == 0;
   if (replace) {
@@ -336,6 +378,7 @@ void AtomicDirectory::commit() {
   unregister_temp_path(cleanup_slot_);
   cleanup_slot_ = -1;
   done_ = true;
+  sync_path(folder_of(target_));  // the rename itself
 }
 
 }  // namespace dialtree

@@ -31,7 +31,19 @@ std::filesystem::path resolve_output_path(const std::filesystem::path& target);
 /// either does not exist or cannot be examined. Never throws.
 bool is_same_file(const std::filesystem::path& a, const std::filesystem::path& b) noexcept;
 
+/// Flushes `path` (a file, or a folder's entries) to stable storage with fsync(2), so that a
+/// rename published after it cannot outlive the data after a power loss. Folders whose file
+/// system cannot sync them (EINVAL) are accepted. @throws std::runtime_error naming the path
+/// and the OS reason if it cannot be opened or synced.
+void sync_path(const std::filesystem::path& path);
+
+/// sync_path() on every regular file below `dir` and on every folder, `dir` included: what a
+/// staged folder needs before the rename that publishes it (checkpoints).
+/// @throws std::runtime_error as sync_path().
+void sync_tree(const std::filesystem::path& dir);
+
 /// An output file that appears under its final name only on commit().
+/// commit() syncs the file before the rename and its folder after it (sync_path).
 /// Destroying it without commit() removes the temporary file and leaves the target untouched.
 class AtomicFile {
  public:

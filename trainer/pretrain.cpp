@@ -397,8 +397,10 @@ void save_checkpoint(Run& r) {
       {"seed", r.cfg.seed},
       {"data_seed", r.cfg.data_seed}};
   write_file_atomic(tmp / "trainer_state.json", state.dump(2) + "\n");
+  sync_tree(tmp);  // every file, before the rename publishes the checkpoint
   fs::remove_all(final_dir, ec);
   fs::rename(tmp, final_dir);
+  sync_path(out);
   r.last_checkpoint = final_dir.string();
   if (r.cfg.save_total_limit > 0) {
     auto all = list_checkpoints(out);

@@ -348,5 +348,26 @@ TEST(AtomicDirectoryTest, AppearsOnlyOnCommitAndReplacesAWholeFolder) {
   EXPECT_THROW(d.file("../escape"), std::invalid_argument);
 }
 
+TEST(Durability, SyncAcceptsFilesAndFoldersAndNamesWhatItCannotOpen) {
+  testing::TempDir tmp;
+  fs::create_directories(tmp.path() / "staged" / "sub");
+  std::ofstream(tmp.path() / "staged" / "a.bin") << "a";
+  std::ofstream(tmp.path() / "staged" / "sub" / "b.bin") << "b";
+  EXPECT_NO_THROW(sync_path(tmp.path() / "staged" / "a.bin"));
+  EXPECT_NO_THROW(sync_path(tmp.path() / "staged"));
+  EXPECT_NO_THROW(sync_tree(tmp.path() / "staged"));
+  try {
+    sync_path(tmp.path() / "missing.bin");
+    ADD_FAILURE() << "no error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("missing.bin' to sync it: No such file or directory"));
+  }
+  EXPECT_THROW(sync_tree(tmp.path() / "missing"), std::runtime_error);
+  // Atomic writes still publish their content (they now sync before and after the rename).
+  write_file_atomic(tmp.path() / "out.txt", "done\n");
+  std::ifstream in(tmp.path() / "out.txt");
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "done\n");
+}
+
 }  // namespace
 }  // namespace dialtree
