@@ -99,19 +99,7 @@ int exec_torch_binary(char** argv) {
 
   // A choice already made (DIALTREE_BLAS_KERNELS set, e.g. by the dialtree that started this
   // one) stands, as in ensure_blas_kernels().
-  if (std::getenv(kBlasDecisionEnv) == nullptr) {
-    const char* user = std::getenv("OPENBLAS_CORETYPE");
-    std::optional<std::string> user_value;
-    std::string corename;
-    if (user != nullptr && *user != '\0') {
-      user_value = user;  // the user's value wins: no need to load the BLAS to ask it
-    } else {
-      corename = load_and_inspect_blas().corename;
-    }
-    const BlasKernelDecision d = decide_openblas_coretype(user_value, corename, host_cpu());
-    if (d.set_coretype) ::setenv("OPENBLAS_CORETYPE", d.coretype.c_str(), 1);
-    ::setenv(kBlasDecisionEnv, d.reason.c_str(), 1);
-  }
+  choose_blas_kernels([] { return load_and_inspect_blas().corename; });
 
   ::execv(path.c_str(), argv);
   std::fprintf(stderr,

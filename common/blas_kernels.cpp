@@ -182,20 +182,26 @@ BlasRuntime inspect_loaded_blas() {
   return inspect(RTLD_DEFAULT);
 }
 
-void ensure_blas_kernels(char** argv) {
-  if (const char* done = std::getenv(kBlasDecisionEnv); done != nullptr) return;
+std::optional<BlasKernelDecision> choose_blas_kernels(
+    const std::function<std::string()>& corename) {
+  if (std::getenv(kBlasDecisionEnv) != nullptr) return std::nullopt;
   const char* user = std::getenv("OPENBLAS_CORETYPE");
   std::optional<std::string> user_value;
-  if (user != nullptr) user_value = user;
+  if (user != nullptr && *user != '\0') user_value = user;  // then no need to ask the BLAS
   const BlasKernelDecision d =
-      decide_openblas_coretype(user_value, inspect_loaded_blas().corename, host_cpu());
+      decide_openblas_coretype(user_value, user_value ? std::string() : corename(), host_cpu());
+  if (d.set_coretype) ::setenv("OPENBLAS_CORETYPE", d.coretype.c_str(), 1);
   ::setenv(kBlasDecisionEnv, d.reason.c_str(), 1);
-  if (!d.set_coretype) return;
-  ::setenv("OPENBLAS_CORETYPE", d.coretype.c_str(), 1);
+  return d;
+}
+
+void ensure_blas_kernels(char** argv) {
+  const auto d = choose_blas_kernels([] { return inspect_loaded_blas().corename; });
+  if (!d || !d->set_coretype) return;
   ::execv("/proc/self/exe", argv);
   // Still here: the exec failed. Run on with the kernels already loaded, and say so.
   ::unsetenv("OPENBLAS_CORETYPE");
-  ::setenv(kBlasDecisionEnv, (d.reason + " [re-exec failed: OpenBLAS's own choice kept]").c_str(),
+  ::setenv(kBlasDecisionEnv, (d->reason + " [re-exec failed: OpenBLAS's own choice kept]").c_str(),
            1);
 }
 

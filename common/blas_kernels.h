@@ -3,6 +3,7 @@
 // before LibTorch (and with it OpenBLAS) is loaded into the process that does the work.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -71,6 +72,12 @@ BlasRuntime load_and_inspect_blas(const char* soname = "libblas.so.3");
 /// process it starts, so that process can log and report it. Set means "decided": nothing
 /// re-decides or re-executes after that.
 inline constexpr const char* kBlasDecisionEnv = "DIALTREE_BLAS_KERNELS";
+
+/// The one decision step both start-up paths share: unless DIALTREE_BLAS_KERNELS is set (then
+/// nullopt: decided upstream), decides from the user's OPENBLAS_CORETYPE and, only when that is
+/// unset, `corename()` (the BLAS's own core); exports the reason in DIALTREE_BLAS_KERNELS and,
+/// when the kernels should change, OPENBLAS_CORETYPE. Returns the decision.
+std::optional<BlasKernelDecision> choose_blas_kernels(const std::function<std::string()>& corename);
 
 /// The same choice for a process that has already loaded its BLAS (one linked with LibTorch,
 /// started without the launcher: dialtree-torch run directly, the benchmarks). Unless
