@@ -6,16 +6,32 @@
 #include <cmath>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 
 namespace dialtree::model {
-namespace {
 
-/// plan_length_buckets' fixed cost of one more attention call in the packed forward, in
-/// (query, key) pairs. bench_embed --order input (mixed-length batches of 24, banking test):
-/// throughput is flat for 512..2048 and 5-10% lower at 64 or with one bucket per batch.
-constexpr std::int64_t kAttentionBucketOverhead = 1024;
+/// Where the real rows of a right-padded batch go in the packed layout, and the attention
+/// buckets over them. Inputs are ordered shortest first; packed row r holds token t of input
+/// order[k], rows of one input consecutive, so each bucket of inputs owns one contiguous range
+/// of packed rows.
+struct PackedLayout {
+  struct Bucket {
+    std::int64_t first = 0, last = 0;  // inputs [first, last) in sorted order
+    std::int64_t row0 = 0, row1 = 0;   // their packed rows
+    std::int64_t length = 0;
+    torch::Tensor slots;     // [rows] position of each row in the [count * length] padded layout;
+                             // undefined when the bucket has no padding
+    torch::Tensor key_bias;  // [count, 1, 1, length]: 0 visible, -1e9 padding
+  };
+  torch::Tensor rows;        // int64 [N]: packed row -> row b * T + t of the padded [B * T]
+  torch::Tensor first_rows;  // int64 [B]: the packed row of each input's token 0, sorted order
+  torch::Tensor inverse;     // int64 [B]: input b's place in the sorted order
+  std::vector<Bucket> buckets;
+};
+
+namespace {
 
 /// Child module `name` of `parent`, created as an empty container when missing. Empty
 /// containers reproduce HF's nesting ("attention.self.query") without any forward code.
@@ -87,6 +103,93 @@ torch::Tensor layer_norm(const torch::Tensor& x, const torch::Tensor& w, const t
                          double eps) {
   const torch::Tensor in = x.scalar_type() == w.scalar_type() ? x : x.to(w.scalar_type());
   return torch::layer_norm(in, {w.size(0)}, w, b, eps);
+}
+
+/// The visible length of each row when `visible` (bool [B, T]) is right-padded (every row a
+/// prefix of ones, none empty: what collate() makes); nullopt otherwise or for an empty batch.
+std::optional<std::vector<std::int64_t>> right_padded_lengths(const torch::Tensor& visible) {
+  const std::int64_t B = visible.size(0), T = visible.size(1);
+  if (B == 0 || T == 0) return std::nullopt;
+  const torch::Tensor v = visible.to(torch::kCPU);
+  const torch::Tensor lengths = v.sum(1);
+  if (lengths.min().item<std::int64_t>() < 1 ||
+      !v.equal(torch::arange(T).unsqueeze(0) < lengths.unsqueeze(1)))
+    return std::nullopt;
+  return std::vector<std::int64_t>(lengths.data_ptr<std::int64_t>(),
+                                   lengths.data_ptr<std::int64_t>() + B);
+}
+
+/// The packed layout of a batch of `lengths` (B values >= 1) padded to T, on `device`.
+PackedLayout packed_layout(const std::vector<std::int64_t>& lengths, std::int64_t T,
+                           const torch::Device& device) {
+  const auto index_opts = torch::TensorOptions().dtype(torch::kLong);
+  std::vector<std::int64_t> order(lengths.size());
+  std::iota(order.begin(), order.end(), std::int64_t{0});
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::int64_t a, std::int64_t b) { return lengths[a] < lengths[b]; });
+  std::vector<std::int64_t> sorted_lengths, rows, first_rows, inverse(order.size());
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    const std::int64_t e = order[k], len = lengths[static_cast<std::size_t>(e)];
+    sorted_lengths.push_back(len);
+    first_rows.push_back(static_cast<std::int64_t>(rows.size()));
+    inverse[static_cast<std::size_t>(e)] = static_cast<std::int64_t>(k);
+    for (std::int64_t t = 0; t < len; ++t) rows.push_back(e * T + t);
+  }
+  PackedLayout lay;
+  for (const LengthBucket& lb : plan_length_buckets(sorted_lengths, kAttentionBucketOverhead)) {
+    PackedLayout::Bucket b;
+    b.first = static_cast<std::int64_t>(lb.begin), b.last = static_cast<std::int64_t>(lb.end);
+    b.row0 = first_rows[lb.begin];
+    b.row1 =
+        lb.end < first_rows.size() ? first_rows[lb.end] : static_cast<std::int64_t>(rows.size());
+    b.length = lb.length;
+    std::vector<std::int64_t> slots;
+    std::vector<float> bias;
+    for (std::size_t k = lb.begin; k < lb.end; ++k) {
+      const std::int64_t base = static_cast<std::int64_t>(k - lb.begin) * lb.length;
+      for (std::int64_t t = 0; t < lb.length; ++t) {
+        if (t < sorted_lengths[k]) slots.push_back(base + t);
+        bias.push_back(t < sorted_lengths[k] ? 0.0f : -1e9f);
+      }
+    }
+    const std::int64_t count = b.last - b.first;
+    if (b.row1 - b.row0 < count * lb.length) b.slots = torch::tensor(slots, index_opts).to(device);
+    b.key_bias = torch::tensor(bias).view({count, 1, 1, lb.length}).to(device);
+    lay.buckets.push_back(std::move(b));
+  }
+  lay.rows = torch::tensor(rows, index_opts).to(device);
+  lay.first_rows = torch::tensor(first_rows, index_opts).to(device);
+  lay.inverse = torch::tensor(inverse, index_opts).to(device);
+  return lay;
+}
+
+/// Attention over packed rows, bucket by bucket, with `attend` (DialogEncoderImpl::attend).
+/// k, v: [N, H] packed rows; q: [N, H] packed rows (all queries) or, with `cls_only`, [B, H]
+/// in sorted order (one [CLS] query per input). -> context shaped like q.
+template <class Attend>
+torch::Tensor packed_attend(const PackedLayout& lay, const torch::Tensor& q, const torch::Tensor& k,
+                            const torch::Tensor& v, bool cls_only, Attend&& attend) {
+  const std::int64_t H = k.size(1);
+  std::vector<torch::Tensor> pieces;
+  for (const PackedLayout::Bucket& b : lay.buckets) {
+    const std::int64_t count = b.last - b.first;
+    auto padded = [&](const torch::Tensor& t) {
+      const torch::Tensor part = t.slice(0, b.row0, b.row1);
+      if (!b.slots.defined()) return part.view({count, b.length, H});
+      return torch::zeros({count * b.length, H}, part.options())
+          .index_copy(0, b.slots, part)
+          .view({count, b.length, H});
+    };
+    const torch::Tensor qb = cls_only ? q.slice(0, b.first, b.last).view({count, 1, H}) : padded(q);
+    const torch::Tensor context = attend(qb, padded(k), padded(v), b.key_bias);
+    if (cls_only) {
+      pieces.push_back(context.view({count, H}));
+    } else {
+      const torch::Tensor flat = context.reshape({count * b.length, H});
+      pieces.push_back(b.slots.defined() ? flat.index_select(0, b.slots) : flat);
+    }
+  }
+  return pieces.size() == 1 ? pieces[0] : torch::cat(pieces, 0);
 }
 
 }  // namespace
@@ -254,6 +357,9 @@ DialogEncoderImpl::Masks DialogEncoderImpl::masks(const EncoderInputs& in, bool 
 torch::Tensor DialogEncoderImpl::forward(const EncoderInputs& in, bool prepend_cls) {
   torch::Tensor x = embed(in, prepend_cls);
   const Masks mk = masks(in, prepend_cls, x);
+  if (padding_free_ && !layers_.empty()) {
+    if (const auto lengths = right_padded_lengths(mk.visible)) return forward_packed(x, *lengths);
+  }
   for (const auto& w : layers_) x = block(w, x, x, mk.key_bias, mk.query_keep);
   return x;
 }
@@ -263,17 +369,7 @@ torch::Tensor DialogEncoderImpl::forward_cls(const EncoderInputs& in) {
   const Masks mk = masks(in, /*prepend_cls=*/true, x);
   const std::size_t n = layers_.size();
   if (n == 0) return x.select(1, 0);
-  const std::int64_t B = x.size(0), T = x.size(1);
-  if (B > 0 && T > 0) {
-    // Right padding only (each row's visible positions are 0..len-1, len >= 1): packed path.
-    const torch::Tensor visible = mk.visible.to(torch::kCPU);
-    const torch::Tensor lengths = visible.sum(1);
-    if (lengths.min().item<std::int64_t>() >= 1 &&
-        visible.equal(torch::arange(T).unsqueeze(0) < lengths.unsqueeze(1))) {
-      return forward_cls_packed(x, std::vector<std::int64_t>(lengths.data_ptr<std::int64_t>(),
-                                                             lengths.data_ptr<std::int64_t>() + B));
-    }
-  }
+  if (const auto lengths = right_padded_lengths(mk.visible)) return forward_cls_packed(x, *lengths);
   for (std::size_t i = 0; i + 1 < n; ++i) x = block(layers_[i], x, x, mk.key_bias, mk.query_keep);
   // Only row 0 of the last block's output is wanted: its keys and values still need every row,
   // but its query, attention row, output projection and feed-forward need only [CLS].
@@ -281,100 +377,50 @@ torch::Tensor DialogEncoderImpl::forward_cls(const EncoderInputs& in) {
   return block(layers_[n - 1], cls, x, mk.key_bias, mk.query_keep.slice(1, 0, 1)).select(1, 0);
 }
 
+torch::Tensor DialogEncoderImpl::packed_blocks(const PackedLayout& lay, torch::Tensor xp,
+                                               std::size_t count) {
+  const std::int64_t H = xp.size(1);
+  auto attend_fn = [this](const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                          const torch::Tensor& bias) { return attend(q, k, v, bias); };
+  for (std::size_t i = 0; i < count; ++i) {
+    const auto [qkv_w, qkv_b] = fused_qkv(layers_[i]);
+    const torch::Tensor qkv = torch::linear(xp, qkv_w, qkv_b);  // [N, 3H]
+    const torch::Tensor context = packed_attend(lay, qkv.slice(1, 0, H), qkv.slice(1, H, 2 * H),
+                                                qkv.slice(1, 2 * H), /*cls_only=*/false, attend_fn);
+    xp = block_output(layers_[i], xp, context);
+  }
+  return xp;
+}
+
+torch::Tensor DialogEncoderImpl::forward_packed(const torch::Tensor& x,
+                                                const std::vector<std::int64_t>& lengths) {
+  const std::int64_t B = x.size(0), T = x.size(1), H = x.size(2);
+  const PackedLayout lay = packed_layout(lengths, T, x.device());
+  const torch::Tensor xp =
+      packed_blocks(lay, x.reshape({B * T, H}).index_select(0, lay.rows), layers_.size());
+  // Back to the padded layout (differentiable: the gradient of index_copy's source is the
+  // gradient's rows at `rows`).
+  return torch::zeros({B * T, H}, xp.options()).index_copy(0, lay.rows, xp).view({B, T, H});
+}
+
 torch::Tensor DialogEncoderImpl::forward_cls_packed(const torch::Tensor& x,
                                                     const std::vector<std::int64_t>& lengths) {
   const std::int64_t B = x.size(0), T = x.size(1), H = x.size(2);
-  const auto index_opts = torch::TensorOptions().dtype(torch::kLong).device(x.device());
-  // Inputs shortest first; packed row r holds token t of input order[k], rows of one input
-  // consecutive, so each bucket of inputs owns one contiguous range of rows.
-  std::vector<std::int64_t> order(static_cast<std::size_t>(B));
-  std::iota(order.begin(), order.end(), std::int64_t{0});
-  std::stable_sort(order.begin(), order.end(),
-                   [&](std::int64_t a, std::int64_t b) { return lengths[a] < lengths[b]; });
-  std::vector<std::int64_t> sorted_lengths, rows, first_rows, inverse(order.size());
-  for (std::size_t k = 0; k < order.size(); ++k) {
-    const std::int64_t e = order[k], len = lengths[static_cast<std::size_t>(e)];
-    sorted_lengths.push_back(len);
-    first_rows.push_back(static_cast<std::int64_t>(rows.size()));
-    inverse[static_cast<std::size_t>(e)] = static_cast<std::int64_t>(k);
-    for (std::int64_t t = 0; t < len; ++t) rows.push_back(e * T + t);
-  }
-  struct Bucket {
-    std::int64_t first = 0, last = 0;  // inputs [first, last) in sorted order
-    std::int64_t row0 = 0, row1 = 0;   // their packed rows
-    std::int64_t length = 0;
-    torch::Tensor slots;     // [rows] position of each row in the [count * length] padded layout
-    torch::Tensor key_bias;  // [count, 1, 1, length]
-  };
-  std::vector<Bucket> buckets;
-  for (const LengthBucket& lb : plan_length_buckets(sorted_lengths, kAttentionBucketOverhead)) {
-    Bucket b;
-    b.first = static_cast<std::int64_t>(lb.begin), b.last = static_cast<std::int64_t>(lb.end);
-    b.row0 = first_rows[lb.begin];
-    b.row1 =
-        lb.end < first_rows.size() ? first_rows[lb.end] : static_cast<std::int64_t>(rows.size());
-    b.length = lb.length;
-    std::vector<std::int64_t> slots;
-    std::vector<float> bias;
-    for (std::size_t k = lb.begin; k < lb.end; ++k) {
-      const std::int64_t base = static_cast<std::int64_t>(k - lb.begin) * lb.length;
-      for (std::int64_t t = 0; t < lb.length; ++t) {
-        if (t < sorted_lengths[k]) slots.push_back(base + t);
-        bias.push_back(t < sorted_lengths[k] ? 0.0f : -1e9f);
-      }
-    }
-    const std::int64_t count = b.last - b.first;
-    if (b.row1 - b.row0 < count * lb.length) {  // some padding: scatter and gather by slot
-      b.slots = torch::tensor(slots, torch::kLong).to(x.device());
-    }
-    b.key_bias = torch::tensor(bias).view({count, 1, 1, lb.length}).to(x.device());
-    buckets.push_back(std::move(b));
-  }
-  // Attention over packed rows, bucket by bucket. k, v: [N, H] packed rows; q: [N, H] packed
-  // rows (all queries) or [B, H] in sorted order ([CLS] queries). -> context like q.
-  auto packed_attend = [&](const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                           bool cls_only) {
-    std::vector<torch::Tensor> pieces;
-    for (const Bucket& b : buckets) {
-      const std::int64_t count = b.last - b.first;
-      auto padded = [&](const torch::Tensor& t) {
-        const torch::Tensor part = t.slice(0, b.row0, b.row1);
-        if (!b.slots.defined()) return part.view({count, b.length, H});
-        return torch::zeros({count * b.length, H}, part.options())
-            .index_copy_(0, b.slots, part)
-            .view({count, b.length, H});
-      };
-      const torch::Tensor qb =
-          cls_only ? q.slice(0, b.first, b.last).view({count, 1, H}) : padded(q);
-      const torch::Tensor context = attend(qb, padded(k), padded(v), b.key_bias);
-      if (cls_only) {
-        pieces.push_back(context.view({count, H}));
-      } else {
-        const torch::Tensor flat = context.reshape({count * b.length, H});
-        pieces.push_back(b.slots.defined() ? flat.index_select(0, b.slots) : flat);
-      }
-    }
-    return pieces.size() == 1 ? pieces[0] : torch::cat(pieces, 0);
-  };
-
-  torch::Tensor xp = x.reshape({B * T, H}).index_select(0, torch::tensor(rows, index_opts));
+  const PackedLayout lay = packed_layout(lengths, T, x.device());
   const std::size_t n = layers_.size();
-  for (std::size_t i = 0; i + 1 < n; ++i) {
-    const auto [qkv_w, qkv_b] = fused_qkv(layers_[i]);
-    const torch::Tensor qkv = torch::linear(xp, qkv_w, qkv_b);  // [N, 3H]
-    const torch::Tensor context = packed_attend(qkv.slice(1, 0, H), qkv.slice(1, H, 2 * H),
-                                                qkv.slice(1, 2 * H), /*cls_only=*/false);
-    xp = block_output(layers_[i], xp, context);
-  }
+  const torch::Tensor xp =
+      packed_blocks(lay, x.reshape({B * T, H}).index_select(0, lay.rows), n - 1);
   // The last block: keys and values for every row, the rest for [CLS] (row 0 of each input).
   const TransformerLayerWeights& w = layers_[n - 1];
   const auto [qkv_w, qkv_b] = fused_qkv(w);
-  const torch::Tensor cls = xp.index_select(0, torch::tensor(first_rows, index_opts));  // [B, H]
+  const torch::Tensor cls = xp.index_select(0, lay.first_rows);  // [B, H], sorted order
   const torch::Tensor q = torch::linear(cls, qkv_w.slice(0, 0, H), qkv_b.slice(0, 0, H));
   const torch::Tensor kv = torch::linear(xp, qkv_w.slice(0, H), qkv_b.slice(0, H));  // [N, 2H]
+  auto attend_fn = [this](const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                          const torch::Tensor& bias) { return attend(q, k, v, bias); };
   const torch::Tensor context =
-      packed_attend(q, kv.slice(1, 0, H), kv.slice(1, H), /*cls_only=*/true);
-  return block_output(w, cls, context).index_select(0, torch::tensor(inverse, index_opts));
+      packed_attend(lay, q, kv.slice(1, 0, H), kv.slice(1, H), /*cls_only=*/true, attend_fn);
+  return block_output(w, cls, context).index_select(0, lay.inverse);
 }
 
 // ---------------------------------------------------------------------------------------------

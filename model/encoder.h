@@ -45,6 +45,8 @@
 
 namespace dialtree::model {
 
+struct PackedLayout;  // model/encoder.cpp: the packed rows and attention buckets of a batch
+
 /// Tensors of one transformer block (HF names in the comments, relative to encoder.layer.N).
 struct TransformerLayerWeights {
   torch::Tensor query_w, query_b;        ///< attention.self.query   [H, H], [H]
@@ -87,6 +89,16 @@ class DialogEncoderImpl : public torch::nn::Module {
   /// forward(). @throws as forward().
   torch::Tensor embed(const EncoderInputs& inputs, bool prepend_cls = true);
 
+  /// Padding-free forward() (docs/performance.md "Padding-free batches"), on by default: for
+  /// right-padded inputs (what collate() makes) the blocks run on the real rows only, packed
+  /// [N, H] (N = Σ lengths), and attention pads per bucket of similar lengths, as in
+  /// forward_cls(). Real rows get the padded path's values up to float rounding, padding rows
+  /// are 0, and every loss over real rows keeps its value and gradient; dropout draws its
+  /// masks over the packed rows, so with dropout > 0 the random stream differs. Off: every
+  /// forward pads to the longest input (the reference for tests and benchmarks).
+  void set_padding_free(bool on) { padding_free_ = on; }
+  bool padding_free() const { return padding_free_; }
+
   /// Word-embedding table [V, H] (also the tied MLM decoder weight).
   const torch::Tensor& word_embeddings() const { return word_; }
   const EncoderConfig& config() const { return config_; }
@@ -127,10 +139,17 @@ class DialogEncoderImpl : public torch::nn::Module {
   /// lengths (plan_length_buckets). -> [B, H] in the inputs' order.
   torch::Tensor forward_cls_packed(const torch::Tensor& x,
                                    const std::vector<std::int64_t>& lengths);
+  /// Blocks [0, count) on the packed rows `xp` [N, H] of layout `lay` -> [N, H].
+  torch::Tensor packed_blocks(const PackedLayout& lay, torch::Tensor xp, std::size_t count);
+  /// forward() for right-padded inputs, padding-free: every block on the packed real rows of
+  /// `x` (embed()'s output [B, T, H]), attention per length bucket. -> [B, T, H] with the real
+  /// rows in place and zeros on padding.
+  torch::Tensor forward_packed(const torch::Tensor& x, const std::vector<std::int64_t>& lengths);
 
   EncoderConfig config_;
   torch::Tensor word_, position_, role_, turn_, emb_ln_w_, emb_ln_b_;
   std::vector<TransformerLayerWeights> layers_;
+  bool padding_free_ = true;
 };
 TORCH_MODULE(DialogEncoder);
 

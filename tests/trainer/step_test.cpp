@@ -1,0 +1,143 @@
+// trainer/step.h: the pretraining micro-step, padded and padding-free (docs/performance.md
+// "Padding-free batches").
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "model/collate.h"
+#include "model/encoder.h"
+#include "serve/tiny_bundle.h"
+#include "trainer/step.h"
+
+namespace dialtree::trainer {
+namespace {
+
+/// The server tests' tiny encoder (2 layers, 32 wide, 24 ids, one projection view "I") with
+/// three views and every dropout 0.
+model::EncoderConfig tiny_config() {
+  model::EncoderConfig c = serve::testing::tiny_config(/*with_intent=*/false);
+  c.projection_views = {"D", "I", "S"};
+  c.hidden_dropout_prob = c.attention_probs_dropout_prob = 0.0;
+  c.embedding_dropout_prob = c.ffn_dropout_prob = 0.0;
+  return c;
+}
+
+/// An example of `len` tokens with positions restarting every 6 tokens (utterances), roles and
+/// turns per utterance, ids from `seed`.
+data::SerializedExample example(int len, int seed) {
+  data::SerializedExample ex;
+  for (int i = 0; i < len; ++i) {
+    ex.input_ids.push_back(5 + (seed * 13 + i * 7) % 19);
+    ex.position_ids.push_back(i % 6);
+    ex.role_ids.push_back((i / 6) % 2);
+    ex.turn_ids.push_back(1 + (i / 6) % 4);
+  }
+  return ex;
+}
+
+/// A stream batch of mixed lengths (as real pretraining batches: single utterances beside
+/// contexts of up to 30 tokens): soft masks [3, B, B] and ~20% MLM targets.
+StreamBatch mixed_batch(const std::vector<int>& lengths, int seed) {
+  std::vector<data::SerializedExample> xs;
+  std::vector<std::vector<std::int32_t>> labels;
+  for (std::size_t i = 0; i < lengths.size(); ++i) {
+    xs.push_back(example(lengths[i], seed + static_cast<int>(i)));
+    std::vector<std::int32_t> lab(static_cast<std::size_t>(lengths[i]),
+                                  static_cast<std::int32_t>(model::kIgnoreLabel));
+    for (std::size_t t = i % 5; t < lab.size(); t += 5) lab[t] = xs.back().input_ids[t];
+    labels.push_back(std::move(lab));
+  }
+  StreamBatch b;
+  b.inputs = model::collate(xs);
+  std::vector<data::SerializedExample> masked = xs;
+  for (std::size_t i = 0; i < masked.size(); ++i) {
+    for (std::size_t t = i % 5; t < masked[i].input_ids.size(); t += 5) masked[i].input_ids[t] = 3;
+  }
+  b.masked = model::collate(masked, labels);
+  const auto B = static_cast<std::int64_t>(lengths.size());
+  torch::manual_seed(static_cast<std::uint64_t>(seed));
+  torch::Tensor m = torch::rand({3, B, B});
+  m = (m + m.transpose(1, 2)) / 2;
+  b.masks = m.masked_fill(torch::eye(B).to(torch::kBool).unsqueeze(0), 1.0);
+  return b;
+}
+
+struct StepResult {
+  losses::Objective objective;
+  std::vector<torch::Tensor> grads;
+};
+
+StepResult run_step(model::SpaceModel& net, bool padding_free, const StreamBatch& lab,
+                    const StreamBatch& unl) {
+  net->encoder()->set_padding_free(padding_free);
+  net->zero_grad();
+  losses::ContrastiveOptions copt;
+  copt.shard_size = 4;  // shards of 4 over batches of 7: per-example semantics must hold
+  StepResult r;
+  r.objective = forward_backward(net, &lab, &unl, losses::ObjectiveWeights{1.0, 0.1, 1.0}, copt,
+                                 /*bf16=*/false, /*loss_scale=*/1.0);
+  for (const auto& p : net->parameters()) {
+    r.grads.push_back(p.grad().defined() ? p.grad().clone() : torch::zeros_like(p));
+  }
+  return r;
+}
+
+TEST(PaddingFree, SameLossesAndGradientsAsPaddedBatchesWithDropoutZero) {
+  torch::manual_seed(7);
+  model::SpaceModel net(tiny_config());
+  net->train();  // training mode; every dropout is 0, so both paths are deterministic
+  const StreamBatch lab = mixed_batch({3, 30, 5, 12, 4, 27, 8}, 1);
+  const StreamBatch unl = mixed_batch({9, 2, 2, 31, 6, 6, 18}, 50);
+  // The batches really carry padding (what the padding-free path removes).
+  const double real = lab.inputs.attention_mask.sum().item<double>();
+  ASSERT_LT(real / static_cast<double>(lab.inputs.attention_mask.numel()), 0.6);
+
+  const StepResult padded = run_step(net, false, lab, unl);
+  const StepResult packed = run_step(net, true, lab, unl);
+  EXPECT_NEAR(packed.objective.total_value, padded.objective.total_value, 1e-5);
+  EXPECT_NEAR(packed.objective.sup, padded.objective.sup, 1e-5);
+  EXPECT_NEAR(packed.objective.self, padded.objective.self, 1e-5);
+  EXPECT_NEAR(packed.objective.mlm_labelled, padded.objective.mlm_labelled, 1e-5);
+  EXPECT_NEAR(packed.objective.mlm_unlabelled, padded.objective.mlm_unlabelled, 1e-5);
+  // Non-trivial losses (not a degenerate 0 = 0).
+  EXPECT_GT(padded.objective.sup, 0.1);
+  EXPECT_GT(padded.objective.mlm_labelled, 1.0);
+
+  const auto params = net->named_parameters();
+  ASSERT_EQ(padded.grads.size(), params.size());
+  double largest = 0;
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const torch::Tensor& a = padded.grads[i];
+    const torch::Tensor& b = packed.grads[i];
+    const double scale = std::max(1e-3, a.abs().max().item<double>());
+    largest = std::max(largest, a.abs().max().item<double>());
+    EXPECT_LT((a - b).abs().max().item<double>() / scale, 1e-4) << params[i].key();
+  }
+  EXPECT_GT(largest, 1e-3);  // gradients are really there
+}
+
+TEST(PaddingFree, PaddingRowsAreZeroAndRealRowsMatchThePaddedForward) {
+  torch::manual_seed(3);
+  model::SpaceModel net(tiny_config());
+  net->eval();
+  torch::NoGradGuard no_grad;
+  const StreamBatch b = mixed_batch({4, 1, 22, 9}, 9);
+  for (const bool cls : {true, false}) {
+    net->encoder()->set_padding_free(false);
+    const torch::Tensor padded = net->forward(b.inputs, cls);
+    net->encoder()->set_padding_free(true);
+    const torch::Tensor packed = net->forward(b.inputs, cls);
+    ASSERT_EQ(packed.sizes(), padded.sizes());
+    torch::Tensor visible = b.inputs.attention_mask.ne(0);
+    if (cls) visible = torch::cat({visible.slice(1, 0, 1), visible}, 1);
+    const torch::Tensor real = visible.unsqueeze(-1).expand_as(packed);
+    EXPECT_LT((packed - padded).masked_select(real).abs().max().item<float>(), 1e-5f) << cls;
+    EXPECT_EQ(packed.masked_select(real.logical_not()).abs().max().item<float>(), 0.0f) << cls;
+  }
+}
+
+}  // namespace
+}  // namespace dialtree::trainer
