@@ -3,12 +3,15 @@
 # model (configs/pretrain-small.yaml's shape: 4 layers x 256, batches of 32 labelled + 32
 # unlabelled per process) trained for STEPS steps by `dialtree train` as
 #   a) 1 process x 1 thread, b) 1 process x 2 threads, c) 2 processes x 1 thread each
-#   (`--nproc-per-node 2`, Gloo over 127.0.0.1: twice the global batch per step).
+#   (`--nproc-per-node 2`, Gloo over 127.0.0.1: twice the global batch per step), d) as c with
+#   the health checks off (ddp_health_checks=false: their cost is c against d, docs/training.md
+#   "Health checks").
 # Each run logs twice; the table uses the second window (steps STEPS/2+1 .. STEPS), so start-up,
 # data loading and the first steps are excluded. Rows alternate ROUNDS times; the table shows the
 # median over rounds.
 # usage: bench/ddp.sh        env: BUILD_DIR (build), STEPS (20), ROUNDS (3), OUT (out/bench/ddp),
-#                                 BF16 (false), NO_BUILD (1: use the built binary as it is)
+#                                 BF16 (false), NO_BUILD (1: use the built binary as it is),
+#                                 ROWS (a b c d: which rows to run)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -52,31 +55,34 @@ data: {tokenizer: $out/tok, labelled: [$out/banking.jsonl], unlabelled: [$out/un
        max_len: 128, max_utt_len: 50, contrastive_shard_size: 16}
 EOF
 
-# name: "procs threads"
-declare -A rows=([a]="1 1" [b]="1 2" [c]="2 1")
+# name: "procs threads [overrides]"
+declare -A rows=([a]="1 1" [b]="1 2" [c]="2 1" [d]="2 1 ddp_health_checks=false")
+read -r -a run_rows <<<"${ROWS:-a b c d}"
 echo "== ddp: $steps steps, $rounds rounds, $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
 for ((r = 1; r <= rounds; ++r)); do
-  for row in a b c; do
-    read -r procs threads <<<"${rows[$row]}"
+  for row in "${run_rows[@]}"; do
+    read -r procs threads extra <<<"${rows[$row]}"
     rm -rf "$out/run"
-    "$bin" train --nproc-per-node "$procs" "$out/bench.yaml" "threads=$threads" \
+    # shellcheck disable=SC2086 # extra: zero or one key=value override
+    "$bin" train --nproc-per-node "$procs" "$out/bench.yaml" "threads=$threads" $extra \
       >"$out/$row.$r.log" 2>&1 || { cat "$out/$row.$r.log" >&2; exit 1; }
     # examples/s of the second logging window; each step holds 64 examples per process.
     eps=$(tail -n 1 "$out/run/metrics.jsonl" | sed -E 's/.*"examples_per_second":([0-9.e+-]+).*/\1/')
     echo "$eps" >"$out/$row.$r.eps"
-    printf 'round %d  %s process(es) x %s thread(s): %.2f examples/s (load %s)\n' "$r" "$procs" \
-      "$threads" "$eps" "$(cut -d' ' -f1 /proc/loadavg)"
+    printf 'round %d  %s process(es) x %s thread(s) %s: %.2f examples/s (load %s)\n' "$r" "$procs" \
+      "$threads" "$extra" "$eps" "$(cut -d' ' -f1 /proc/loadavg)"
   done
 done
 
 median() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
-base=$(cat "$out"/a.*.eps | median)
+base_row=${run_rows[0]}
+base=$(cat "$out"/"$base_row".*.eps | median)
 echo
-echo "| processes x threads | global batch (labelled + unlabelled) | steps/s | examples/s | examples/s vs 1x1 |"
-echo "|---|---|---|---|---|"
-for row in a b c; do
-  read -r procs threads <<<"${rows[$row]}"
+echo "| row | processes x threads | global batch (labelled + unlabelled) | steps/s | examples/s | examples/s vs row $base_row |"
+echo "|---|---|---|---|---|---|"
+for row in "${run_rows[@]}"; do
+  read -r procs threads extra <<<"${rows[$row]}"
   eps=$(cat "$out"/$row.*.eps | median)
-  awk -v p="$procs" -v t="$threads" -v e="$eps" -v b="$base" 'BEGIN {
-    printf "| %d x %d | %d | %.3f | %.2f | %.2fx |\n", p, t, 64 * p, e / (64 * p), e, e / b }'
+  awk -v row="$row" -v p="$procs" -v t="$threads" -v x="$extra" -v e="$eps" -v b="$base" 'BEGIN {
+    printf "| %s | %d x %d %s | %d | %.3f | %.2f | %.3fx |\n", row, p, t, x, 64 * p, e / (64 * p), e, e / b }'
 done

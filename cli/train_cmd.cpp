@@ -4,7 +4,6 @@
 // Data-parallel runs (docs/training.md "Data-parallel"): with RANK / WORLD_SIZE / MASTER_ADDR /
 // MASTER_PORT in the environment (torchrun's convention) this process is one rank of the job;
 // with --nproc-per-node N it launches N such ranks on 127.0.0.1 itself and waits for them.
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -15,7 +14,6 @@
 #include <functional>
 #include <memory>
 #include <optional>
-#include <thread>
 #include <vector>
 
 #include <fmt/core.h>
@@ -28,6 +26,7 @@
 #include "eval/tasks.h"
 #include "trainer/config.h"
 #include "trainer/distributed.h"
+#include "trainer/launcher.h"
 #include "trainer/pretrain.h"
 
 namespace dialtree::cli {
@@ -74,70 +73,8 @@ struct TrainArgs {
   std::vector<std::string> overrides;
   int nproc_per_node = 1;
   bool nproc_given = false;
+  int max_restarts = 0;
 };
-
-// Runs `dialtree train CONFIG OVERRIDES...` as ranks 0..n-1 of a local job (MASTER_ADDR
-// 127.0.0.1, a free port), forwards SIGINT / SIGTERM to them (they stop together after a
-// checkpoint), and kills the others when one fails, so a crashed rank never leaves the rest
-// waiting for ddp_timeout. Returns the exit status for the whole job: 0, the first failing
-// rank's status, or 128 + signal.
-int launch_local_workers(const TrainArgs& a) {
-  const int port = trainer::free_loopback_port();
-  std::vector<std::string> args = {"dialtree", "train", a.config};
-  args.insert(args.end(), a.overrides.begin(), a.overrides.end());
-  std::vector<pid_t> pids;
-  for (int rank = 0; rank < a.nproc_per_node; ++rank) {
-    const pid_t pid = ::fork();
-    if (pid < 0) {
-      for (pid_t p : pids) ::kill(p, SIGKILL);
-      throw std::runtime_error("--nproc-per-node: fork failed");
-    }
-    if (pid == 0) {
-      ::setenv("RANK", std::to_string(rank).c_str(), 1);
-      ::setenv("LOCAL_RANK", std::to_string(rank).c_str(), 1);
-      ::setenv("WORLD_SIZE", std::to_string(a.nproc_per_node).c_str(), 1);
-      ::setenv("MASTER_ADDR", "127.0.0.1", 1);
-      ::setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
-      std::vector<char*> argv;
-      for (auto& s : args) argv.push_back(s.data());
-      argv.push_back(nullptr);
-      ::execv("/proc/self/exe", argv.data());
-      std::_Exit(127);
-    }
-    pids.push_back(pid);
-  }
-  int status_out = 0;
-  bool forwarded = false;
-  std::size_t running = pids.size();
-  while (running > 0) {
-    if (g_stop.load() && !forwarded) {
-      for (pid_t p : pids) ::kill(p, SIGTERM);
-      forwarded = true;
-    }
-    int status = 0;
-    const pid_t done = ::waitpid(-1, &status, WNOHANG);
-    if (done <= 0) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      continue;
-    }
-    --running;
-    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    for (auto& p : pids) {
-      if (p == done) p = -1;
-    }
-    if (code != 0 && status_out == 0) {
-      status_out = code;
-      const bool graceful = forwarded && code == 128 + static_cast<int>(g_signal);
-      if (!graceful) {
-        fmt::print(stderr, "error: a rank exited with status {}; stopping the others\n", code);
-        for (pid_t p : pids) {
-          if (p > 0) ::kill(p, SIGKILL);
-        }
-      }
-    }
-  }
-  return status_out;
-}
 
 }  // namespace
 
@@ -151,6 +88,11 @@ void register_train(CLI::App& app) {
       "--nproc-per-node", a->nproc_per_node,
       "Launch N data-parallel processes on this machine (Gloo over 127.0.0.1); without it, "
       "RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT select a rank");
+  train
+      ->add_option("--max-restarts", a->max_restarts,
+                   "With --nproc-per-node: restart the ranks from the newest checkpoint up to N "
+                   "times after a rank fails or hangs (docs/training.md \"Health checks\")")
+      ->check(CLI::Range(0, 1000));
   train->callback([a, nproc] {
     a->nproc_given = nproc->count() > 0;
     const trainer::PretrainConfig cfg = trainer::load_config(a->config, a->overrides);
@@ -166,6 +108,11 @@ void register_train(CLI::App& app) {
                         "process would be one rank of another job)");
       }
     }
+    if (a->max_restarts > 0 && a->nproc_per_node <= 1) {
+      throw DataError("<command line>", "", "--max-restarts",
+                      "needs --nproc-per-node N > 1 (under torchrun, use its --max-restarts with "
+                      "resume_from_checkpoint=latest)");
+    }
     struct sigaction sa {};
     // SIGINT / SIGTERM: finish the step in progress, save a checkpoint, exit (replaces the
     // temporary-file clean-up handlers installed by main()); the launcher forwards them.
@@ -174,7 +121,15 @@ void register_train(CLI::App& app) {
     sigaction(SIGINT, &sa, nullptr);
     sigaction(SIGTERM, &sa, nullptr);
     if (a->nproc_per_node > 1) {
-      const int status = launch_local_workers(*a);
+      trainer::LaunchOptions lo;
+      lo.nproc = a->nproc_per_node;
+      lo.args = {"train", a->config};
+      lo.args.insert(lo.args.end(), a->overrides.begin(), a->overrides.end());
+      lo.output_dir = cfg.output_dir;
+      lo.max_restarts = a->max_restarts;
+      const int status = trainer::launch_local_workers(
+          lo, [] { return static_cast<int>(g_signal); },
+          [](const std::string& line) { fmt::print(stderr, "{}\n", line); });
       if (status != 0) std::exit(status);
       return;
     }
@@ -184,6 +139,7 @@ void register_train(CLI::App& app) {
       o.backend = cfg.ddp_backend;
       o.timeout = std::chrono::seconds(cfg.ddp_timeout);
       o.bucket_cap_bytes = static_cast<std::int64_t>(cfg.ddp_bucket_cap_mb) << 20;
+      o.watchdog = cfg.ddp_health_checks;
       group = std::make_unique<trainer::DataParallelGroup>(*rz, o);
     }
     const bool rank0 = !rz || rz->rank == 0;

@@ -76,10 +76,16 @@ const std::vector<FieldSpec>& specs() {
       DT_TOP(model_name_or_path),
       DT_TOP(resume_from_checkpoint),
       DT_TOP(bf16),
+      DT_TOP(padding_free),
       DT_TOP(threads),
       DT_TOP(ddp_backend),
       DT_TOP(ddp_timeout),
       DT_TOP(ddp_bucket_cap_mb),
+      DT_TOP(ddp_health_checks),
+      DT_TOP(ddp_straggler_ratio),
+      DT_TOP(ddp_straggler_windows),
+      DT_TOP(ddp_hang_timeout_factor),
+      DT_TOP(ddp_hang_timeout_min),
       DT_SUB(model, vocab_size),
       DT_SUB(model, hidden_size),
       DT_SUB(model, num_hidden_layers),
@@ -675,6 +681,10 @@ void Validator::run() const {
   one_of("ddp_backend", c_.ddp_backend, {"gloo"});
   at_least("ddp_timeout", c_.ddp_timeout, 1, "seconds");
   integer("ddp_bucket_cap_mb", c_.ddp_bucket_cap_mb, 1, 1 << 16);
+  real("ddp_straggler_ratio", c_.ddp_straggler_ratio, 1, false, kInf, false);
+  integer("ddp_straggler_windows", c_.ddp_straggler_windows, 1, 1000000);
+  real("ddp_hang_timeout_factor", c_.ddp_hang_timeout_factor, 1, false, kInf, false);
+  real("ddp_hang_timeout_min", c_.ddp_hang_timeout_min, 0, false, kInf, false);
 
   // model:
   integer("model.vocab_size", m.vocab_size, 0, 1 << 24, "0 = the tokenizer's size");
@@ -960,7 +970,7 @@ void check_inputs_exist(const PretrainConfig& config) {
     throw DataError(config.model_name_or_path, "", "model_name_or_path",
                     "the model bundle directory does not exist");
   }
-  if (!config.resume_from_checkpoint.empty() &&
+  if (!config.resume_from_checkpoint.empty() && config.resume_from_checkpoint != "latest" &&
       !fs::is_directory(config.resume_from_checkpoint, ec)) {
     throw DataError(config.resume_from_checkpoint, "", "resume_from_checkpoint",
                     "the checkpoint directory does not exist");

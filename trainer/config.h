@@ -197,10 +197,17 @@ struct PretrainConfig {
   /// "I": those rows of the projection are copied); an intent or tag head in it is left out.
   /// Empty = random initialisation. resume_from_checkpoint wins.
   std::string model_name_or_path;
-  /// Checkpoint directory to resume from; empty = start fresh.
+  /// Checkpoint directory to resume from; empty = start fresh; "latest" = the newest complete
+  /// checkpoint of output_dir, or a fresh start when there is none (restarts, docs/training.md
+  /// "Health checks").
   std::string resume_from_checkpoint;
   /// Compute matrix products in bfloat16 (autocast); weights and optimiser state stay fp32.
   bool bf16 = false;
+  /// Run the encoder padding-free (TRL's name): the blocks compute only the real tokens of each
+  /// batch and attention pads per bucket of similar lengths (docs/performance.md "Padding-free
+  /// batches"). Same losses and gradients as padded batches up to float rounding; false pads
+  /// every batch to its longest example.
+  bool padding_free = true;
   /// Intra-op threads, in [1, available_cpus()] (docs/failure-cases.md C27); default
   /// available_cpus().
   int threads = available_cpus();
@@ -211,6 +218,19 @@ struct PretrainConfig {
   std::int64_t ddp_timeout = 1800;
   /// Gradients are all-reduced in buckets of at most this many MiB (HF / PyTorch DDP default 25).
   int ddp_bucket_cap_mb = 25;
+  /// Data-parallel health checks (docs/training.md "Health checks"): per-rank step timing in
+  /// metrics.jsonl and the log, straggler reports and the hang watchdog.
+  bool ddp_health_checks = true;
+  /// A rank whose compute seconds per step exceed this many times the median of its peers' is
+  /// an outlier in a logging window (> 1).
+  double ddp_straggler_ratio = 1.5;
+  /// An outlier is reported after this many consecutive logging windows (>= 1).
+  int ddp_straggler_windows = 2;
+  /// The hang timeout is max(ddp_hang_timeout_min, ddp_hang_timeout_factor × the median step
+  /// seconds); until a step has been measured it is ddp_timeout (> 1).
+  double ddp_hang_timeout_factor = 20.0;
+  /// Lower bound of the hang timeout, seconds (> 0).
+  double ddp_hang_timeout_min = 60.0;
   /// The encoder (`model:`).
   ModelConfig model;
   /// Inputs and serialisation (`data:`).

@@ -35,15 +35,25 @@ struct Rendezvous {
 std::optional<Rendezvous> rendezvous_from_env(
     const std::function<const char*(const char*)>& getenv = {});
 
-/// A free TCP port on 127.0.0.1 at the time of the call (bound to port 0, then released), for
-/// launching local workers. @throws std::runtime_error if no socket can be bound.
-int free_loopback_port();
-
 /// Settings of the process group (HF TrainingArguments names in the config).
 struct DistributedOptions {
   std::string backend = "gloo";              ///< ddp_backend: only "gloo" (CPU) is built
   std::chrono::seconds timeout{1800};        ///< ddp_timeout: rendezvous and every collective
   std::int64_t bucket_cap_bytes = 25 << 20;  ///< ddp_bucket_cap_mb in bytes, > 0
+  /// Run the hang watchdog (docs/training.md "Health checks"): a thread that publishes this
+  /// rank's phase in the TCPStore and ends the process with kExitHang when a phase outlasts
+  /// its timeout.
+  bool watchdog = true;
+};
+
+/// Exit status of a rank that the watchdog ended (EX_TEMPFAIL: the launcher may restart it).
+inline constexpr int kExitHang = 75;
+
+/// What a rank's main thread is doing, as the hang watchdog sees it.
+enum class PhaseKind {
+  Compute,     ///< a training step's own work: bounded by the hang timeout
+  Collective,  ///< waiting in a collective (set by the collectives themselves)
+  Exempt,      ///< start-up, evaluation, checkpoints: bounded by ddp_timeout only
 };
 
 /// One process's membership in a data-parallel group. Every collective must be called by all
@@ -96,6 +106,30 @@ class DataParallelGroup {
 
   /// Waits until every rank has reached this call (at most the timeout).
   void barrier();
+
+  /// Starts a phase of this rank's main thread, e.g. (Compute, "step 7") or (Exempt,
+  /// "evaluation"). Collectives run as (Collective, "<what> #<n> in <phase>") and then restore
+  /// the phase they interrupted. Cheap: a lock and a clock read.
+  void begin_phase(PhaseKind kind, const std::string& label);
+
+  /// The hang timeout (seconds, > 0) the watchdog applies from now on to collectives (and twice
+  /// it to Compute phases, so that the waiting ranks report a stalled rank first); Exempt phases
+  /// keep ddp_timeout. It starts as ddp_timeout; the trainer sets it
+  /// from the measured step time (hang_timeout_seconds() in trainer/health.h).
+  ///
+  /// When a phase outlasts it, the watchdog prints a diagnosis and ends the process with
+  /// kExitHang: for a Compute phase, that this rank made no progress; for a collective, which
+  /// ranks never arrived and what they are doing (or that they stopped publishing, or that the
+  /// store on rank 0 is gone), or that a rank is in a different collective of the same number.
+  /// A collective wait is not a hang while every missing rank is in an Exempt phase or started
+  /// its current phase less than the timeout ago.
+  void set_hang_timeout(double seconds);
+
+  /// Seconds this rank's main thread spent inside collectives since the last call (then 0).
+  double take_collective_seconds();
+
+  /// Host name of rank `r` (exchanged at start-up). @throws std::out_of_range for a bad rank.
+  const std::string& host(int r) const;
 
  private:
   struct Impl;

@@ -3,10 +3,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <csignal>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <optional>
 #include <random>
+#include <thread>
 
 #include <fmt/core.h>
 #include <fmt/format.h>
@@ -27,6 +30,8 @@
 #include "model/encoder.h"
 #include "trainer/batching.h"
 #include "trainer/distributed.h"
+#include "trainer/health.h"
+#include "trainer/launcher.h"
 #include "trainer/pretrain_data.h"
 #include "trainer/step.h"
 
@@ -275,12 +280,19 @@ struct LogWindow {
   double loss = 0, sup = 0, self = 0, mlm_l = 0, mlm_u = 0, grad_norm = 0;
   std::int64_t steps = 0, examples = 0;
   double seconds = 0;
-  // Token positions of the batches, all ranks: padding included, and real ones (docs/training.md,
-  // padded_token_fraction).
+  // Token rows the encoder's blocks computed (padding included unless padding_free) and real
+  // tokens of the batches, all ranks (docs/training.md, padded_token_fraction).
   double tokens = 0, real_tokens = 0;
+  // Per rank (data-parallel health checks, docs/training.md): seconds summed over the window's
+  // steps of compute (forward and backward), collectives, and the part of the collectives spent
+  // waiting for the slowest rank's compute. Empty in a single process.
+  std::vector<double> rank_compute, rank_collective, rank_wait;
 
   json to_json() const {
-    return {{"loss", loss},
+    return {{"rank_compute", rank_compute},
+            {"rank_collective", rank_collective},
+            {"rank_wait", rank_wait},
+            {"loss", loss},
             {"sup", sup},
             {"self", self},
             {"mlm_l", mlm_l},
@@ -299,6 +311,10 @@ struct LogWindow {
     w.steps = j.at("steps"), w.examples = j.at("examples"), w.seconds = j.at("seconds");
     // Absent in checkpoints written before the padding count existed.
     w.tokens = j.value("tokens", 0.0), w.real_tokens = j.value("real_tokens", 0.0);
+    // Absent in checkpoints written before the health checks existed.
+    w.rank_compute = j.value("rank_compute", std::vector<double>{});
+    w.rank_collective = j.value("rank_collective", std::vector<double>{});
+    w.rank_wait = j.value("rank_wait", std::vector<double>{});
     return w;
   }
 };
@@ -543,6 +559,15 @@ PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<b
   auto say = [&](const std::string& s) {
     if (log && writer) log(s);
   };
+  // resume_from_checkpoint=latest: the newest complete checkpoint of output_dir, or none (what
+  // the launcher's restarts and torchrun's use, docs/training.md "Health checks").
+  std::string resume = config.resume_from_checkpoint;
+  if (resume == "latest") {
+    resume = newest_checkpoint(config.output_dir);
+    say(resume.empty() ? "resume_from_checkpoint=latest: no checkpoint in " + config.output_dir +
+                             " yet; starting at step 0"
+                       : "resume_from_checkpoint=latest: " + resume);
+  }
   check_inputs_exist(config);
   at::set_num_threads(config.threads);
   torch::manual_seed(static_cast<std::uint64_t>(config.seed));
@@ -553,11 +578,12 @@ PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<b
   r.tok = data::load_tokenizer(config.data.tokenizer);
   r.ecfg = encoder_config(config, *r.tok);
   r.net = model::SpaceModel(r.ecfg);
-  if (!config.model_name_or_path.empty() && config.resume_from_checkpoint.empty()) {
+  if (!config.model_name_or_path.empty() && resume.empty()) {
     const std::size_t n = init_from_bundle(*r.net, r.ecfg, config.model_name_or_path);
     say(fmt::format("initialised {} tensors from {}", n, config.model_name_or_path));
   }
   r.net->train();
+  r.net->encoder()->set_padding_free(config.padding_free);
   r.views = view_indices(r.ecfg.projection_views);
 
   const auto t_load = std::chrono::steady_clock::now();
@@ -592,9 +618,9 @@ PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<b
                      config.adam_beta2, config.adam_epsilon);
 
   const fs::path out(config.output_dir);
-  if (!config.resume_from_checkpoint.empty()) {
-    load_checkpoint(r, config.resume_from_checkpoint);
-    say(fmt::format("resumed from {} at step {}", config.resume_from_checkpoint, r.step));
+  if (!resume.empty()) {
+    load_checkpoint(r, resume);
+    say(fmt::format("resumed from {} at step {}", resume, r.step));
   }
   // Every rank starts from rank 0's weights (they are equal already when the seed and the
   // checkpoint are; this makes it a guarantee).
@@ -689,6 +715,16 @@ PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<b
   PretrainResult result;
   const auto run_start = std::chrono::steady_clock::now();
   const std::int64_t first_step = r.step;
+  // Data-parallel health checks (docs/training.md "Health checks").
+  const bool health = group != nullptr && r.world > 1 && config.ddp_health_checks;
+  StragglerDetector stragglers(r.world, config.ddp_straggler_ratio, config.ddp_straggler_windows);
+  std::deque<double> recent_steps;  // seconds of the last steps, for the hang timeout
+  const FaultPlan fault = fault_plan_from_env();
+  const bool faulty = fault.applies_to(r.rank);
+  if (faulty) say(fmt::format("fault injection ({}) armed for rank {}", kFaultEnv, r.rank));
+  auto phase = [&](PhaseKind kind, const std::string& label) {
+    if (group != nullptr) group->begin_phase(kind, label);
+  };
   while (r.step < r.total) {
     // Every rank stops at the same step: the stop request of any rank counts.
     const bool stop_here = stop && stop->load();
@@ -697,12 +733,22 @@ PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<b
       break;
     }
     const auto t0 = std::chrono::steady_clock::now();
+    phase(PhaseKind::Compute, fmt::format("step {}", r.step + 1));
+    if (faulty) {
+      if (fault.kill_at_step == r.step + 1) std::raise(SIGKILL);
+      if (fault.hang_at_step == r.step + 1) {
+        for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+      }
+      if (fault.slow_ms > 0)
+        std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(fault.slow_ms));
+    }
     set_lr(*r.opt, config.learning_rate * lr_factor(r.step, r.warmup, r.total));
     r.opt->zero_grad();
     std::int64_t examples = 0;
     // [total, sup, self, mlm_l, mlm_u], each the mean over micro-batches (and ranks, below),
-    // then [tokens, real tokens] of the batches, summed.
-    std::vector<double> parts(7, 0.0);
+    // then [tokens, real tokens] of the batches, summed; then, per rank, its compute seconds
+    // and its collective seconds of this step (each rank fills its own slots).
+    std::vector<double> parts(7 + 2 * static_cast<std::size_t>(r.world), 0.0);
     for (std::int64_t micro = 0; micro < accum; ++micro) {
       const auto lab_refs = next_batches(r.lab, r.world);
       const auto unl_refs = next_batches(r.unl, r.world);
@@ -721,13 +767,23 @@ PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<b
       for (std::size_t k = 0; k < 5; ++k) parts[k] += part[k] / accum;
       for (const auto* b : {lab ? &*lab : nullptr, unl ? &*unl : nullptr}) {
         if (b == nullptr) continue;
-        parts[5] += static_cast<double>(b->inputs.attention_mask.numel());
-        parts[6] += b->inputs.attention_mask.sum().item<double>();
+        // Token rows the encoder's blocks compute: every position when padded, only the real
+        // ones padding-free (collate() pads on the right, so the packed path applies).
+        const double real = b->inputs.attention_mask.sum().item<double>();
+        parts[5] +=
+            config.padding_free ? real : static_cast<double>(b->inputs.attention_mask.numel());
+        parts[6] += real;
       }
     }
     r.micro_done += per_step;
+    const double compute_secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (group) {
-      group->average_gradients(r.net->parameters());
+      if (!(faulty && fault.skip_collective_at_step == r.step + 1)) {
+        group->average_gradients(r.net->parameters());
+      }
+      parts[7 + static_cast<std::size_t>(r.rank)] = compute_secs;
+      parts[7 + static_cast<std::size_t>(r.world + r.rank)] = group->take_collective_seconds();
       parts = group->sum(parts);
       for (std::size_t k = 0; k < 5; ++k) parts[k] /= r.world;
     }
@@ -752,6 +808,24 @@ PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<b
     w.loss += total_loss, w.sup += sup, w.self += self, w.mlm_l += mlm_l, w.mlm_u += mlm_u;
     w.grad_norm += grad_norm, w.steps += 1, w.examples += examples, w.seconds += secs;
     w.tokens += parts[5], w.real_tokens += parts[6];
+    if (health) {
+      const auto world = static_cast<std::size_t>(r.world);
+      w.rank_compute.resize(world, 0.0), w.rank_collective.resize(world, 0.0);
+      w.rank_wait.resize(world, 0.0);
+      const double slowest = *std::max_element(parts.begin() + 7, parts.begin() + 7 + r.world);
+      for (std::size_t k = 0; k < world; ++k) {
+        w.rank_compute[k] += parts[7 + k];
+        w.rank_collective[k] += parts[7 + world + k];
+        // The collective could not finish before the slowest rank's compute did.
+        w.rank_wait[k] += std::min(parts[7 + world + k], slowest - parts[7 + k]);
+      }
+      recent_steps.push_back(secs);
+      if (recent_steps.size() > 20) recent_steps.pop_front();
+      group->set_hang_timeout(hang_timeout_seconds(
+          median_of(std::vector<double>(recent_steps.begin(), recent_steps.end())),
+          config.ddp_hang_timeout_factor, config.ddp_hang_timeout_min,
+          static_cast<double>(config.ddp_timeout)));
+    }
 
     if (on_step && writer) {
       const double elapsed =
@@ -762,40 +836,79 @@ PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<b
     }
     if (r.step % config.logging_steps == 0 || r.step == r.total) {
       const double nsteps = static_cast<double>(w.steps);
-      const json rec = {
-          {"step", r.step},
-          {"epoch", static_cast<double>(r.step) / static_cast<double>(r.steps_per_epoch)},
-          {"loss", w.loss / nsteps},
-          {"contrastive", w.sup / nsteps},
-          {"self_supervised", w.self / nsteps},
-          {"mlm_labelled", w.mlm_l / nsteps},
-          {"mlm_unlabelled", w.mlm_u / nsteps},
-          {"learning_rate", lr_used},
-          {"grad_norm", w.grad_norm / nsteps},
-          {"examples_per_second", static_cast<double>(w.examples) / w.seconds},
-          {"padded_token_fraction", w.tokens > 0 ? 1.0 - w.real_tokens / w.tokens : 0.0}};
+      json rec = {{"step", r.step},
+                  {"epoch", static_cast<double>(r.step) / static_cast<double>(r.steps_per_epoch)},
+                  {"loss", w.loss / nsteps},
+                  {"contrastive", w.sup / nsteps},
+                  {"self_supervised", w.self / nsteps},
+                  {"mlm_labelled", w.mlm_l / nsteps},
+                  {"mlm_unlabelled", w.mlm_u / nsteps},
+                  {"learning_rate", lr_used},
+                  {"grad_norm", w.grad_norm / nsteps},
+                  {"examples_per_second", static_cast<double>(w.examples) / w.seconds},
+                  {"padded_token_fraction", w.tokens > 0 ? 1.0 - w.real_tokens / w.tokens : 0.0}};
+      std::string ranks_text;
+      if (health && w.rank_compute.size() == static_cast<std::size_t>(r.world)) {
+        auto per_step = [&](const std::vector<double>& v) {
+          std::vector<double> out;
+          for (double x : v) out.push_back(x / nsteps);
+          return out;
+        };
+        const std::vector<double> compute = per_step(w.rank_compute);
+        const auto slowest =
+            static_cast<int>(std::max_element(compute.begin(), compute.end()) - compute.begin());
+        const auto [lo, hi] = std::minmax_element(compute.begin(), compute.end());
+        rec["rank_compute_seconds"] = compute;
+        rec["rank_collective_seconds"] = per_step(w.rank_collective);
+        rec["rank_wait_seconds"] = per_step(w.rank_wait);
+        rec["rank_compute_seconds_min"] = *lo;
+        rec["rank_compute_seconds_median"] = median_of(compute);
+        rec["rank_compute_seconds_max"] = *hi;
+        rec["slowest_rank"] = slowest;
+        ranks_text = fmt::format("  ranks {:.3f}-{:.3f} s (slowest {})", *lo, *hi, slowest);
+        json found = json::array();
+        for (const Straggler& s : stragglers.update(compute)) {
+          const std::string host = group->host(s.rank);
+          found.push_back({{"rank", s.rank},
+                           {"host", host},
+                           {"seconds", s.seconds},
+                           {"peer_seconds", s.peer_seconds},
+                           {"ratio", s.ratio},
+                           {"windows", s.windows}});
+          say(
+              fmt::format("warning: straggler: rank {} on {} computes a step in {:.3f} s, {:.1f}x "
+                          "the median of its peers ({:.3f} s), for {} logging windows in a row",
+                          s.rank, host, s.seconds, s.ratio, s.peer_seconds, s.windows));
+        }
+        if (!found.empty()) rec["stragglers"] = found;
+      }
       if (writer) metrics << rec.dump() << "\n" << std::flush;
       const double elapsed =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
       const double step_secs = elapsed / static_cast<double>(r.step - first_step);
       say(
           fmt::format("step {}/{}  loss {:.4f} (contrastive {:.4f}, self {:.4f}, mlm {:.3f}/{:.3f})"
-                      "  lr {:.2e}  |g| {:.2f}  {:.1f} ex/s  padding {:.0f}%  ETA {}",
+                      "  lr {:.2e}  |g| {:.2f}  {:.1f} ex/s  padding {:.0f}%{}  ETA {}",
                       r.step, r.total, w.loss / nsteps, w.sup / nsteps, w.self / nsteps,
                       w.mlm_l / nsteps, w.mlm_u / nsteps, lr_used, w.grad_norm / nsteps,
                       static_cast<double>(w.examples) / w.seconds,
-                      w.tokens > 0 ? 100.0 * (1.0 - w.real_tokens / w.tokens) : 0.0,
+                      w.tokens > 0 ? 100.0 * (1.0 - w.real_tokens / w.tokens) : 0.0, ranks_text,
                       duration_text(step_secs * static_cast<double>(r.total - r.step))));
       w = LogWindow{};
     }
-    if (evaluating && (r.step % config.eval_steps == 0 || r.step == r.total)) run_evaluation();
+    if (evaluating && (r.step % config.eval_steps == 0 || r.step == r.total)) {
+      phase(PhaseKind::Exempt, fmt::format("evaluation after step {}", r.step));
+      run_evaluation();
+    }
     if (config.save_steps > 0 && r.step % config.save_steps == 0 && r.step < r.total) {
+      phase(PhaseKind::Exempt, fmt::format("checkpoint of step {}", r.step));
       if (writer) save_checkpoint(r);
       r.last_checkpoint = (out / ("checkpoint-" + std::to_string(r.step))).string();
       say("saved " + r.last_checkpoint);
     }
   }
   result.steps_done = r.step;
+  phase(PhaseKind::Exempt, "the end of training (final save)");
   const std::string step_checkpoint = (out / ("checkpoint-" + std::to_string(r.step))).string();
   if (result.interrupted) {
     if (r.last_checkpoint != step_checkpoint) {

@@ -14,6 +14,7 @@
 
 #include "common/error.h"
 #include "trainer/distributed.h"
+#include "trainer/launcher.h"
 
 namespace dialtree::trainer {
 namespace {

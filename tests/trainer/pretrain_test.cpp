@@ -27,6 +27,7 @@
 #include "sts/convert.h"
 #include "test_paths.h"
 #include "trainer/distributed.h"
+#include "trainer/launcher.h"
 #include "trainer/pretrain.h"
 
 namespace dialtree::trainer {
@@ -198,14 +199,16 @@ TEST_F(TinyPretraining, LossesFallOnARepeatedBatch) {
 }
 
 TEST_F(TinyPretraining, PaddedTokenFractionCountsPaddingPositions) {
-  // The padded_token_fraction of each logged step of a run on `dialogs` alone (batch 4).
+  // The padded_token_fraction of each logged step of a run on `dialogs` alone (batch 4), padded
+  // (padding_free=false) unless `padding_free`.
   auto fractions = [&](const std::string& name, const std::vector<sts::Dialog>& dialogs,
-                       std::int64_t steps) {
+                       std::int64_t steps, bool padding_free = false) {
     sts::write_jsonl(tmp_.file(name + ".jsonl"), dialogs);
-    run_pretraining(parse_config(yaml(tmp_.file(name), steps), name + ".yaml",
-                                 {"data.labelled=[" + tmp_.file(name + ".jsonl") + "]",
-                                  "data.unlabelled=[]", "save_steps=0"}),
-                    nullptr, {});
+    run_pretraining(
+        parse_config(yaml(tmp_.file(name), steps), name + ".yaml",
+                     {"data.labelled=[" + tmp_.file(name + ".jsonl") + "]", "data.unlabelled=[]",
+                      "save_steps=0", padding_free ? "padding_free=true" : "padding_free=false"}),
+        nullptr, {});
     std::vector<double> out;
     for (const auto& rec : read_metrics(tmp_.path() / name / "metrics.jsonl")) {
       out.push_back(rec.at("padded_token_fraction").get<double>());
@@ -226,6 +229,8 @@ TEST_F(TinyPretraining, PaddedTokenFractionCountsPaddingPositions) {
   ASSERT_EQ(f.size(), 1u);
   EXPECT_GT(f[0], 0.0);
   EXPECT_LT(f[0], 0.5);
+  // Padding-free, the blocks compute no padding row (docs/performance.md).
+  EXPECT_EQ(fractions("mixed-padding-free", mixed, 1, true), std::vector<double>{0.0});
 }
 
 TEST_F(TinyPretraining, StartUpRemovesWhatAKilledSaveLeftBehindAndNothingElse) {
@@ -377,6 +382,85 @@ TEST_F(TinyPretraining, SigtermStopsEveryRankAfterTheSameStepWithACheckpoint) {
   EXPECT_EQ(state["global_step"], last);
   EXPECT_EQ(state["micro_batches_done"], 2 * last);
   EXPECT_FALSE(fs::exists(tmp_.path() / "long" / "final"));
+}
+
+// Data-parallel health checks (docs/training.md "Health checks"), 2 ranks with Gloo.
+
+TEST_F(TinyPretraining, ASlowedRankIsNamedAsAStragglerWithinThreeWindows) {
+  std::ofstream(tmp_.file("slow.yaml")) << yaml(tmp_.file("slow"), 5);
+  // Rank 1 sleeps 250 ms in every step's compute: several times the tiny model's step.
+  ASSERT_EQ(run_train("DIALTREE_FAULT=rank=1,slow_ms=250",
+                      "--nproc-per-node 2 " + tmp_.file("slow.yaml") + " save_steps=0",
+                      tmp_.file("slow.log")),
+            0)
+      << slurp(tmp_.file("slow.log"));
+  const auto m = read_metrics(tmp_.path() / "slow" / "metrics.jsonl");
+  ASSERT_EQ(m.size(), 5u);
+  for (const auto& rec : m) {
+    ASSERT_EQ(rec.at("rank_compute_seconds").size(), 2u);
+    EXPECT_EQ(rec.at("slowest_rank"), 1);
+    EXPECT_GT(rec.at("rank_compute_seconds")[1].get<double>(), 0.25);
+    // Rank 0 spends the difference waiting in the gradient all-reduce.
+    EXPECT_GT(rec.at("rank_wait_seconds")[0].get<double>(), 0.15);
+    EXPECT_LT(rec.at("rank_wait_seconds")[1].get<double>(), 0.05);
+  }
+  // Flagged in windows 1 and 2 (ddp_straggler_windows 2), so named at window 2.
+  EXPECT_FALSE(m[0].contains("stragglers"));
+  ASSERT_TRUE(m[1].contains("stragglers")) << m[1].dump();
+  EXPECT_EQ(m[1]["stragglers"][0]["rank"], 1);
+  EXPECT_GT(m[1]["stragglers"][0]["ratio"].get<double>(), 3.0);
+  EXPECT_THAT(slurp(tmp_.file("slow.log")), ::testing::HasSubstr("warning: straggler: rank 1 on "));
+}
+
+TEST_F(TinyPretraining, AKilledRankRestartsTheGroupFromTheLastCheckpointWithTheSameResult) {
+  std::ofstream(tmp_.file("ddp.yaml")) << yaml(tmp_.file("plain"), 6);
+  ASSERT_EQ(train_processes(2, tmp_.file("ddp.yaml"), "save_steps=2", tmp_.file("plain.log")), 0)
+      << slurp(tmp_.file("plain.log"));
+  std::ofstream(tmp_.file("kill.yaml")) << yaml(tmp_.file("kill"), 6);
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_EQ(
+      run_train("DIALTREE_FAULT=rank=1,kill_at_step=5",
+                "--nproc-per-node 2 --max-restarts 1 " + tmp_.file("kill.yaml") + " save_steps=2",
+                tmp_.file("kill.log")),
+      0)
+      << slurp(tmp_.file("kill.log"));
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const std::string log = slurp(tmp_.file("kill.log"));
+  EXPECT_THAT(log, ::testing::HasSubstr("error: rank 1 was killed by signal 9 (SIGKILL); stopped "
+                                        "the other ranks; restart 1 of 1 from "));
+  EXPECT_THAT(log, ::testing::HasSubstr("checkpoint-4"));
+  EXPECT_THAT(log, ::testing::HasSubstr("resumed from "));
+  EXPECT_LT(secs, 120);
+  // Steps 5 and 6 were redone from checkpoint-4: the same weights, bit for bit, and one
+  // metrics line per step.
+  EXPECT_EQ(max_weight_diff(tmp_.path() / "plain" / "final" / model::kWeightsFile,
+                            tmp_.path() / "kill" / "final" / model::kWeightsFile),
+            0.0);
+  const auto m = read_metrics(tmp_.path() / "kill" / "metrics.jsonl");
+  ASSERT_EQ(m.size(), 6u);
+  for (std::size_t i = 0; i < m.size(); ++i) EXPECT_EQ(m[i]["step"], i + 1);
+}
+
+TEST_F(TinyPretraining, AHangAbortsEveryRankWithinTheDerivedTimeoutAndNamesTheRank) {
+  std::ofstream(tmp_.file("hang.yaml")) << yaml(tmp_.file("hang"), 6);
+  const auto t0 = std::chrono::steady_clock::now();
+  const int status = run_train(
+      "DIALTREE_FAULT=rank=1,hang_at_step=4",
+      "--nproc-per-node 2 " + tmp_.file("hang.yaml") + " save_steps=0 ddp_hang_timeout_min=2",
+      tmp_.file("hang.log"));
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const std::string log = slurp(tmp_.file("hang.log"));
+  EXPECT_EQ(status, 75) << log;  // kExitHang
+  // Rank 0 waits in step 4's gradient all-reduce and names rank 1, stuck in step 4's compute.
+  EXPECT_THAT(log, ::testing::HasSubstr("error: data-parallel hang detected by rank 0"));
+  EXPECT_THAT(log, ::testing::HasSubstr("gradient all-reduce"));
+  EXPECT_THAT(log, ::testing::HasSubstr("rank 1 ("));
+  EXPECT_THAT(log, ::testing::HasSubstr("never arrived: it has been in step 4 for"));
+  EXPECT_THAT(log, ::testing::HasSubstr("error: rank 0 exited with status 75 (its hang watchdog "
+                                        "fired); stopped the other ranks"));
+  // The hang timeout is its floor of 2 s here: detection takes 2-3 s after step 3, not the
+  // 1800 s of ddp_timeout.
+  EXPECT_LT(secs, 60) << log;
 }
 
 TEST_F(TinyPretraining, BadProcessCountsAndRanksAreUsageErrors) {

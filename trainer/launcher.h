@@ -1,0 +1,50 @@
+// The local launcher of data-parallel runs (`dialtree train --nproc-per-node N`, docs/training.md
+// "Data-parallel" and "Health checks"): it starts N ranks on 127.0.0.1, forwards a stop signal
+// to them, stops the others when one fails, and restarts the job from its newest checkpoint up
+// to --max-restarts times. Torch-free (fork/exec and waitpid only).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace dialtree::trainer {
+
+/// A free TCP port on 127.0.0.1 at the time of the call (bound to port 0, then released), for
+/// launching local workers. @throws std::runtime_error if no socket can be bound.
+int free_loopback_port();
+
+/// The newest complete checkpoint of a run: output_dir/checkpoint-N with the largest N that
+/// holds a trainer_state.json (checkpoints are renamed into place only when complete, so a
+/// killed save leaves no such folder). Empty when there is none or output_dir is missing.
+std::string newest_checkpoint(const std::string& output_dir);
+
+/// How a child process ended, from its waitpid() status, in words: "exited with status 1",
+/// "exited with status 75 (its hang watchdog fired)", "was killed by signal 9 (SIGKILL)".
+std::string describe_exit(int wait_status);
+
+/// What launch_local_workers() runs.
+struct LaunchOptions {
+  int nproc = 1;                  ///< ranks to start, >= 1
+  std::vector<std::string> args;  ///< argv[1..] of every rank, e.g. {"train", CONFIG, k=v...}
+  std::string output_dir;         ///< the run's output_dir (where restarts find checkpoints)
+  int max_restarts = 0;           ///< restarts of the whole group after a failure (torchrun's)
+  std::string program = "/proc/self/exe";  ///< the executable every rank runs
+};
+
+/// Runs `program args...` as ranks 0..nproc-1 of a local job (RANK, LOCAL_RANK, WORLD_SIZE,
+/// MASTER_ADDR 127.0.0.1 and a free MASTER_PORT in their environment) and supervises them:
+/// - when `stop_signal()` returns a signal number, it is forwarded (as SIGTERM) to every rank,
+///   which stop together after a checkpoint;
+/// - when a rank fails otherwise (non-zero status or killed), `log` names the rank and how it
+///   ended, the other ranks are killed (SIGKILL), and unless the failure was a usage error
+///   (status 2) or max_restarts restarts have been made, the group is started again with
+///   `resume_from_checkpoint=latest` appended (the newest complete checkpoint, or step 0 when
+///   there is none; the log names it) and without DIALTREE_FAULT in its environment, so an
+///   injected fault fires once.
+/// Returns the job's exit status: 0, the failing rank's status (128 + signal when killed), or
+/// 128 + the forwarded signal. @throws std::runtime_error when fork() fails.
+int launch_local_workers(const LaunchOptions& options, const std::function<int()>& stop_signal,
+                         const std::function<void(const std::string&)>& log);
+
+}  // namespace dialtree::trainer
