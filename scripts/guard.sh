@@ -47,7 +47,8 @@ status=0
 ctest --test-dir "$build" --output-on-failure -j "$jobs" "$@" >"$log" 2>&1 || status=$?
 echo "guard: ctest ran in $((SECONDS - start)) s" >&2
 if ((status)); then
-  cat "$log" >&2
+  # The failed tests' output (ctest --output-on-failure), without the lines of passing tests.
+  grep -v -E '^ +Start |\.\.\. +Passed +' "$log" >&2
   echo >&2
   echo "guard: FAILED tests (unit tests under ASan+UBSan; fuzz_*_smoke = fuzz targets):" >&2
   sed -n '/The following tests FAILED/,$p' "$log" >&2
