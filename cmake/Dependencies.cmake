@@ -26,7 +26,10 @@ target_include_directories(dialtree_libcsv SYSTEM INTERFACE ${CSV_INCLUDE_DIR})
 target_link_libraries(dialtree_libcsv INTERFACE ${CSV_LIBRARY})
 
 # LibTorch is needed only by the torch-using targets; it reports itself as 1.13.0 (docs/build.md P7).
-find_package(Torch 1.13 REQUIRED)
+# The guard build (DIALTREE_TORCH=OFF) has none of them and does not need LibTorch installed.
+if(DIALTREE_TORCH)
+  find_package(Torch 1.13 REQUIRED)
+endif()
 
 # Private SentencePiece build (see scripts/build-sentencepiece.sh).
 set(DIALTREE_SPM_PREFIX "${CMAKE_SOURCE_DIR}/.deps/sentencepiece" CACHE PATH

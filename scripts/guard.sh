@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# The guard build (docs/build.md "Guard build"): the torch-free libraries, their test suites and
+# the libFuzzer targets, compiled with clang under AddressSanitizer + UndefinedBehaviorSanitizer,
+# without LibTorch. Configures and builds BUILD_DIR, then runs its ctest: the unit tests, and each
+# fuzz target for FUZZ_SECONDS over its seed corpus (tests/fuzz/corpus/). Prints what failed.
+#   usage: scripts/guard.sh [extra ctest args]
+#   env: BUILD_DIR (default build-guard), JOBS (default nproc), FUZZ_SECONDS (default 15),
+#        DIALTREE_SPM_PREFIX (default .deps/sentencepiece, made by scripts/setup.sh)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+build=${BUILD_DIR:-build-guard}
+jobs=${JOBS:-$(nproc)}
+fuzz_seconds=${FUZZ_SECONDS:-15}
+spm=${DIALTREE_SPM_PREFIX:-$root/.deps/sentencepiece}
+
+start=$SECONDS
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+# -O1 and line tables only: the sanitizers' usual level (fast tests, stacks with file:line) at
+# the least compile time. Configured on every run, so a changed FUZZ_SECONDS or SPM prefix takes
+# effect (cheap when nothing changed).
+if ! cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+    "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only" \
+    "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only" \
+    -DDIALTREE_TORCH=OFF -DDIALTREE_SANITIZE=address,undefined -DDIALTREE_FUZZ=ON \
+    -DDIALTREE_BUILD_BENCH=OFF "-DDIALTREE_FUZZ_SECONDS=$fuzz_seconds" \
+    "-DDIALTREE_SPM_PREFIX=$spm" >"$log" 2>&1; then
+  cat "$log" >&2
+  echo "guard: FAILED to configure $build (log above)" >&2
+  exit 1
+fi
+if ! cmake --build "$build" -j "$jobs" >"$log" 2>&1; then
+  grep -E -B2 -A12 'error:|FAILED:' "$log" | head -200 >&2 || cat "$log" >&2
+  echo "guard: FAILED to build $build (compiler errors above; full log: cmake --build $build)" >&2
+  exit 1
+fi
+echo "guard: built $build in $((SECONDS - start)) s" >&2
+
+# Sanitizer reports abort the test (UBSan: -fno-sanitize-recover; ASan: on its first report);
+# leaks are reported too. Symbolized stacks need llvm-symbolizer (package llvm).
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:strict_string_checks=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+start=$SECONDS
+status=0
+ctest --test-dir "$build" --output-on-failure -j "$jobs" "$@" >"$log" 2>&1 || status=$?
+echo "guard: ctest ran in $((SECONDS - start)) s" >&2
+if ((status)); then
+  # The failed tests' output (ctest --output-on-failure), without the lines of passing tests.
+  grep -v -E '^ +Start |\.\.\. +Passed +' "$log" >&2
+  echo >&2
+  echo "guard: FAILED tests (unit tests under ASan+UBSan; fuzz_*_smoke = fuzz targets):" >&2
+  sed -n '/The following tests FAILED/,$p' "$log" >&2
+  if compgen -G "$build/tests/fuzz/fuzz-artifacts/*/*" >/dev/null; then
+    echo "guard: fuzz crash inputs (reproduce: $build/tests/fuzz/fuzz_<name> <file>):" >&2
+    ls -1 "$build"/tests/fuzz/fuzz-artifacts/*/* >&2
+  fi
+  exit "$status"
+fi
+tail -n 3 "$log" >&2
+echo "guard: all passed" >&2
