@@ -69,8 +69,11 @@ for ((r = 1; r <= rounds; ++r)); do
     # examples/s of the second logging window; each step holds 64 examples per process.
     eps=$(tail -n 1 "$out/run/metrics.jsonl" | sed -E 's/.*"examples_per_second":([0-9.e+-]+).*/\1/')
     echo "$eps" >"$out/$row.$r.eps"
-    printf 'round %d  %s process(es) x %s thread(s) %s: %.2f examples/s (load %s)\n' "$r" "$procs" \
-      "$threads" "$extra" "$eps" "$(cut -d' ' -f1 /proc/loadavg)"
+    # rank 0's cost of the health checks in that window, when they ran
+    health=$(tail -n 1 "$out/run/metrics.jsonl" |
+      sed -nE 's/.*"health_overhead_fraction":([0-9.e+-]+).*/ health checks: \1 of the time/p')
+    printf 'round %d  %s process(es) x %s thread(s) %s: %.2f examples/s (load %s)%s\n' "$r" "$procs" \
+      "$threads" "$extra" "$eps" "$(cut -d' ' -f1 /proc/loadavg)" "$health"
   done
 done
 

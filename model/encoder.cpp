@@ -369,7 +369,10 @@ torch::Tensor DialogEncoderImpl::forward_cls(const EncoderInputs& in) {
   const Masks mk = masks(in, /*prepend_cls=*/true, x);
   const std::size_t n = layers_.size();
   if (n == 0) return x.select(1, 0);
-  if (const auto lengths = right_padded_lengths(mk.visible)) return forward_cls_packed(x, *lengths);
+  if (padding_free_) {
+    if (const auto lengths = right_padded_lengths(mk.visible))
+      return forward_cls_packed(x, *lengths);
+  }
   for (std::size_t i = 0; i + 1 < n; ++i) x = block(layers_[i], x, x, mk.key_bias, mk.query_keep);
   // Only row 0 of the last block's output is wanted: its keys and values still need every row,
   // but its query, attention row, output projection and feed-forward need only [CLS].

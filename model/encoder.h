@@ -77,11 +77,12 @@ class DialogEncoderImpl : public torch::nn::Module {
   /// forward(inputs, true) (equal up to float rounding of the smaller products), for inference
   /// that needs only the dialog vector (embeddings, intent prediction). The last block computes
   /// keys and values for every row but its query, attention row, output projection and
-  /// feed-forward for [CLS] only, which saves about 10/12 of one block's matrix work. Inputs
-  /// that are right-padded (every mask a prefix of ones, none empty: what collate() makes) run
-  /// packed: projections and feed-forward see only real tokens, and attention pads per bucket
-  /// of similar lengths (forward_cls_packed), so a batch of mixed lengths costs about what its
-  /// real tokens cost. Other masks take the padded path.
+  /// feed-forward for [CLS] only, which saves about 10/12 of one block's matrix work. Used for
+  /// inference and for the contrastive pass of training (differentiable like forward()). With
+  /// padding_free() (the default), inputs that are right-padded (every mask a prefix of ones,
+  /// none empty: what collate() makes) run packed: projections and feed-forward see only real
+  /// tokens, and attention pads per bucket of similar lengths (forward_cls_packed), so a batch of
+  /// mixed lengths costs about what its real tokens cost. Other masks take the padded path.
   /// @throws as forward().
   torch::Tensor forward_cls(const EncoderInputs& inputs);
 

@@ -14,6 +14,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include <time.h>
+
 #include <fmt/core.h>
 #include <torch/torch.h>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
@@ -144,7 +146,9 @@ struct DataParallelGroup::Impl {
   Clock::time_point since = Clock::now();
   std::int64_t seq = 0;  // collectives entered
   std::atomic<double> hang_timeout{0.0};
-  double collective_seconds = 0;  // main thread only
+  double collective_seconds = 0;          // main thread only
+  double bookkeeping_seconds = 0;         // main thread only: phase updates
+  std::atomic<double> watchdog_cpu{0.0};  // the watchdog thread's CPU seconds
 
   std::atomic<bool> quit{false};
   std::mutex quit_mu;
@@ -177,7 +181,16 @@ void DataParallelGroup::Impl::watch() {
   std::vector<Clock::time_point> beat_seen(static_cast<std::size_t>(world), Clock::now());
   std::int64_t beat = 0;
   bool store_ok = true;
+  auto thread_cpu = [] {
+    timespec ts{};
+    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+  };
+  double cpu_before = thread_cpu();
   while (!quit) {
+    const double cpu_now = thread_cpu();
+    watchdog_cpu = watchdog_cpu.load() + (cpu_now - cpu_before);
+    cpu_before = cpu_now;
     const double hang = hang_timeout.load();
     const double fixed = static_cast<double>(timeout.count()) / 1000.0;
     const double poll = std::clamp(hang / 10.0, 0.05, 1.0);
@@ -282,20 +295,27 @@ void DataParallelGroup::Impl::watch() {
 // RAII: the main thread is inside collective `what` (watchdog phase, collective seconds).
 class DataParallelGroup::Impl::CollectiveScope {
  public:
-  CollectiveScope(Impl& g, const char* what) : g_(g), t0_(Clock::now()) {
-    std::lock_guard<std::mutex> lock(g_.mu);
-    prev_kind_ = g_.kind, prev_label_ = g_.label;
-    ++g_.seq;
-    g_.kind = PhaseKind::Collective;
-    g_.label = fmt::format("{} #{} in {}", what, g_.seq, prev_label_);
-    g_.since = t0_;
+  CollectiveScope(Impl& g, const char* what) : g_(g) {
+    {
+      std::lock_guard<std::mutex> lock(g_.mu);
+      prev_kind_ = g_.kind, prev_label_ = g_.label;
+      ++g_.seq;
+      g_.kind = PhaseKind::Collective;
+      g_.label = fmt::format("{} #{} in {}", what, g_.seq, prev_label_);
+      g_.since = Clock::now();
+      t0_ = g_.since;
+    }
+    g_.bookkeeping_seconds += seconds_between(t0_, Clock::now());
   }
   ~CollectiveScope() {
     const auto now = Clock::now();
     g_.collective_seconds += seconds_between(t0_, now);
-    std::lock_guard<std::mutex> lock(g_.mu);
-    g_.kind = prev_kind_, g_.label = std::move(prev_label_);
-    g_.since = now;  // the interrupted phase resumes now
+    {
+      std::lock_guard<std::mutex> lock(g_.mu);
+      g_.kind = prev_kind_, g_.label = std::move(prev_label_);
+      g_.since = now;  // the interrupted phase resumes now
+    }
+    g_.bookkeeping_seconds += seconds_between(now, Clock::now());
   }
   CollectiveScope(const CollectiveScope&) = delete;
   CollectiveScope& operator=(const CollectiveScope&) = delete;
@@ -371,8 +391,18 @@ DataParallelGroup::DataParallelGroup(const Rendezvous& rz, const DistributedOpti
 DataParallelGroup::~DataParallelGroup() = default;
 
 void DataParallelGroup::begin_phase(PhaseKind kind, const std::string& label) {
-  std::lock_guard<std::mutex> lock(impl_->mu);
-  impl_->kind = kind, impl_->label = label, impl_->since = Clock::now();
+  const auto t0 = Clock::now();
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    impl_->kind = kind, impl_->label = label, impl_->since = t0;
+  }
+  impl_->bookkeeping_seconds += seconds_between(t0, Clock::now());
+}
+
+double DataParallelGroup::take_health_seconds() {
+  const double s = impl_->bookkeeping_seconds + impl_->watchdog_cpu.exchange(0.0);
+  impl_->bookkeeping_seconds = 0;
+  return s;
 }
 
 void DataParallelGroup::set_hang_timeout(double seconds) {

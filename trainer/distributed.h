@@ -128,6 +128,12 @@ class DataParallelGroup {
   /// Seconds this rank's main thread spent inside collectives since the last call (then 0).
   double take_collective_seconds();
 
+  /// What the health checks cost this rank since the last call (then 0), in seconds: the main
+  /// thread's time in begin_phase() and in the phase bookkeeping around collectives, plus the
+  /// watchdog thread's CPU time (CLOCK_THREAD_CPUTIME_ID). For the overhead figure in
+  /// metrics.jsonl (health_overhead_fraction).
+  double take_health_seconds();
+
   /// Host name of rank `r` (exchanged at start-up). @throws std::out_of_range for a bad rank.
   const std::string& host(int r) const;
 

@@ -287,9 +287,12 @@ struct LogWindow {
   // steps of compute (forward and backward), collectives, and the part of the collectives spent
   // waiting for the slowest rank's compute. Empty in a single process.
   std::vector<double> rank_compute, rank_collective, rank_wait;
+  // Seconds this rank spent on the health checks themselves (bookkeeping and watchdog CPU).
+  double health = 0;
 
   json to_json() const {
-    return {{"rank_compute", rank_compute},
+    return {{"health", health},
+            {"rank_compute", rank_compute},
             {"rank_collective", rank_collective},
             {"rank_wait", rank_wait},
             {"loss", loss},
@@ -315,6 +318,7 @@ struct LogWindow {
     w.rank_compute = j.value("rank_compute", std::vector<double>{});
     w.rank_collective = j.value("rank_collective", std::vector<double>{});
     w.rank_wait = j.value("rank_wait", std::vector<double>{});
+    w.health = j.value("health", 0.0);
     return w;
   }
 };
@@ -809,6 +813,7 @@ PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<b
     w.grad_norm += grad_norm, w.steps += 1, w.examples += examples, w.seconds += secs;
     w.tokens += parts[5], w.real_tokens += parts[6];
     if (health) {
+      const auto t_health = std::chrono::steady_clock::now();
       const auto world = static_cast<std::size_t>(r.world);
       w.rank_compute.resize(world, 0.0), w.rank_collective.resize(world, 0.0);
       w.rank_wait.resize(world, 0.0);
@@ -825,6 +830,9 @@ PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<b
           median_of(std::vector<double>(recent_steps.begin(), recent_steps.end())),
           config.ddp_hang_timeout_factor, config.ddp_hang_timeout_min,
           static_cast<double>(config.ddp_timeout)));
+      w.health +=
+          group->take_health_seconds() +
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t_health).count();
     }
 
     if (on_step && writer) {
@@ -849,6 +857,7 @@ PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<b
                   {"padded_token_fraction", w.tokens > 0 ? 1.0 - w.real_tokens / w.tokens : 0.0}};
       std::string ranks_text;
       if (health && w.rank_compute.size() == static_cast<std::size_t>(r.world)) {
+        const auto t_health = std::chrono::steady_clock::now();
         auto per_step = [&](const std::vector<double>& v) {
           std::vector<double> out;
           for (double x : v) out.push_back(x / nsteps);
@@ -881,6 +890,11 @@ PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<b
                           s.rank, host, s.seconds, s.ratio, s.peer_seconds, s.windows));
         }
         if (!found.empty()) rec["stragglers"] = found;
+        // This rank's cost of the checks over the window (the time of this block included).
+        const double cost =
+            w.health +
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t_health).count();
+        rec["health_overhead_fraction"] = w.seconds > 0 ? cost / w.seconds : 0.0;
       }
       if (writer) metrics << rec.dump() << "\n" << std::flush;
       const double elapsed =

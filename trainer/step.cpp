@@ -78,11 +78,12 @@ StreamLosses stream_losses(model::SpaceModel& net, const StreamBatch& batch,
   const std::int64_t b = batch.inputs.input_ids.size(0);
   StreamLosses out;
   if (contrastive) {
-    const torch::Tensor hidden = net->forward(doubled(batch.inputs), /*prepend_cls=*/true);
+    // Only the [CLS] row of the last block feeds the loss: forward_cls skips the other rows'
+    // queries, output projection and feed-forward there (same values and gradients).
+    const torch::Tensor cls = net->forward_cls(doubled(batch.inputs));
     const bool was_on = at::autocast::is_cpu_enabled();
     at::autocast::set_cpu_enabled(false);
-    const torch::Tensor proj =
-        net->project(model::SpaceModelImpl::cls_vector(hidden).to(torch::kFloat32));
+    const torch::Tensor proj = net->project(cls.to(torch::kFloat32));
     torch::Tensor view1 = proj.slice(0, 0, b), view2 = proj.slice(0, b, 2 * b);
     DataParallelGroup* group = batch.gather_group;
     if (group != nullptr) {

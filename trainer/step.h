@@ -38,7 +38,8 @@ struct StreamLosses {
   torch::Tensor mlm;          ///< token-mean MLM loss over the masked copy's targets
 };
 
-/// The contrastive pass (one forward of the batch doubled to 2B, with [CLS]; projection head
+/// The contrastive pass (one forward of the batch doubled to 2B, with [CLS], through
+/// forward_cls: the last block computes only the [CLS] rows that the loss reads; projection head
 /// and loss in fp32 even under autocast, because at τ = 0.07 a bf16 cosine would quantise the
 /// logits in steps of ~0.06) and the MLM pass (plain encoder without [CLS] on `masked`, only
 /// the target rows go through the MLM head), docs/method.md §4.1-§4.2.

@@ -291,6 +291,12 @@ TEST(Config, BadInputsAreErrorsNamingFileLineKeyAndType) {
               {"YAML syntax error", "column"}),
       whole("bad indentation", "output_dir: o\n  seed: 3\n", "line 2", "", {"YAML syntax error"}),
       in_file("two documents", "---\nseed: 3\n", 6, "", {"expected one YAML document, found 2"}),
+      // A document that begins with ',' made yaml-cpp 0.7's LoadAll loop forever (fuzzing,
+      // docs/failure-cases.md F1).
+      whole("leading comma", ",", "line 1", "", {"',' cannot begin a YAML node outside [ ] or { }"}),
+      whole("comma after an anchor", "&x , a", "line 1", "", {"column 4: ',' cannot begin"}),
+      whole("comma document", "seed: 3\n---\n,", "line 3", "",
+            {"expected one YAML document, found 2 or more"}),
       // Overrides: the same rules, reported against the override.
       by_override("override typo", "model.hiden_size=3", "model.hiden_size",
                   {"did you mean 'model.hidden_size'?"}),

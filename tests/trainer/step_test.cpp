@@ -65,6 +65,15 @@ StreamBatch mixed_batch(const std::vector<int>& lengths, int seed) {
   return b;
 }
 
+/// Every parameter's gradient (zeros where none), cloned.
+std::vector<torch::Tensor> grads_of(model::SpaceModel& net) {
+  std::vector<torch::Tensor> out;
+  for (const auto& p : net->parameters()) {
+    out.push_back(p.grad().defined() ? p.grad().clone() : torch::zeros_like(p));
+  }
+  return out;
+}
+
 struct StepResult {
   losses::Objective objective;
   std::vector<torch::Tensor> grads;
@@ -79,9 +88,7 @@ StepResult run_step(model::SpaceModel& net, bool padding_free, const StreamBatch
   StepResult r;
   r.objective = forward_backward(net, &lab, &unl, losses::ObjectiveWeights{1.0, 0.1, 1.0}, copt,
                                  /*bf16=*/false, /*loss_scale=*/1.0);
-  for (const auto& p : net->parameters()) {
-    r.grads.push_back(p.grad().defined() ? p.grad().clone() : torch::zeros_like(p));
-  }
+  r.grads = grads_of(net);
   return r;
 }
 
@@ -117,6 +124,41 @@ TEST(PaddingFree, SameLossesAndGradientsAsPaddedBatchesWithDropoutZero) {
     EXPECT_LT((a - b).abs().max().item<double>() / scale, 1e-4) << params[i].key();
   }
   EXPECT_GT(largest, 1e-3);  // gradients are really there
+}
+
+TEST(ContrastivePass, ClsOnlyLastBlockGivesTheFullForwardsLossAndGradients) {
+  // stream_losses() runs the contrastive pass through forward_cls (the last block for [CLS]
+  // only); the reference is the full forward's row 0, padded and padding-free.
+  torch::manual_seed(5);
+  model::SpaceModel net(tiny_config());
+  net->train();
+  const StreamBatch b = mixed_batch({3, 30, 5, 12, 4, 27, 8}, 2);
+  const std::int64_t B = 7;
+  losses::ContrastiveOptions copt;
+  copt.shard_size = 4;
+  for (const bool padding_free : {false, true}) {
+    net->encoder()->set_padding_free(padding_free);
+    net->zero_grad();
+    const torch::Tensor got = stream_losses(net, b, copt).contrastive;
+    got.backward();
+    const std::vector<torch::Tensor> got_grads = grads_of(net);
+    net->zero_grad();
+    const torch::Tensor hidden = net->forward(doubled(b.inputs), /*prepend_cls=*/true);
+    const torch::Tensor proj = net->project(model::SpaceModelImpl::cls_vector(hidden));
+    const torch::Tensor ref =
+        losses::multi_view_supcon_loss(proj.slice(0, 0, B), proj.slice(0, B, 2 * B), b.masks, copt);
+    ref.backward();
+    const std::vector<torch::Tensor> ref_grads = grads_of(net);
+    EXPECT_GT(ref.item<double>(), 0.1);
+    EXPECT_NEAR(got.item<double>(), ref.item<double>(), 1e-5) << padding_free;
+    const auto params = net->named_parameters();
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      const double scale = std::max(1e-3, ref_grads[i].abs().max().item<double>());
+      // fp32 rounding of differently shaped products, amplified by 1/τ = 14 (seen: 1.1e-4).
+      EXPECT_LT((got_grads[i] - ref_grads[i]).abs().max().item<double>() / scale, 1e-3)
+          << params[i].key() << (padding_free ? " padding-free" : " padded");
+    }
+  }
 }
 
 TEST(PaddingFree, PaddingRowsAreZeroAndRealRowsMatchThePaddedForward) {
