@@ -74,6 +74,7 @@ struct TrainArgs {
   int nproc_per_node = 1;
   bool nproc_given = false;
   int max_restarts = 0;
+  bool exclude_failed_rank = false;
 };
 
 }  // namespace
@@ -93,6 +94,9 @@ void register_train(CLI::App& app) {
                    "With --nproc-per-node: restart the ranks from the newest checkpoint up to N "
                    "times after a rank fails or hangs (docs/training.md \"Health checks\")")
       ->check(CLI::Range(0, 1000));
+  train->add_flag("--exclude-failed-rank", a->exclude_failed_rank,
+                  "With --max-restarts: restart with one rank fewer and a larger "
+                  "gradient_accumulation_steps, so the global batch stays the same");
   train->callback([a, nproc] {
     a->nproc_given = nproc->count() > 0;
     const trainer::PretrainConfig cfg = trainer::load_config(a->config, a->overrides);
@@ -127,6 +131,8 @@ void register_train(CLI::App& app) {
       lo.args.insert(lo.args.end(), a->overrides.begin(), a->overrides.end());
       lo.output_dir = cfg.output_dir;
       lo.max_restarts = a->max_restarts;
+      lo.exclude_failed_rank = a->exclude_failed_rank;
+      lo.gradient_accumulation_steps = cfg.gradient_accumulation_steps;
       const int status = trainer::launch_local_workers(
           lo, [] { return static_cast<int>(g_signal); },
           [](const std::string& line) { fmt::print(stderr, "{}\n", line); });

@@ -90,11 +90,12 @@ namespace {
 
 // One launch of the group. Returns the job status; `failure` receives the first non-graceful
 // failure ("rank 1 was killed by signal 9 (SIGKILL)"), empty when there was none.
-int run_group(const LaunchOptions& o, const std::vector<std::string>& args, bool with_fault,
-              const std::function<int()>& stop_signal, std::string* failure, int* failed_code) {
+int run_group(const LaunchOptions& o, int nproc, const std::vector<std::string>& args,
+              bool with_fault, const std::function<int()>& stop_signal, std::string* failure,
+              int* failed_code) {
   const int port = free_loopback_port();
   std::vector<pid_t> pids;
-  for (int rank = 0; rank < o.nproc; ++rank) {
+  for (int rank = 0; rank < nproc; ++rank) {
     const pid_t pid = ::fork();
     if (pid < 0) {
       for (pid_t p : pids) ::kill(p, SIGKILL);
@@ -103,7 +104,7 @@ int run_group(const LaunchOptions& o, const std::vector<std::string>& args, bool
     if (pid == 0) {
       ::setenv("RANK", std::to_string(rank).c_str(), 1);
       ::setenv("LOCAL_RANK", std::to_string(rank).c_str(), 1);
-      ::setenv("WORLD_SIZE", std::to_string(o.nproc).c_str(), 1);
+      ::setenv("WORLD_SIZE", std::to_string(nproc).c_str(), 1);
       ::setenv("MASTER_ADDR", "127.0.0.1", 1);
       ::setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
       if (!with_fault) ::unsetenv(kFaultEnv);
@@ -160,10 +161,12 @@ int run_group(const LaunchOptions& o, const std::vector<std::string>& args, bool
 int launch_local_workers(const LaunchOptions& o, const std::function<int()>& stop_signal,
                          const std::function<void(const std::string&)>& log) {
   std::vector<std::string> args = o.args;
+  int nproc = o.nproc;
+  int accumulation = o.gradient_accumulation_steps;
   for (int attempt = 0;; ++attempt) {
     std::string failure;
     int failed_code = 0;
-    const int status = run_group(o, args, attempt == 0, stop_signal, &failure, &failed_code);
+    const int status = run_group(o, nproc, args, attempt == 0, stop_signal, &failure, &failed_code);
     if (failure.empty()) return status;
     const bool stopping = stop_signal && stop_signal() != 0;
     if (failed_code == 2 || stopping || attempt >= o.max_restarts) {
@@ -182,6 +185,25 @@ int launch_local_workers(const LaunchOptions& o, const std::function<int()>& sto
                       ckpt.empty() ? std::string("step 0 (no checkpoint yet)") : ckpt));
     }
     if (attempt == 0) args.push_back("resume_from_checkpoint=latest");
+    if (o.exclude_failed_rank && nproc > 1) {
+      const long long micro = static_cast<long long>(accumulation) * nproc;
+      if (micro % (nproc - 1) == 0) {
+        accumulation = static_cast<int>(micro / (nproc - 1));
+        --nproc;
+        args.push_back("gradient_accumulation_steps=" + std::to_string(accumulation));
+        if (log) {
+          log(
+              fmt::format("excluding the failed rank: {} rank{} with gradient_accumulation_steps "
+                          "{}, the same {} micro-batches per step",
+                          nproc, nproc == 1 ? "" : "s", accumulation, micro));
+        }
+      } else if (log) {
+        log(
+            fmt::format("cannot exclude the failed rank: {} ranks cannot share {} micro-batches "
+                        "per step evenly; restarting with {}",
+                        nproc - 1, micro, nproc));
+      }
+    }
   }
 }
 

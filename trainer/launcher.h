@@ -30,6 +30,10 @@ struct LaunchOptions {
   std::string output_dir;         ///< the run's output_dir (where restarts find checkpoints)
   int max_restarts = 0;           ///< restarts of the whole group after a failure (torchrun's)
   std::string program = "/proc/self/exe";  ///< the executable every rank runs
+  /// On a restart, run one rank fewer and keep the global batch by raising
+  /// gradient_accumulation_steps (possible when accumulation × ranks is divisible by ranks - 1).
+  bool exclude_failed_rank = false;
+  int gradient_accumulation_steps = 1;  ///< the run's, for exclude_failed_rank
 };
 
 /// Runs `program args...` as ranks 0..nproc-1 of a local job (RANK, LOCAL_RANK, WORLD_SIZE,
@@ -41,7 +45,10 @@ struct LaunchOptions {
 ///   (status 2) or max_restarts restarts have been made, the group is started again with
 ///   `resume_from_checkpoint=latest` appended (the newest complete checkpoint, or step 0 when
 ///   there is none; the log names it) and without DIALTREE_FAULT in its environment, so an
-///   injected fault fires once.
+///   injected fault fires once. With exclude_failed_rank, the restarted group has one rank
+///   fewer and `gradient_accumulation_steps=A·N/(N-1)` appended, so every optimiser step still
+///   consumes A·N micro-batches (the same trajectory: the checkpoint counts batches, not
+///   ranks); when A·N is not divisible by N-1 the log says so and the group keeps N ranks.
 /// Returns the job's exit status: 0, the failing rank's status (128 + signal when killed), or
 /// 128 + the forwarded signal. @throws std::runtime_error when fork() fails.
 int launch_local_workers(const LaunchOptions& options, const std::function<int()>& stop_signal,

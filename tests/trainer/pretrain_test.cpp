@@ -439,6 +439,23 @@ TEST_F(TinyPretraining, AKilledRankRestartsTheGroupFromTheLastCheckpointWithTheS
   const auto m = read_metrics(tmp_.path() / "kill" / "metrics.jsonl");
   ASSERT_EQ(m.size(), 6u);
   for (std::size_t i = 0; i < m.size(); ++i) EXPECT_EQ(m[i]["step"], i + 1);
+
+  // --exclude-failed-rank: steps 5 and 6 run in 1 process with accumulation 2, the same 2
+  // micro-batches per step, so the weights stay those of the undisturbed run up to the order
+  // of float additions.
+  std::ofstream(tmp_.file("excl.yaml")) << yaml(tmp_.file("excl"), 6);
+  ASSERT_EQ(run_train("DIALTREE_FAULT=rank=1,kill_at_step=5",
+                      "--nproc-per-node 2 --max-restarts 1 --exclude-failed-rank " +
+                          tmp_.file("excl.yaml") + " save_steps=2",
+                      tmp_.file("excl.log")),
+            0)
+      << slurp(tmp_.file("excl.log"));
+  EXPECT_THAT(slurp(tmp_.file("excl.log")),
+              ::testing::HasSubstr("excluding the failed rank: 1 rank with "
+                                   "gradient_accumulation_steps 2, the same 2 micro-batches"));
+  EXPECT_LT(max_weight_diff(tmp_.path() / "plain" / "final" / model::kWeightsFile,
+                            tmp_.path() / "excl" / "final" / model::kWeightsFile),
+            1e-5);
 }
 
 TEST_F(TinyPretraining, AHangAbortsEveryRankWithinTheDerivedTimeoutAndNamesTheRank) {
