@@ -52,9 +52,26 @@ trainer::Evaluator probe_evaluator(const trainer::PretrainConfig& cfg, bool rank
 
 std::atomic<bool> g_stop{false};
 volatile std::sig_atomic_t g_signal = 0;
+volatile std::sig_atomic_t g_signal_count = 0;
+volatile std::sig_atomic_t g_is_launcher = 0;
 
+// The first SIGINT / SIGTERM asks for a stop after the step in progress (with a checkpoint); a
+// second one stops at once: a rank exits with 128 + signal, the launcher kills its ranks. Only
+// async-signal-safe calls (write, _exit) here.
 extern "C" void on_stop_signal(int sig) {
   g_signal = sig;
+  g_signal_count = g_signal_count + 1;
+  if (g_signal_count >= 2 && !g_is_launcher) {
+    constexpr char kNow[] = "dialtree: second stop signal: stopping now, without a checkpoint\n";
+    [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, kNow, sizeof(kNow) - 1);
+    ::_exit(128 + sig);
+  }
+  if (g_signal_count == 1) {
+    constexpr char kAck[] =
+        "dialtree: stop requested: stopping after this step with a checkpoint (send the signal "
+        "again to stop at once)\n";
+    [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, kAck, sizeof(kAck) - 1);
+  }
   g_stop.store(true);
 }
 
@@ -133,8 +150,9 @@ void register_train(CLI::App& app) {
       lo.max_restarts = a->max_restarts;
       lo.exclude_failed_rank = a->exclude_failed_rank;
       lo.gradient_accumulation_steps = cfg.gradient_accumulation_steps;
+      g_is_launcher = 1;
       const int status = trainer::launch_local_workers(
-          lo, [] { return static_cast<int>(g_signal); },
+          lo, [] { return static_cast<int>(g_signal); }, [] { return g_signal_count >= 2; },
           [](const std::string& line) { fmt::print(stderr, "{}\n", line); });
       if (status != 0) std::exit(status);
       return;

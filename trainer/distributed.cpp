@@ -54,9 +54,13 @@ void wait_for(const c10::intrusive_ptr<c10d::Work>& work, std::chrono::milliseco
               const char* what) {
   try {
     work->wait(timeout);
+  } catch (const c10::Error& e) {
+    // Without LibTorch's C++ stack trace: the message says what happened.
+    throw std::runtime_error(fmt::format("data-parallel {} failed (timeout {} s): {}", what,
+                                         timeout.count() / 1000, e.what_without_backtrace()));
   } catch (const std::exception& e) {
-    throw std::runtime_error(fmt::format("data-parallel {} failed or timed out after {} s: {}",
-                                         what, timeout.count() / 1000, e.what()));
+    throw std::runtime_error(fmt::format("data-parallel {} failed (timeout {} s): {}", what,
+                                         timeout.count() / 1000, e.what()));
   }
 }
 

@@ -12,8 +12,14 @@
 
 namespace dialtree::trainer {
 
-StragglerDetector::StragglerDetector(int world, double ratio, int windows)
-    : world_(world), ratio_(ratio), windows_(windows), streak_(std::max(world, 0), 0) {
+StragglerDetector::StragglerDetector(int world, double ratio, int windows, double min_gap_seconds)
+    : world_(world),
+      ratio_(ratio),
+      windows_(windows),
+      min_gap_(min_gap_seconds),
+      streak_(std::max(world, 0), 0) {
+  if (!(min_gap_seconds >= 0))
+    throw std::invalid_argument("StragglerDetector: min_gap_seconds must be >= 0");
   if (world < 1) throw std::invalid_argument("StragglerDetector: world must be >= 1");
   if (!(ratio > 1.0)) throw std::invalid_argument("StragglerDetector: ratio must be > 1");
   if (windows < 1) throw std::invalid_argument("StragglerDetector: windows must be >= 1");
@@ -34,7 +40,7 @@ std::vector<Straggler> StragglerDetector::update(const std::vector<double>& seco
     const double peer = median_of(peers);
     const double mine = seconds[static_cast<std::size_t>(r)];
     int& streak = streak_[static_cast<std::size_t>(r)];
-    if (peer > 0 && mine > ratio_ * peer) {
+    if (peer > 0 && mine > ratio_ * peer && mine - peer > min_gap_) {
       ++streak;
       if (streak >= windows_) out.push_back({r, mine, peer, mine / peer, streak});
     } else {

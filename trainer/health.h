@@ -26,12 +26,13 @@ struct Straggler {
 ///
 /// The rule (robust for any world size, 2 included, where a median + k·MAD rule cannot flag
 /// either of two ranks): a rank is an outlier in a window when its mean compute seconds per step
-/// exceed `ratio` times the median of the other ranks' means. It is reported once it has been
+/// exceed `ratio` times the median of the other ranks' means, and that median by more than
+/// `min_gap_seconds` (so that noise on tiny steps is not flagged). It is reported once it has been
 /// an outlier for `windows` consecutive windows, and again in every window while it stays one.
 class StragglerDetector {
  public:
-  /// @throws std::invalid_argument if world < 1, ratio <= 1 or windows < 1.
-  StragglerDetector(int world, double ratio, int windows);
+  /// @throws std::invalid_argument if world < 1, ratio <= 1, windows < 1 or min_gap_seconds < 0.
+  StragglerDetector(int world, double ratio, int windows, double min_gap_seconds = 0.05);
 
   /// Takes one logging window's mean compute seconds per step of each rank (world values,
   /// rank order) and returns the ranks reported in this window, in rank order. With one rank
@@ -43,6 +44,7 @@ class StragglerDetector {
   int world_;
   double ratio_;
   int windows_;
+  double min_gap_;
   std::vector<int> streak_;
 };
 

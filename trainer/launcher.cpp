@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -49,7 +50,8 @@ int free_loopback_port() {
   return ntohs(addr.sin_port);
 }
 
-std::string newest_checkpoint(const std::string& output_dir) {
+std::string newest_checkpoint(const std::string& output_dir,
+                              std::optional<fs::file_time_type> not_before) {
   std::error_code ec;
   if (output_dir.empty() || !fs::is_directory(output_dir, ec)) return {};
   long long best = -1;
@@ -63,7 +65,9 @@ std::string newest_checkpoint(const std::string& output_dir) {
         digits.find_first_not_of("0123456789") != std::string::npos)
       continue;
     const long long step = std::stoll(digits);
-    if (step > best && fs::is_regular_file(entry.path() / "trainer_state.json", ec)) {
+    const fs::path state = entry.path() / "trainer_state.json";
+    if (step > best && fs::is_regular_file(state, ec) &&
+        (!not_before || fs::last_write_time(state, ec) >= *not_before)) {
       best = step;
       best_path = entry.path().string();
     }
@@ -91,8 +95,8 @@ namespace {
 // One launch of the group. Returns the job status; `failure` receives the first non-graceful
 // failure ("rank 1 was killed by signal 9 (SIGKILL)"), empty when there was none.
 int run_group(const LaunchOptions& o, int nproc, const std::vector<std::string>& args,
-              bool with_fault, const std::function<int()>& stop_signal, std::string* failure,
-              int* failed_code) {
+              bool with_fault, const std::function<int()>& stop_signal,
+              const std::function<bool()>& force_stop, std::string* failure, int* failed_code) {
   const int port = free_loopback_port();
   std::vector<pid_t> pids;
   for (int rank = 0; rank < nproc; ++rank) {
@@ -102,6 +106,11 @@ int run_group(const LaunchOptions& o, int nproc, const std::vector<std::string>&
       throw std::runtime_error("--nproc-per-node: fork failed");
     }
     if (pid == 0) {
+      // Own process group: a terminal's Ctrl-C reaches the launcher only, which forwards it once
+      // (a second signal means "stop at once"). Killed with the launcher, never orphaned.
+      ::setpgid(0, 0);
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() == 1) std::_Exit(128 + SIGKILL);
       ::setenv("RANK", std::to_string(rank).c_str(), 1);
       ::setenv("LOCAL_RANK", std::to_string(rank).c_str(), 1);
       ::setenv("WORLD_SIZE", std::to_string(nproc).c_str(), 1);
@@ -124,9 +133,14 @@ int run_group(const LaunchOptions& o, int nproc, const std::vector<std::string>&
   while (running > 0) {
     if (const int sig = stop_signal ? stop_signal() : 0; sig != 0 && forwarded == 0) {
       for (pid_t p : pids) {
-        if (p > 0) ::kill(p, SIGTERM);
+        if (p > 0) ::kill(p, sig);
       }
       forwarded = sig;
+    }
+    if (forwarded != 0 && force_stop && force_stop()) {
+      for (pid_t p : pids) {
+        if (p > 0) ::kill(p, SIGKILL);
+      }
     }
     int status = 0;
     const pid_t done = ::waitpid(-1, &status, WNOHANG);
@@ -143,7 +157,10 @@ int run_group(const LaunchOptions& o, int nproc, const std::vector<std::string>&
     const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     if (code != 0 && status_out == 0) {
       status_out = code;
-      const bool graceful = forwarded != 0 && code == 128 + forwarded;
+      // A stop the user asked for: the rank exits with 128 + the signal, or is killed by the
+      // second signal.
+      const bool graceful = forwarded != 0 && (code == 128 + forwarded || code == 128 + SIGKILL);
+      if (graceful) status_out = 128 + forwarded;
       if (!graceful) {
         *failure = fmt::format("rank {} {}", rank, describe_exit(status));
         *failed_code = code;
@@ -159,14 +176,18 @@ int run_group(const LaunchOptions& o, int nproc, const std::vector<std::string>&
 }  // namespace
 
 int launch_local_workers(const LaunchOptions& o, const std::function<int()>& stop_signal,
+                         const std::function<bool()>& force_stop,
                          const std::function<void(const std::string&)>& log) {
   std::vector<std::string> args = o.args;
+  // Checkpoints older than the job belong to another run in the same output_dir.
+  const fs::file_time_type job_start = fs::file_time_type::clock::now();
   int nproc = o.nproc;
   int accumulation = o.gradient_accumulation_steps;
   for (int attempt = 0;; ++attempt) {
     std::string failure;
     int failed_code = 0;
-    const int status = run_group(o, nproc, args, attempt == 0, stop_signal, &failure, &failed_code);
+    const int status =
+        run_group(o, nproc, args, attempt == 0, stop_signal, force_stop, &failure, &failed_code);
     if (failure.empty()) return status;
     const bool stopping = stop_signal && stop_signal() != 0;
     if (failed_code == 2 || stopping || attempt >= o.max_restarts) {
@@ -178,13 +199,13 @@ int launch_local_workers(const LaunchOptions& o, const std::function<int()>& sto
       }
       return status;
     }
-    const std::string ckpt = newest_checkpoint(o.output_dir);
+    const std::string ckpt = newest_checkpoint(o.output_dir, job_start);
     if (log) {
       log(fmt::format("error: {}; stopped the other ranks; restart {} of {} from {}", failure,
                       attempt + 1, o.max_restarts,
                       ckpt.empty() ? std::string("step 0 (no checkpoint yet)") : ckpt));
     }
-    if (attempt == 0) args.push_back("resume_from_checkpoint=latest");
+    args.push_back("resume_from_checkpoint=" + ckpt);  // later overrides win; empty = step 0
     if (o.exclude_failed_rank && nproc > 1) {
       const long long micro = static_cast<long long>(accumulation) * nproc;
       if (micro % (nproc - 1) == 0) {

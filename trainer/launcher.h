@@ -4,7 +4,9 @@
 // to --max-restarts times. Torch-free (fork/exec and waitpid only).
 #pragma once
 
+#include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,8 +18,12 @@ int free_loopback_port();
 
 /// The newest complete checkpoint of a run: output_dir/checkpoint-N with the largest N that
 /// holds a trainer_state.json (checkpoints are renamed into place only when complete, so a
-/// killed save leaves no such folder). Empty when there is none or output_dir is missing.
-std::string newest_checkpoint(const std::string& output_dir);
+/// killed save leaves no such folder), written at or after `not_before` when given (so a
+/// restart never picks up an older run's checkpoint). Empty when there is none or output_dir
+/// is missing.
+std::string newest_checkpoint(
+    const std::string& output_dir,
+    std::optional<std::filesystem::file_time_type> not_before = std::nullopt);
 
 /// How a child process ended, from its waitpid() status, in words: "exited with status 1",
 /// "exited with status 75 (its hang watchdog fired)", "was killed by signal 9 (SIGKILL)".
@@ -38,13 +44,14 @@ struct LaunchOptions {
 
 /// Runs `program args...` as ranks 0..nproc-1 of a local job (RANK, LOCAL_RANK, WORLD_SIZE,
 /// MASTER_ADDR 127.0.0.1 and a free MASTER_PORT in their environment) and supervises them:
-/// - when `stop_signal()` returns a signal number, it is forwarded (as SIGTERM) to every rank,
-///   which stop together after a checkpoint;
+/// - when `stop_signal()` returns a signal number, that signal is forwarded to every rank, which
+///   stop together after a checkpoint (status 128 + signal, not counted as a failure); when
+///   `force_stop()` turns true (a second signal), the ranks are killed at once;
 /// - when a rank fails otherwise (non-zero status or killed), `log` names the rank and how it
 ///   ended, the other ranks are killed (SIGKILL), and unless the failure was a usage error
 ///   (status 2) or max_restarts restarts have been made, the group is started again with
-///   `resume_from_checkpoint=latest` appended (the newest complete checkpoint, or step 0 when
-///   there is none; the log names it) and without DIALTREE_FAULT in its environment, so an
+///   `resume_from_checkpoint=<the newest complete checkpoint this job wrote>` appended (step 0
+///   when there is none; the log names it) and without DIALTREE_FAULT in its environment, so an
 ///   injected fault fires once. With exclude_failed_rank, the restarted group has one rank
 ///   fewer and `gradient_accumulation_steps=A·N/(N-1)` appended, so every optimiser step still
 ///   consumes A·N micro-batches (the same trajectory: the checkpoint counts batches, not
@@ -52,6 +59,7 @@ struct LaunchOptions {
 /// Returns the job's exit status: 0, the failing rank's status (128 + signal when killed), or
 /// 128 + the forwarded signal. @throws std::runtime_error when fork() fails.
 int launch_local_workers(const LaunchOptions& options, const std::function<int()>& stop_signal,
+                         const std::function<bool()>& force_stop,
                          const std::function<void(const std::string&)>& log);
 
 }  // namespace dialtree::trainer

@@ -424,6 +424,11 @@ void save_checkpoint(Run& r) {
   r.last_checkpoint = final_dir.string();
   if (r.cfg.save_total_limit > 0) {
     auto all = list_checkpoints(out);
+    // Checkpoints beyond this step are not this run's (an earlier run in the same output_dir):
+    // they are neither counted nor pruned, so they can never push out the one just saved.
+    all.erase(
+        std::remove_if(all.begin(), all.end(), [&](const auto& c) { return c.first > r.step; }),
+        all.end());
     while (all.size() > static_cast<std::size_t>(r.cfg.save_total_limit)) {
       fs::remove_all(all.front().second, ec);
       all.erase(all.begin());
@@ -624,6 +629,12 @@ PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<b
   const fs::path out(config.output_dir);
   if (!resume.empty()) {
     load_checkpoint(r, resume);
+    if (r.step > r.total) {
+      throw DataError(resume, "", "resume_from_checkpoint",
+                      fmt::format("the checkpoint is at step {}, beyond this run's {} steps (a "
+                                  "checkpoint of another run?)",
+                                  r.step, r.total));
+    }
     say(fmt::format("resumed from {} at step {}", resume, r.step));
   }
   // Every rank starts from rank 0's weights (they are equal already when the seed and the
@@ -634,6 +645,15 @@ PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<b
     fs::create_directories(out);
     for (const std::string& name : remove_stale_temporaries(out)) {
       say("removed " + (out / name).string() + ", left by an interrupted save");
+    }
+    if (resume.empty()) {
+      for (const auto& [step, path] : list_checkpoints(out)) {
+        say(
+            fmt::format("warning: {} is from an earlier run in this output_dir: this run starts "
+                        "at step 0, overwrites the checkpoints of the steps it saves, and never "
+                        "resumes from or prunes one beyond its own step",
+                        path.string()));
+      }
     }
     write_file_atomic(out / "config.yaml", dump_config(config));
     write_env(r);
@@ -724,6 +744,11 @@ PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<b
   StragglerDetector stragglers(r.world, config.ddp_straggler_ratio, config.ddp_straggler_windows);
   std::deque<double> recent_steps;  // seconds of the last steps, for the hang timeout
   const FaultPlan fault = fault_plan_from_env();
+  if (fault.rank >= r.world) {
+    throw DataError("<environment>", "", kFaultEnv,
+                    fmt::format("rank={} but the run has {} rank{} (0..{})", fault.rank, r.world,
+                                r.world == 1 ? "" : "s", r.world - 1));
+  }
   const bool faulty = fault.applies_to(r.rank);
   if (faulty) say(fmt::format("fault injection ({}) armed for rank {}", kFaultEnv, r.rank));
   auto phase = [&](PhaseKind kind, const std::string& label) {

@@ -45,6 +45,9 @@ TEST(StragglerDetector, ManyRanksCompareEachWithTheMedianOfItsPeers) {
   // One rank alone has no peers.
   StragglerDetector alone(1, 1.5, 1);
   EXPECT_TRUE(alone.update({5.0}).empty());
+  // 2.5x, but 15 ms apart: noise on tiny steps, not a straggler.
+  StragglerDetector tiny(2, 1.5, 1);
+  EXPECT_TRUE(tiny.update({0.010, 0.025}).empty());
   EXPECT_THROW(d.update({1.0}), std::invalid_argument);
   EXPECT_THROW(StragglerDetector(2, 1.0, 1), std::invalid_argument);
   EXPECT_THROW(StragglerDetector(2, 1.5, 0), std::invalid_argument);
@@ -101,6 +104,12 @@ TEST(Launcher, NewestCompleteCheckpoint) {
   }
   // checkpoint-12 has no trainer_state.json (incomplete); 10 > 2 numerically.
   EXPECT_EQ(newest_checkpoint(out.string()), (out / "checkpoint-10").string());
+  // A restart takes only what the job wrote: checkpoint-10 dates from before the job started.
+  const auto now = fs::file_time_type::clock::now();
+  fs::last_write_time(out / "checkpoint-10" / "trainer_state.json", now - std::chrono::hours(1));
+  fs::last_write_time(out / "checkpoint-2" / "trainer_state.json", now + std::chrono::seconds(1));
+  EXPECT_EQ(newest_checkpoint(out.string(), now), (out / "checkpoint-2").string());
+  EXPECT_EQ(newest_checkpoint(out.string(), now + std::chrono::hours(1)), "");
 }
 
 TEST(Launcher, DescribeExit) {

@@ -417,6 +417,12 @@ TEST_F(TinyPretraining, AKilledRankRestartsTheGroupFromTheLastCheckpointWithTheS
   ASSERT_EQ(train_processes(2, tmp_.file("ddp.yaml"), "save_steps=2", tmp_.file("plain.log")), 0)
       << slurp(tmp_.file("plain.log"));
   std::ofstream(tmp_.file("kill.yaml")) << yaml(tmp_.file("kill"), 6);
+  // An earlier run left checkpoint-10 in the same output_dir: the restart must not pick it.
+  ASSERT_EQ(run_train("", tmp_.file("kill.yaml") + " max_steps=12 save_steps=10 save_total_limit=0",
+                      tmp_.file("old.log")),
+            0)
+      << slurp(tmp_.file("old.log"));
+  ASSERT_TRUE(fs::exists(tmp_.path() / "kill" / "checkpoint-10"));
   const auto t0 = std::chrono::steady_clock::now();
   ASSERT_EQ(
       run_train("DIALTREE_FAULT=rank=1,kill_at_step=5",
@@ -429,6 +435,8 @@ TEST_F(TinyPretraining, AKilledRankRestartsTheGroupFromTheLastCheckpointWithTheS
   EXPECT_THAT(log, ::testing::HasSubstr("error: rank 1 was killed by signal 9 (SIGKILL); stopped "
                                         "the other ranks; restart 1 of 1 from "));
   EXPECT_THAT(log, ::testing::HasSubstr("checkpoint-4"));
+  EXPECT_THAT(log, ::testing::HasSubstr("checkpoint-10 is from an earlier run"));
+  EXPECT_TRUE(fs::exists(tmp_.path() / "kill" / "checkpoint-10"));  // neither used nor pruned
   EXPECT_THAT(log, ::testing::HasSubstr("resumed from "));
   EXPECT_LT(secs, 120);
   // Steps 5 and 6 were redone from checkpoint-4: the same weights, bit for bit, and one
@@ -456,6 +464,46 @@ TEST_F(TinyPretraining, AKilledRankRestartsTheGroupFromTheLastCheckpointWithTheS
   EXPECT_LT(max_weight_diff(tmp_.path() / "plain" / "final" / model::kWeightsFile,
                             tmp_.path() / "excl" / "final" / model::kWeightsFile),
             1e-5);
+}
+
+TEST_F(TinyPretraining, ASecondStopSignalEndsAStuckRunAtOnce) {
+  // One process stuck in step 2 (hang fault): the first SIGTERM is acknowledged but the step
+  // never ends; the second stops the process at once with 128 + SIGTERM.
+  std::ofstream(tmp_.file("stuck.yaml")) << yaml(tmp_.file("stuck"), 6);
+  const std::string cmd = "DIALTREE_FAULT=rank=0,hang_at_step=2 exec " +
+                          std::string(DIALTREE_BINARY_DIR) + "/cli/dialtree-torch train " +
+                          tmp_.file("stuck.yaml") + " >" + tmp_.file("stuck.log") + " 2>&1";
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    std::_Exit(127);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (read_metrics(tmp_.path() / "stuck" / "metrics.jsonl").empty() &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ::kill(pid, SIGTERM);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  int status = 0;
+  EXPECT_EQ(::waitpid(pid, &status, WNOHANG), 0) << "the first signal must not end a stuck step";
+  ::kill(pid, SIGTERM);
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << slurp(tmp_.file("stuck.log"));
+  EXPECT_EQ(WEXITSTATUS(status), 128 + SIGTERM);
+  const std::string log = slurp(tmp_.file("stuck.log"));
+  EXPECT_THAT(log, ::testing::HasSubstr("stop requested: stopping after this step"));
+  EXPECT_THAT(log, ::testing::HasSubstr("second stop signal: stopping now"));
+}
+
+TEST_F(TinyPretraining, AFaultForARankThatDoesNotExistIsAnError) {
+  std::ofstream(tmp_.file("f.yaml")) << yaml(tmp_.file("f"), 2);
+  EXPECT_EQ(
+      run_train("DIALTREE_FAULT=rank=5,kill_at_step=1", tmp_.file("f.yaml"), tmp_.file("f.log")),
+      2);
+  EXPECT_THAT(slurp(tmp_.file("f.log")),
+              ::testing::HasSubstr("field 'DIALTREE_FAULT': rank=5 but the run has 1 rank (0..0)"));
 }
 
 TEST_F(TinyPretraining, AHangAbortsEveryRankWithinTheDerivedTimeoutAndNamesTheRank) {
