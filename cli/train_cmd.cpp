@@ -26,6 +26,7 @@
 #include "eval/tasks.h"
 #include "trainer/config.h"
 #include "trainer/distributed.h"
+#include "trainer/health.h"
 #include "trainer/launcher.h"
 #include "trainer/pretrain.h"
 
@@ -129,6 +130,10 @@ void register_train(CLI::App& app) {
                         "process would be one rank of another job)");
       }
     }
+    // A malformed DIALTREE_FAULT, or one for a rank the job does not have, stops the job before
+    // any rank loads data (docs/training.md "Fault injection").
+    const int world = a->nproc_per_node > 1 ? a->nproc_per_node : (rz ? rz->world_size : 1);
+    trainer::check_fault_rank(trainer::fault_plan_from_env(), world);
     if (a->max_restarts > 0 && a->nproc_per_node <= 1) {
       throw DataError("<command line>", "", "--max-restarts",
                       "needs --nproc-per-node N > 1 (under torchrun, use its --max-restarts with "

@@ -25,6 +25,7 @@
 
 #include "common/error.h"
 #include "common/text_distance.h"
+#include "common/utf8.h"
 
 namespace dialtree::trainer {
 namespace {
@@ -403,13 +404,24 @@ void read_value(const ValueContext& ctx, const YAML::Node& node, bool* out) {
   }
 }
 
+// The scalar's text, which must be UTF-8: yaml-cpp does not check, and its emitter would turn
+// invalid bytes into U+FFFD or drop the value, so dump_config() could not give the value back
+// (found by fuzzing, docs/failure-cases.md F2).
+std::string utf8_scalar(const ValueContext& ctx, const YAML::Node& node) {
+  const std::string& text = node.Scalar();
+  if (const std::size_t bad = utf8::first_invalid(text); bad != std::string::npos) {
+    wrong_type(ctx, node, "a UTF-8 string", "invalid UTF-8 at byte " + std::to_string(bad + 1));
+  }
+  return text;
+}
+
 void read_value(const ValueContext& ctx, const YAML::Node& node, std::string* out) {
   if (node.IsNull() && ctx.nullable) {
     out->clear();
     return;
   }
   if (!node.IsScalar()) wrong_type(ctx, node, "a string");
-  *out = node.Scalar();
+  *out = utf8_scalar(ctx, node);
 }
 
 void read_value(const ValueContext& ctx, const YAML::Node& node, std::vector<std::string>* out) {
@@ -425,7 +437,9 @@ void read_value(const ValueContext& ctx, const YAML::Node& node, std::vector<std
                            false};
       wrong_type(element, item, "a string");
     }
-    items.push_back(item.Scalar());
+    items.push_back(utf8_scalar(
+        ValueContext{ctx.source, ctx.key_node, ctx.key + "[" + std::to_string(i) + "]", false},
+        item));
   }
   *out = std::move(items);
 }

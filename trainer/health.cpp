@@ -93,10 +93,14 @@ FaultPlan parse_fault_plan(const std::string& text) {
   std::set<std::string> seen;
   bool has_rank = false;
   std::size_t start = 0;
-  while (start <= text.size()) {
+  for (int number = 1; start <= text.size(); ++number) {
     const std::size_t comma = std::min(text.find(',', start), text.size());
     const std::string item = text.substr(start, comma - start);
     start = comma + 1;
+    if (item.empty()) {
+      throw fault_error(
+          "", fmt::format("item {} is empty (items are separated by single commas)", number));
+    }
     const std::size_t eq = item.find('=');
     if (eq == std::string::npos) throw fault_error(item, "expected key=value");
     const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
@@ -122,6 +126,14 @@ FaultPlan parse_fault_plan(const std::string& text) {
   }
   if (!has_rank) throw fault_error("", "names no rank (add rank=N)");
   return plan;
+}
+
+void check_fault_rank(const FaultPlan& plan, int world) {
+  if (plan.rank >= world) {
+    throw DataError("<environment>", "", kFaultEnv,
+                    fmt::format("rank={} but the run has {} rank{} (0..{})", plan.rank, world,
+                                world == 1 ? "" : "s", world - 1));
+  }
 }
 
 FaultPlan fault_plan_from_env() {

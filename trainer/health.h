@@ -83,4 +83,8 @@ FaultPlan parse_fault_plan(const std::string& text);
 /// @throws as parse_fault_plan().
 FaultPlan fault_plan_from_env();
 
+/// Checks that `plan` names a rank of a job of `world` ranks.
+/// @throws DataError naming DIALTREE_FAULT, e.g. "rank=5 but the run has 2 ranks (0..1)".
+void check_fault_rank(const FaultPlan& plan, int world);
+
 }  // namespace dialtree::trainer

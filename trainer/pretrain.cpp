@@ -744,13 +744,10 @@ PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<b
   StragglerDetector stragglers(r.world, config.ddp_straggler_ratio, config.ddp_straggler_windows);
   std::deque<double> recent_steps;  // seconds of the last steps, for the hang timeout
   const FaultPlan fault = fault_plan_from_env();
-  if (fault.rank >= r.world) {
-    throw DataError("<environment>", "", kFaultEnv,
-                    fmt::format("rank={} but the run has {} rank{} (0..{})", fault.rank, r.world,
-                                r.world == 1 ? "" : "s", r.world - 1));
-  }
+  check_fault_rank(fault, r.world);
   const bool faulty = fault.applies_to(r.rank);
-  if (faulty) say(fmt::format("fault injection ({}) armed for rank {}", kFaultEnv, r.rank));
+  // Every faulty rank says so (not only rank 0, whose lines are the run's log).
+  if (faulty && log) log(fmt::format("fault injection ({}) armed for rank {}", kFaultEnv, r.rank));
   auto phase = [&](PhaseKind kind, const std::string& label) {
     if (group != nullptr) group->begin_phase(kind, label);
   };

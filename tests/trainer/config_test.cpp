@@ -293,6 +293,11 @@ TEST(Config, BadInputsAreErrorsNamingFileLineKeyAndType) {
       in_file("two documents", "---\nseed: 3\n", 6, "", {"expected one YAML document, found 2"}),
       // A document that begins with ',' made yaml-cpp 0.7's LoadAll loop forever (fuzzing,
       // docs/failure-cases.md F1).
+      // Invalid UTF-8 in a string could not survive dump_config (fuzzing, failure-cases F2).
+      whole("invalid UTF-8 string", "output_dir: o\ndata:\n  tokenizer: t\xe5\x07\n  labelled: [a]\n",
+            "line 3", "data.tokenizer", {"expected a UTF-8 string", "invalid UTF-8 at byte 2"}),
+      whole("invalid UTF-8 list item", "output_dir: o\ndata:\n  tokenizer: t\n  labelled: [a, \xc5\xc5]\n",
+            "line 4", "data.labelled[1]", {"invalid UTF-8 at byte 1"}),
       whole("leading comma", ",", "line 1", "", {"',' cannot begin a YAML node outside [ ] or { }"}),
       whole("comma after an anchor", "&x , a", "line 1", "", {"column 4: ',' cannot begin"}),
       whole("comma document", "seed: 3\n---\n,", "line 3", "",

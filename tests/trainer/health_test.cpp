@@ -87,7 +87,9 @@ TEST(FaultPlan, ParsesEveryKeyAndRejectsBadItemsNamingThem) {
   EXPECT_THAT(message("rank=x"), HasSubstr("item 'rank=x': 'x' is not an integer"));
   EXPECT_THAT(message("slow_ms=5"), HasSubstr("names no rank"));
   EXPECT_THAT(message("rank=1,rank=2"), HasSubstr("key given twice"));
-  EXPECT_THAT(message("rank=1,"), HasSubstr("expected key=value"));
+  EXPECT_THAT(message("rank=1,"), HasSubstr("item 2 is empty"));
+  EXPECT_THAT(message("rank=1,,kill_at_step=3"), HasSubstr("item 2 is empty"));
+  EXPECT_THAT(message("rank=1,kill"), HasSubstr("item 'kill': expected key=value"));
   EXPECT_THAT(message("rank=1,slow_ms=-4"), HasSubstr("is not a number in [0,"));
 }
 

@@ -504,6 +504,14 @@ TEST_F(TinyPretraining, AFaultForARankThatDoesNotExistIsAnError) {
       2);
   EXPECT_THAT(slurp(tmp_.file("f.log")),
               ::testing::HasSubstr("field 'DIALTREE_FAULT': rank=5 but the run has 1 rank (0..0)"));
+  // The launcher checks it before starting any rank: one error, nothing written.
+  EXPECT_EQ(run_train("DIALTREE_FAULT=rank=2,hang_at_step=1",
+                      "--nproc-per-node 2 " + tmp_.file("f.yaml"), tmp_.file("f2.log")),
+            2);
+  const std::string log = slurp(tmp_.file("f2.log"));
+  EXPECT_THAT(log, ::testing::HasSubstr("rank=2 but the run has 2 ranks (0..1)"));
+  EXPECT_EQ(log.find("rank=2", log.find("rank=2") + 1), std::string::npos) << log;
+  EXPECT_FALSE(fs::exists(tmp_.path() / "f"));
 }
 
 TEST_F(TinyPretraining, AHangAbortsEveryRankWithinTheDerivedTimeoutAndNamesTheRank) {
