@@ -233,12 +233,13 @@ void DataParallelGroup::Impl::watch() {
       abort_hang(fmt::format("this rank made no progress for {:.1f} s in {} ({})", me.age, me.label,
                              limit_text));
     }
-    if (!store_ok) {
+    auto store_gone = [&] {
       abort_hang(
           fmt::format("waited {:.1f} s in {} ({}), and the TCPStore that rank 0 hosts "
                       "is unreachable: rank 0 ({}) has stopped",
                       me.age, me.label, limit_text, hosts.empty() ? "?" : hosts[0]));
-    }
+    };
+    if (!store_ok) store_gone();
     // Which ranks have not arrived at this collective, and are they stuck?
     std::vector<std::string> stuck;
     std::size_t missing = 0;
@@ -249,10 +250,7 @@ void DataParallelGroup::Impl::watch() {
       try {
         if (store->check({health_key(s)})) st = decode(store->get(health_key(s)));
       } catch (const std::exception&) {
-        abort_hang(
-            fmt::format("waited {:.1f} s in {} ({}), and the TCPStore that rank 0 "
-                        "hosts is unreachable: rank 0 has stopped",
-                        me.age, me.label, limit_text));
+        store_gone();
       }
       const auto us = static_cast<std::size_t>(s);
       const std::string who = fmt::format("rank {} ({})", s, hosts[us]);

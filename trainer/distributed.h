@@ -17,6 +17,8 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "trainer/health.h"  // kExitHang
+
 namespace dialtree::trainer {
 
 /// Where this process sits in a data-parallel job (the torchrun convention).
@@ -45,9 +47,6 @@ struct DistributedOptions {
   /// its timeout.
   bool watchdog = true;
 };
-
-/// Exit status of a rank that the watchdog ended (EX_TEMPFAIL: the launcher may restart it).
-inline constexpr int kExitHang = 75;
 
 /// What a rank's main thread is doing, as the hang watchdog sees it.
 enum class PhaseKind {

@@ -69,6 +69,10 @@ struct FaultPlan {
   bool applies_to(int r) const { return rank >= 0 && rank == r; }
 };
 
+/// Exit status of a rank that its hang watchdog ended (EX_TEMPFAIL: the launcher may restart it;
+/// trainer/distributed.h).
+inline constexpr int kExitHang = 75;
+
 /// The environment variable fault injection reads.
 inline constexpr const char* kFaultEnv = "DIALTREE_FAULT";
 

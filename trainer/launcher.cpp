@@ -24,14 +24,6 @@ namespace dialtree::trainer {
 
 namespace fs = std::filesystem;
 
-namespace {
-
-// Exit status of a rank whose watchdog fired (trainer/distributed.h kExitHang; that header
-// needs LibTorch, this file must not).
-constexpr int kHangStatus = 75;
-
-}  // namespace
-
 int free_loopback_port() {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
@@ -79,7 +71,7 @@ std::string describe_exit(int status) {
   if (WIFEXITED(status)) {
     const int code = WEXITSTATUS(status);
     return fmt::format("exited with status {}{}", code,
-                       code == kHangStatus ? " (its hang watchdog fired)" : "");
+                       code == kExitHang ? " (its hang watchdog fired)" : "");
   }
   if (WIFSIGNALED(status)) {
     const int sig = WTERMSIG(status);
