@@ -1,135 +1,163 @@
+// Strict YAML reading of the fine-tuning recipe (eval_config.h): the same scalar, document and
+// override rules as the pretraining config (common/strict_yaml.h), one table of keys and ranges.
 #include "eval/eval_config.h"
 
-#include <yaml-cpp/yaml.h>
-
-#include <fstream>
+#include <cmath>
 #include <limits>
-#include <sstream>
+#include <map>
+#include <set>
 #include <variant>
-#include <vector>
 
 #include "common/error.h"
+#include "common/strict_yaml.h"
 #include "common/text_distance.h"
 
 namespace dialtree::eval {
 namespace {
 
-using Field =
+namespace sy = strict_yaml;
+
+using Member =
     std::variant<int FinetuneOptions::*, double FinetuneOptions::*, bool FinetuneOptions::*>;
 
-const std::vector<std::pair<std::string, Field>>& fields() {
-  static const std::vector<std::pair<std::string, Field>> table = {
-      {"num_train_epochs", &FinetuneOptions::num_train_epochs},
-      {"per_device_train_batch_size", &FinetuneOptions::per_device_train_batch_size},
-      {"per_device_eval_batch_size", &FinetuneOptions::per_device_eval_batch_size},
-      {"learning_rate", &FinetuneOptions::learning_rate},
-      {"warmup_ratio", &FinetuneOptions::warmup_ratio},
-      {"weight_decay", &FinetuneOptions::weight_decay},
-      {"adam_epsilon", &FinetuneOptions::adam_epsilon},
-      {"max_grad_norm", &FinetuneOptions::max_grad_norm},
-      {"dropout", &FinetuneOptions::dropout},
-      {"max_utt_len", &FinetuneOptions::max_utt_len},
-      {"bf16", &FinetuneOptions::bf16},
-      {"from_scratch", &FinetuneOptions::from_scratch},
-      {"rdrop_weight", &FinetuneOptions::rdrop_weight},
-      {"mlm_weight", &FinetuneOptions::mlm_weight},
-      {"mlm_probability", &FinetuneOptions::mlm_probability},
-      {"early_stopping_patience", &FinetuneOptions::early_stopping_patience}};
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// One row per key: its member and its allowed range (integers use lo and hi as bounds with
+// both ends closed; booleans ignore the range).
+struct Field {
+  const char* name;
+  Member member;
+  double lo = -kInf;
+  bool lo_closed = true;
+  double hi = kInf;
+  bool hi_closed = true;
+  const char* note = "";
+};
+
+const std::vector<Field>& fields() {
+  using O = FinetuneOptions;
+  static const std::vector<Field> table = {
+      {"num_train_epochs", &O::num_train_epochs, 1},
+      {"per_device_train_batch_size", &O::per_device_train_batch_size, 1},
+      {"per_device_eval_batch_size", &O::per_device_eval_batch_size, 1},
+      {"learning_rate", &O::learning_rate, 0, false},
+      {"warmup_ratio", &O::warmup_ratio, 0, true, 1, true},
+      {"weight_decay", &O::weight_decay, 0},
+      {"adam_epsilon", &O::adam_epsilon, 0, false},
+      {"max_grad_norm", &O::max_grad_norm, 0},
+      {"dropout", &O::dropout, -kInf, true, 1, false},
+      {"max_utt_len", &O::max_utt_len, 1},
+      {"bf16", &O::bf16},
+      {"from_scratch", &O::from_scratch},
+      {"rdrop_weight", &O::rdrop_weight, 0},
+      {"mlm_weight", &O::mlm_weight, 0},
+      {"mlm_probability", &O::mlm_probability, 0, false, 1, false},
+      {"early_stopping_patience", &O::early_stopping_patience, 0, true, kInf, true, "0 = off"}};
   return table;
 }
 
-void set_value(FinetuneOptions& o, const std::string& source, const std::string& where,
-               const std::string& key, const YAML::Node& node) {
-  auto fail = [&](const std::string&, const std::string&, const std::string& why) {
-    throw DataError(source, where, key, why);
-  };
-  const Field* field = nullptr;
-  for (const auto& [name, f] : fields()) {
-    if (name == key) field = &f;
+std::vector<std::string> field_names() {
+  std::vector<std::string> names;
+  for (const auto& f : fields()) names.emplace_back(f.name);
+  return names;
+}
+
+const Field& find_field(const sy::Origin& at, const std::string& key) {
+  for (const auto& f : fields()) {
+    if (key == f.name) return f;
   }
-  if (field == nullptr) {
-    std::vector<std::string> names;
-    for (const auto& [name, f] : fields()) names.push_back(name);
-    fail(source, key, "unknown key; did you mean '" + closest_name(key, names) + "'?");
-  }
-  if (!node.IsScalar()) fail(source, key, "must be a single value");
-  const std::string text = node.Scalar();
-  std::visit(
-      [&](auto member) {
-        using T = std::remove_reference_t<decltype(o.*member)>;
-        try {
-          if constexpr (std::is_same_v<T, bool>) {
-            o.*member = node.as<bool>();
-          } else if constexpr (std::is_same_v<T, int>) {
-            o.*member = node.as<int>();
-          } else {
-            o.*member = node.as<double>();
-          }
-        } catch (const YAML::Exception&) {
-          const char* want = std::is_same_v<T, bool>  ? "true or false"
-                             : std::is_same_v<T, int> ? "an integer"
-                                                      : "a number";
-          fail(source, key, std::string("must be ") + want + ", got '" + text + "'");
+  sy::fail(at, key,
+           "unknown key '" + key + "' — did you mean '" + closest_name(key, field_names()) + "'?");
+}
+
+// The problem with field `f` of `o` ("must be >= 1, got 0"), or "".
+std::string problem(const Field& f, const FinetuneOptions& o) {
+  return std::visit(
+      [&](auto member) -> std::string {
+        using T = std::remove_cv_t<std::remove_reference_t<decltype(o.*member)>>;
+        if constexpr (std::is_same_v<T, bool>) {
+          return {};
+        } else if constexpr (std::is_same_v<T, int>) {
+          const long long hi =
+              std::isinf(f.hi) ? std::numeric_limits<long long>::max() : std::llround(f.hi);
+          return sy::integer_range_problem(o.*member, std::llround(f.lo), hi, f.note);
+        } else {
+          return sy::real_range_problem(o.*member, f.lo, f.lo_closed, f.hi, f.hi_closed);
         }
       },
-      *field);
+      f.member);
+}
+
+void read_field(const sy::Source& source, const Field& f, const YAML::Node& key_node,
+                const YAML::Node& value, FinetuneOptions& o) {
+  const sy::ValueContext ctx{source, key_node, f.name, false};
+  std::visit([&](auto member) { sy::read_value(ctx, value, &(o.*member)); }, f.member);
 }
 
 }  // namespace
 
+std::optional<std::pair<std::string, std::string>> finetune_options_problem(
+    const FinetuneOptions& options) {
+  for (const auto& f : fields()) {
+    if (std::string p = problem(f, options); !p.empty()) return std::make_pair(f.name, p);
+  }
+  return std::nullopt;
+}
+
 nlohmann::json finetune_options_json(const FinetuneOptions& o) {
   nlohmann::json out = nlohmann::json::object();
-  for (const auto& [name, f] : fields()) {
-    std::visit([&, n = name](auto member) { out[n] = o.*member; }, f);
+  for (const auto& f : fields()) {
+    std::visit([&](auto member) { out[f.name] = o.*member; }, f.member);
   }
   return out;
 }
 
 std::vector<std::string> finetune_option_keys() {
-  std::vector<std::string> out;
-  for (const auto& [name, f] : fields()) out.push_back(name);
-  return out;
+  return field_names();
 }
 
 FinetuneOptions parse_finetune_options(const std::string& yaml_text, const std::string& source,
                                        const std::vector<std::string>& overrides) {
   FinetuneOptions o;
-  YAML::Node root;
-  try {
-    root = YAML::Load(yaml_text);
-  } catch (const YAML::Exception& e) {
-    throw DataError(source, "line " + std::to_string(e.mark.line + 1), "", e.msg);
-  }
-  if (root.IsDefined() && !root.IsNull()) {
-    if (!root.IsMap()) throw DataError(source, "", "", "must be a YAML mapping of option keys");
-    for (const auto& kv : root) {
-      set_value(o, source, "line " + std::to_string(kv.first.Mark().line + 1),
-                kv.first.as<std::string>(), kv.second);
+  std::map<std::string, sy::Origin> origins;
+  const sy::Source file{source, ""};
+  if (const auto doc = sy::load_document(yaml_text, source); doc && !doc->IsNull()) {
+    if (!doc->IsMap()) {
+      sy::fail(file.at(*doc), "",
+               "must be a YAML mapping of option keys, found " + sy::describe(*doc));
+    }
+    std::set<std::string> seen;
+    for (const auto& kv : *doc) {
+      const sy::Origin at = file.at(kv.first);
+      if (!kv.first.IsScalar()) {
+        sy::fail(at, "", "keys must be plain names, found " + sy::describe(kv.first));
+      }
+      const std::string key = kv.first.Scalar();
+      if (!seen.insert(key).second) sy::fail(at, key, "duplicate key '" + key + "'");
+      read_field(file, find_field(at, key), kv.first, kv.second, o);
+      origins[key] = file.at(kv.second, &kv.first);
     }
   }
-  for (const auto& ov : overrides) {
-    const auto eq = ov.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      throw DataError("override", "", ov, "must be key=value");
-    }
-    YAML::Node value;
-    try {
-      value = YAML::Load(ov.substr(eq + 1));
-    } catch (const YAML::Exception& e) {
-      throw DataError("override", "", ov.substr(0, eq), e.msg);
-    }
-    set_value(o, "override", "", ov.substr(0, eq), value);
+  for (const auto& text : overrides) {
+    const sy::Source source_of{sy::kCommandLine, text};
+    const auto [key, value] = sy::split_override(text, "key");
+    const sy::Origin at = source_of.at(value);
+    read_field(source_of, find_field(at, key), value, value, o);
+    origins[key] = at;
+  }
+  for (const auto& f : fields()) {
+    const std::string p = problem(f, o);
+    if (p.empty()) continue;
+    const auto it = origins.find(f.name);
+    if (it != origins.end()) sy::fail(it->second, f.name, p);
+    sy::fail(sy::Origin{source, ""}, f.name, p + " (the default value)");
   }
   return o;
 }
 
 FinetuneOptions load_finetune_options(const std::string& path,
                                       const std::vector<std::string>& overrides) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw DataError(path, "", "", "cannot read the file");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return parse_finetune_options(ss.str(), path, overrides);
+  return parse_finetune_options(sy::read_file(path), path, overrides);
 }
 
 }  // namespace dialtree::eval

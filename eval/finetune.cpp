@@ -16,6 +16,7 @@
 #include "common/cpu_features.h"
 #include "data/masking.h"
 #include "data/serialize.h"
+#include "eval/eval_config.h"
 #include "model/bundle.h"
 #include "model/collate.h"
 #include "model/encoder.h"
@@ -31,18 +32,9 @@ double seconds_since(Clock::time_point t) {
 }
 
 void check_options(const FinetuneOptions& o) {
-  auto bad = [](const std::string& what) { throw std::invalid_argument("fine-tuning: " + what); };
-  if (o.num_train_epochs < 1) bad("num_train_epochs must be >= 1");
-  if (o.per_device_train_batch_size < 1) bad("per_device_train_batch_size must be >= 1");
-  if (o.per_device_eval_batch_size < 1) bad("per_device_eval_batch_size must be >= 1");
-  if (!(o.learning_rate > 0)) bad("learning_rate must be > 0");
-  if (!(o.warmup_ratio >= 0 && o.warmup_ratio <= 1)) bad("warmup_ratio must be in [0, 1]");
-  if (!(o.dropout < 1)) bad("dropout must be < 1 (or < 0 to keep the bundle's)");
-  if (o.max_utt_len < 1) bad("max_utt_len must be >= 1");
-  if (!(o.rdrop_weight >= 0)) bad("rdrop_weight must be >= 0");
-  if (!(o.mlm_weight >= 0)) bad("mlm_weight must be >= 0");
-  if (!(o.mlm_probability > 0 && o.mlm_probability < 1)) bad("mlm_probability must be in (0, 1)");
-  if (o.early_stopping_patience < 0) bad("early_stopping_patience must be >= 0 (0 = off)");
+  if (const auto problem = finetune_options_problem(o)) {
+    throw std::invalid_argument("fine-tuning: " + problem->first + " " + problem->second);
+  }
 }
 
 /// The fine-tuning model: the bundle's architecture with an intent head of `num_labels`

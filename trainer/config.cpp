@@ -24,6 +24,7 @@
 #include <variant>
 
 #include "common/error.h"
+#include "common/strict_yaml.h"
 #include "common/text_distance.h"
 #include "common/utf8.h"
 
@@ -155,42 +156,18 @@ bool nullable(const FieldSpec& f) {
                                             std::string(f.name) == "model_name_or_path");
 }
 
-// ---------------------------------------------------------------------------------------------
-// Where a value came from, for error messages.
-
-struct Origin {
-  std::string file;   // config file, or "<command line>"
-  std::string where;  // "line N" or "override 'k=v'"
-};
-
-const char kCommandLine[] = "<command line>";
-
-// Where nodes of one YAML document come from: a file (marks are lines) or one override.
-struct Source {
-  std::string file;
-  std::string override_text;  // non-empty for an override: all its nodes share one place
-  Origin at(const YAML::Node& node, const YAML::Node* fallback = nullptr) const {
-    if (!override_text.empty()) return {file, "override '" + override_text + "'"};
-    // A null value has no text of its own (its mark is where the next token starts): use the key.
-    const bool use_key = fallback != nullptr && (node.IsNull() || node.Mark().line < 0);
-    const int line = use_key ? fallback->Mark().line : node.Mark().line;
-    return {file, line < 0 ? std::string() : at_line(static_cast<std::size_t>(line) + 1)};
-  }
-};
-
+using strict_yaml::describe;
+using strict_yaml::fail;
+using strict_yaml::kCommandLine;
+using strict_yaml::lower;
+using strict_yaml::Origin;
+using strict_yaml::Source;
+using strict_yaml::trim;
+using strict_yaml::ValueContext;
 using Origins = std::map<std::string, Origin>;
-
-[[noreturn]] void fail(const Origin& at, const std::string& key, const std::string& message) {
-  throw DataError(at.file, at.where, key, message);
-}
 
 // ---------------------------------------------------------------------------------------------
 // Key suggestions.
-
-std::string lower(std::string s) {
-  for (auto& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  return s;
-}
 
 // Names other tools use for a key of ours that edit distance would not find.
 const std::map<std::string, std::string>& aliases() {
@@ -258,193 +235,6 @@ std::string closest_key(const std::string& section, const std::string& name) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Scalars. yaml-cpp's as<T>() would accept quoted numbers, octal/hex integers and yes/no
-// booleans; these readers follow the YAML 1.2 core schema strictly instead.
-
-// True when the scalar was written plainly (not quoted, not a block literal, not !!str).
-bool is_plain(const YAML::Node& node) {
-  const std::string& tag = node.Tag();
-  return tag == "?" || tag == "tag:yaml.org,2002:int" || tag == "tag:yaml.org,2002:float" ||
-         tag == "tag:yaml.org,2002:bool";
-}
-
-std::string describe(const YAML::Node& node) {
-  switch (node.Type()) {
-    case YAML::NodeType::Null:
-      return "an empty value (null)";
-    case YAML::NodeType::Sequence:
-      return "a list";
-    case YAML::NodeType::Map:
-      return "a mapping";
-    case YAML::NodeType::Scalar:
-      if (!is_plain(node)) return "the string \"" + node.Scalar() + "\"";
-      return "'" + node.Scalar() + "'";
-    default:
-      return "an undefined value";
-  }
-}
-
-bool is_digits(const std::string& s, std::size_t from, std::size_t to) {
-  if (from >= to) return false;
-  for (std::size_t i = from; i < to; ++i) {
-    if (!std::isdigit(static_cast<unsigned char>(s[i]))) return false;
-  }
-  return true;
-}
-
-// Parses a plain decimal integer; on failure returns false and sets `why` (may stay empty).
-bool parse_integer(const std::string& s, long long* out, std::string* why) {
-  const std::size_t start = (!s.empty() && (s[0] == '+' || s[0] == '-')) ? 1 : 0;
-  if (!is_digits(s, start, s.size())) return false;
-  if (s.size() - start > 1 && s[start] == '0') {
-    *why = "leading zeros are ambiguous: YAML 1.1 reads them as octal";
-    return false;
-  }
-  errno = 0;
-  char* end = nullptr;
-  const long long v = std::strtoll(s.c_str(), &end, 10);
-  if (errno == ERANGE) {
-    *why = "too large for a 64-bit integer";
-    return false;
-  }
-  *out = v;
-  return true;
-}
-
-// Parses a YAML 1.2 core float (integers included), finite only.
-bool parse_real(const std::string& s, double* out, std::string* why) {
-  std::size_t i = (!s.empty() && (s[0] == '+' || s[0] == '-')) ? 1 : 0;
-  const std::size_t int_begin = i;
-  while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i;
-  bool digits = i > int_begin;
-  if (i < s.size() && s[i] == '.') {
-    const std::size_t frac_begin = ++i;
-    while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i;
-    digits = digits || i > frac_begin;
-  }
-  if (!digits) {
-    const std::string l = lower(s.substr(int_begin));
-    if (l == ".inf" || l == ".nan") *why = "it must be a finite number";
-    return false;
-  }
-  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
-    ++i;
-    if (i < s.size() && (s[i] == '+' || s[i] == '-')) ++i;
-    if (!is_digits(s, i, s.size())) return false;
-    i = s.size();
-  }
-  if (i != s.size()) return false;
-  errno = 0;
-  const double v = std::strtod(s.c_str(), nullptr);
-  if (errno == ERANGE && std::isinf(v)) {
-    *why = "too large";
-    return false;
-  }
-  *out = v;
-  return true;
-}
-
-bool parse_boolean(const std::string& s, bool* out) {
-  if (s == "true" || s == "True" || s == "TRUE") {
-    *out = true;
-    return true;
-  }
-  if (s == "false" || s == "False" || s == "FALSE") {
-    *out = false;
-    return true;
-  }
-  return false;
-}
-
-struct ValueContext {
-  const Source& source;
-  const YAML::Node& key_node;  // for the line of a null value
-  std::string key;             // full key path
-  bool nullable;
-};
-
-[[noreturn]] void wrong_type(const ValueContext& ctx, const YAML::Node& node,
-                             const std::string& expected, const std::string& why = {}) {
-  std::string message = "expected " + expected + ", found " + describe(node);
-  if (!why.empty()) message += " (" + why + ")";
-  fail(ctx.source.at(node, &ctx.key_node), ctx.key, message);
-}
-
-void read_value(const ValueContext& ctx, const YAML::Node& node, int* out) {
-  long long v = 0;
-  std::string why;
-  if (!node.IsScalar() || !is_plain(node) || !parse_integer(node.Scalar(), &v, &why)) {
-    wrong_type(ctx, node, "an integer", why);
-  }
-  if (v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max()) {
-    wrong_type(ctx, node, "an integer", "too large for a 32-bit integer");
-  }
-  *out = static_cast<int>(v);
-}
-
-void read_value(const ValueContext& ctx, const YAML::Node& node, std::int64_t* out) {
-  long long v = 0;
-  std::string why;
-  if (!node.IsScalar() || !is_plain(node) || !parse_integer(node.Scalar(), &v, &why)) {
-    wrong_type(ctx, node, "an integer", why);
-  }
-  *out = static_cast<std::int64_t>(v);
-}
-
-void read_value(const ValueContext& ctx, const YAML::Node& node, double* out) {
-  std::string why;
-  if (!node.IsScalar() || !is_plain(node) || !parse_real(node.Scalar(), out, &why)) {
-    wrong_type(ctx, node, "a number", why);
-  }
-}
-
-void read_value(const ValueContext& ctx, const YAML::Node& node, bool* out) {
-  if (!node.IsScalar() || !is_plain(node) || !parse_boolean(node.Scalar(), out)) {
-    wrong_type(ctx, node, "a boolean (true or false)");
-  }
-}
-
-// The scalar's text, which must be UTF-8: yaml-cpp does not check, and its emitter would turn
-// invalid bytes into U+FFFD or drop the value, so dump_config() could not give the value back
-// (found by fuzzing, docs/failure-cases.md F2).
-std::string utf8_scalar(const ValueContext& ctx, const YAML::Node& node) {
-  const std::string& text = node.Scalar();
-  if (const std::size_t bad = utf8::first_invalid(text); bad != std::string::npos) {
-    wrong_type(ctx, node, "a UTF-8 string", "invalid UTF-8 at byte " + std::to_string(bad + 1));
-  }
-  return text;
-}
-
-void read_value(const ValueContext& ctx, const YAML::Node& node, std::string* out) {
-  if (node.IsNull() && ctx.nullable) {
-    out->clear();
-    return;
-  }
-  if (!node.IsScalar()) wrong_type(ctx, node, "a string");
-  *out = utf8_scalar(ctx, node);
-}
-
-void read_value(const ValueContext& ctx, const YAML::Node& node, std::vector<std::string>* out) {
-  if (!node.IsSequence()) {
-    wrong_type(ctx, node, "a list of strings",
-               node.IsNull() ? "write [] for an empty list" : "write [a, b] or one '- a' per line");
-  }
-  std::vector<std::string> items;
-  for (std::size_t i = 0; i < node.size(); ++i) {
-    const YAML::Node item = node[i];
-    if (!item.IsScalar()) {
-      ValueContext element{ctx.source, ctx.key_node, ctx.key + "[" + std::to_string(i) + "]",
-                           false};
-      wrong_type(element, item, "a string");
-    }
-    items.push_back(utf8_scalar(
-        ValueContext{ctx.source, ctx.key_node, ctx.key + "[" + std::to_string(i) + "]", false},
-        item));
-  }
-  *out = std::move(items);
-}
-
-// ---------------------------------------------------------------------------------------------
 // Decoding a document (or one override) into the struct.
 
 std::string key_name(const Source& source, const YAML::Node& key, const std::string& section) {
@@ -457,7 +247,7 @@ std::string key_name(const Source& source, const YAML::Node& key, const std::str
 void read_field(const Source& source, const FieldSpec& spec, const YAML::Node& key_node,
                 const YAML::Node& value, PretrainConfig& config, Origins& origins) {
   ValueContext ctx{source, key_node, full_key(spec.section, spec.name), nullable(spec)};
-  std::visit([&](auto* target) { read_value(ctx, value, target); }, spec.bind(config));
+  std::visit([&](auto* target) { strict_yaml::read_value(ctx, value, target); }, spec.bind(config));
   origins[ctx.key] = source.at(value, &key_node);
 }
 
@@ -494,25 +284,10 @@ void read_document(const Source& source, const YAML::Node& doc, PretrainConfig& 
   read_section(source, "", doc, config, origins);
 }
 
-std::string trim(const std::string& s) {
-  const auto b = s.find_first_not_of(" \t");
-  if (b == std::string::npos) return {};
-  const auto e = s.find_last_not_of(" \t");
-  return s.substr(b, e - b + 1);
-}
-
 void apply_override(const std::string& text, PretrainConfig& config, Origins& origins) {
   const Source source{kCommandLine, text};
   const Origin at{kCommandLine, "override '" + text + "'"};
-  const auto eq = text.find('=');
-  const std::string key = eq == std::string::npos ? std::string() : trim(text.substr(0, eq));
-  if (key.empty()) fail(at, "", "an override must look like key.sub=value");
-  YAML::Node value;
-  try {
-    value = YAML::Load(text.substr(eq + 1));
-  } catch (const YAML::Exception& e) {
-    fail(at, key, "the value is not valid YAML: " + e.msg);
-  }
+  const auto [key, value] = strict_yaml::split_override(text, "key.sub");
   std::vector<std::string> parts;
   for (std::size_t from = 0;;) {
     const auto dot = key.find('.', from);
@@ -548,33 +323,7 @@ void apply_override(const std::string& text, PretrainConfig& config, Origins& or
 // ---------------------------------------------------------------------------------------------
 // Validation.
 
-std::string format_real(double v) {
-  char buf[40];
-  for (int precision = 1; precision <= 17; ++precision) {
-    std::snprintf(buf, sizeof buf, "%.*g", precision, v);
-    if (std::strtod(buf, nullptr) == v) break;
-  }
-  std::string s = buf;
-  if (s.find_first_of("ni") != std::string::npos) return s;  // inf/nan (never valid here)
-  // Moderate magnitudes without an exponent: 100000.0 rather than 1.0e+5.
-  const double magnitude = std::fabs(v);
-  if (magnitude >= 1e-4 && magnitude < 1e15 && s.find('e') != std::string::npos) {
-    const int digits = static_cast<int>(std::floor(std::log10(magnitude))) + 1;
-    const int precision = std::max(
-        digits, static_cast<int>(s.find('e')) - (s[0] == '-') - (s.find('.') != std::string::npos));
-    std::snprintf(buf, sizeof buf, "%.*g", precision, v);
-    s = buf;
-  }
-  const auto e = s.find('e');
-  std::string mantissa = e == std::string::npos ? s : s.substr(0, e);
-  if (mantissa.find('.') == std::string::npos) mantissa += ".0";
-  if (e == std::string::npos) return mantissa;
-  // "1e-05" -> "1.0e-5": a dot and a signed exponent also read as a float in YAML 1.1 (PyYAML).
-  const char sign = s[e + 1];
-  std::string digits = s.substr(e + 2);
-  digits.erase(0, std::min(digits.find_first_not_of('0'), digits.size() - 1));
-  return mantissa + "e" + sign + digits;
-}
+using strict_yaml::format_real;
 
 class Validator {
  public:
@@ -602,12 +351,8 @@ class Validator {
 
   void integer(const std::string& key, long long v, long long lo, long long hi,
                const std::string& note = {}) const {
-    if (v >= lo && v <= hi) return;
-    std::string range = hi == std::numeric_limits<long long>::max()
-                            ? ">= " + std::to_string(lo)
-                            : "in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
-    fail_at(key, "must be " + range + (note.empty() ? "" : " (" + note + ")") + ", got " +
-                     std::to_string(v));
+    const std::string problem = strict_yaml::integer_range_problem(v, lo, hi, note);
+    if (!problem.empty()) fail_at(key, problem);
   }
 
   void at_least(const std::string& key, long long v, long long lo,
@@ -618,16 +363,8 @@ class Validator {
   // Checks lo <(=) v <(=) hi; pass an infinite hi for no upper bound.
   void real(const std::string& key, double v, double lo, bool lo_closed, double hi,
             bool hi_closed) const {
-    const bool ok = (lo_closed ? v >= lo : v > lo) && (hi_closed ? v <= hi : v < hi);
-    if (ok) return;
-    std::string range;
-    if (std::isinf(hi)) {
-      range = std::string(lo_closed ? ">= " : "> ") + format_real(lo);
-    } else {
-      range = std::string("in ") + (lo_closed ? "[" : "(") + format_real(lo) + ", " +
-              format_real(hi) + (hi_closed ? "]" : ")");
-    }
-    fail_at(key, "must be " + range + ", got " + format_real(v));
+    const std::string problem = strict_yaml::real_range_problem(v, lo, lo_closed, hi, hi_closed);
+    if (!problem.empty()) fail_at(key, problem);
   }
 
   void one_of(const std::string& key, const std::string& v,
@@ -848,21 +585,6 @@ void emit(YAML::Emitter& out, const Target& target) {
       target);
 }
 
-std::string read_file(const std::string& path) {
-  std::error_code ec;
-  if (fs::is_directory(path, ec)) {
-    throw DataError(path, "", "", "cannot read the config: it is a directory");
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw DataError(path, "", "", std::string("cannot read the config: ") + std::strerror(errno));
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw DataError(path, "", "", "cannot read the config: read error");
-  return text.str();
-}
-
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -891,87 +613,12 @@ bool operator==(const PretrainConfig& a, const PretrainConfig& b) {
   return true;
 }
 
-namespace {
-
-// Where each YAML document starts and where its root node is, from yaml-cpp's event stream;
-// builds nothing.
-class DocumentStarts : public YAML::EventHandler {
- public:
-  std::vector<YAML::Mark> starts, roots;
-  void OnDocumentStart(const YAML::Mark& mark) override { starts.push_back(mark); }
-  void OnDocumentEnd() override {}
-  void OnNull(const YAML::Mark& m, YAML::anchor_t) override { node(m); }
-  void OnAlias(const YAML::Mark& m, YAML::anchor_t) override { node(m); }
-  void OnScalar(const YAML::Mark& m, const std::string&, YAML::anchor_t,
-                const std::string&) override {
-    node(m);
-  }
-  void OnSequenceStart(const YAML::Mark& m, const std::string&, YAML::anchor_t,
-                       YAML::EmitterStyle::value) override {
-    node(m);
-  }
-  void OnSequenceEnd() override {}
-  void OnMapStart(const YAML::Mark& m, const std::string&, YAML::anchor_t,
-                  YAML::EmitterStyle::value) override {
-    node(m);
-  }
-  void OnMapEnd() override {}
-
- private:
-  void node(const YAML::Mark& m) {
-    if (roots.size() < starts.size()) roots.push_back(m);
-  }
-};
-
-// The YAML document of `text` (nullopt when there is none), and an error when there is more than
-// one. YAML::LoadAll is not used: in yaml-cpp 0.7 a document that begins with ','
-// outside [ ] or { } makes the parser yield an empty document without consuming the ',', so
-// LoadAll never returns (found by fuzzing, docs/failure-cases.md F1). Here the documents are
-// counted with a bounded event pass (at most two) and only the first is built.
-std::optional<YAML::Node> load_single_document(const std::string& text,
-                                               const std::string& source_name) {
-  std::istringstream in(text);
-  YAML::Parser parser(in);
-  DocumentStarts counter;
-  int documents = 0;
-  while (documents < 2 && parser.HandleNextDocument(counter)) ++documents;
-  if (documents > 1) {
-    auto where = [](const YAML::Mark& m) {
-      return m.line < 0 ? std::string() : at_line(static_cast<std::size_t>(m.line) + 1);
-    };
-    const YAML::Mark second = counter.starts.at(1);
-    const auto pos = static_cast<std::size_t>(std::max(second.pos, 0));
-    if (pos < text.size() && text[pos] == ',') {
-      throw DataError(source_name, where(second), "",
-                      "YAML syntax error at column " + std::to_string(second.column + 1) +
-                          ": ',' cannot begin a YAML node outside [ ] or { }");
-    }
-    throw DataError(source_name, where(counter.roots.size() > 1 ? counter.roots[1] : second), "",
-                    "expected one YAML document, found 2 or more");
-  }
-  if (documents == 0) return std::nullopt;
-  return YAML::Load(text);
-}
-
-}  // namespace
-
 PretrainConfig parse_config(const std::string& yaml_text, const std::string& source_name,
                             const std::vector<std::string>& overrides) {
-  std::vector<YAML::Node> docs;
-  try {
-    if (auto doc = load_single_document(yaml_text, source_name)) docs.push_back(*doc);
-  } catch (const YAML::ParserException& e) {
-    const std::string where =
-        e.mark.line < 0 ? std::string() : at_line(static_cast<std::size_t>(e.mark.line) + 1);
-    std::string message = "YAML syntax error";
-    if (e.mark.column >= 0) message += " at column " + std::to_string(e.mark.column + 1);
-    throw DataError(source_name, where, "", message + ": " + e.msg);
-  } catch (const YAML::Exception& e) {
-    throw DataError(source_name, "", "", "cannot parse the YAML: " + e.msg);
-  }
+  const std::optional<YAML::Node> doc = strict_yaml::load_document(yaml_text, source_name);
   PretrainConfig config;
   Origins origins;
-  if (!docs.empty()) read_document(Source{source_name, ""}, docs[0], config, origins);
+  if (doc) read_document(Source{source_name, ""}, *doc, config, origins);
   for (const auto& o : overrides) apply_override(o, config, origins);
   if (origins.count("data_seed") == 0) config.data_seed = config.seed;
   if (origins.count("threads") == 0) config.threads = available_cpus();
@@ -990,7 +637,7 @@ PretrainConfig parse_config(const std::string& yaml_text, const std::string& sou
 
 PretrainConfig load_config(const std::string& yaml_path,
                            const std::vector<std::string>& overrides) {
-  return parse_config(read_file(yaml_path), yaml_path, overrides);
+  return parse_config(strict_yaml::read_file(yaml_path), yaml_path, overrides);
 }
 
 std::string dump_config(const PretrainConfig& config) {

@@ -1,6 +1,6 @@
-// eval/finetune, eval/dialoglue, eval/eval_config: intent fine-tuning of a tiny bundle on a
-// separable toy task, the whole `eval dialoglue` run on a DialoGLUE-shaped folder, and the
-// strict fine-tuning config.
+// eval/finetune, eval/dialoglue: intent fine-tuning of a tiny bundle on a separable toy task and
+// the whole `eval dialoglue` run on a DialoGLUE-shaped folder (the recipe reader:
+// eval_config_test.cpp).
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -15,7 +15,6 @@
 #include "data/serialize.h"
 #include "data/tokenizer_factory.h"
 #include "eval/dialoglue.h"
-#include "eval/eval_config.h"
 #include "eval/finetune.h"
 #include "eval/finetune_step.h"
 #include "model/bundle.h"
@@ -336,48 +335,6 @@ TEST_F(TinyIntent, DialoglueRunWritesSubmissionsResultsAndTable) {
   run.tasks = {"nope"};
   EXPECT_THROW(run_dialoglue(run), std::invalid_argument);
   EXPECT_THROW(resolve_data_dir(tmp_.file("nowhere")), std::invalid_argument);
-}
-
-TEST(FinetuneConfig, StrictKeysTypesAndOverrides) {
-  const FinetuneOptions o =
-      parse_finetune_options("num_train_epochs: 7\nlearning_rate: 2.0e-4\nbf16: false\n",
-                             "eval.yaml", {"dropout=0.3", "from_scratch=true"});
-  EXPECT_EQ(o.num_train_epochs, 7);
-  EXPECT_DOUBLE_EQ(o.learning_rate, 2e-4);
-  EXPECT_FALSE(o.bf16);
-  EXPECT_DOUBLE_EQ(o.dropout, 0.3);
-  EXPECT_TRUE(o.from_scratch);
-  EXPECT_EQ(o.per_device_train_batch_size, FinetuneOptions{}.per_device_train_batch_size);
-  const FinetuneOptions recipe = parse_finetune_options(
-      "rdrop_weight: 5.0\nmlm_weight: 0.1\nmlm_probability: 0.2\nearly_stopping_patience: 8\n",
-      "eval.yaml");
-  EXPECT_DOUBLE_EQ(recipe.rdrop_weight, 5.0);
-  EXPECT_DOUBLE_EQ(recipe.mlm_weight, 0.1);
-  EXPECT_DOUBLE_EQ(recipe.mlm_probability, 0.2);
-  EXPECT_EQ(recipe.early_stopping_patience, 8);
-  const nlohmann::json dumped = finetune_options_json(recipe);
-  EXPECT_EQ(dumped.size(), finetune_option_keys().size());
-  EXPECT_EQ(dumped.at("rdrop_weight"), 5.0);
-  EXPECT_EQ(dumped.at("early_stopping_patience"), 8);
-  auto error_of = [](const std::string& yaml, std::vector<std::string> ov = {}) -> std::string {
-    try {
-      parse_finetune_options(yaml, "eval.yaml", ov);
-    } catch (const DataError& e) {
-      return e.what();
-    }
-    return "no error";
-  };
-  EXPECT_THAT(error_of("learning_rte: 1e-4\n"),
-              AllOf(HasSubstr("eval.yaml"), HasSubstr("line 1"), HasSubstr("learning_rte"),
-                    HasSubstr("did you mean 'learning_rate'")));
-  EXPECT_THAT(error_of("seed: 1\nnum_train_epochs: ten\n"), HasSubstr("line 1"));
-  EXPECT_THAT(error_of("num_train_epochs: ten\n"),
-              AllOf(HasSubstr("line 1"), HasSubstr("num_train_epochs"), HasSubstr("an integer"),
-                    HasSubstr("'ten'")));
-  EXPECT_THAT(error_of("bf16: maybe\n"), HasSubstr("true or false"));
-  EXPECT_THAT(error_of("- a\n- b\n"), HasSubstr("mapping"));
-  EXPECT_THAT(error_of("", {"dropout"}), HasSubstr("key=value"));
-  EXPECT_THAT(error_of("", {"num_train_epoch=3"}), HasSubstr("did you mean 'num_train_epochs'"));
 }
 
 }  // namespace

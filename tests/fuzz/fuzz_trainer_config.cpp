@@ -9,18 +9,10 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace dialtree;
-  const std::string_view input = fuzz::as_text(data, size);
-  const std::size_t nul = input.find('\0');
-  const std::string yaml(input.substr(0, nul));
-  std::vector<std::string> overrides;
-  for (std::size_t at = nul; at != std::string_view::npos;) {
-    const std::size_t next = input.find('\0', at + 1);
-    overrides.emplace_back(
-        input.substr(at + 1, next == std::string_view::npos ? next : next - at - 1));
-    at = next;
-  }
+  const fuzz::ConfigInput in = fuzz::split_config_input(fuzz::as_text(data, size));
   fuzz::allow_data_errors([&] {
-    const trainer::PretrainConfig config = trainer::parse_config(yaml, "fuzz.yaml", overrides);
+    const trainer::PretrainConfig config =
+        trainer::parse_config(in.yaml, "fuzz.yaml", in.overrides);
     const trainer::PretrainConfig back =
         trainer::parse_config(trainer::dump_config(config), "dump.yaml");
     if (back != config) std::abort();

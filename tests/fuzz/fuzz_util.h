@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/error.h"
 
@@ -22,6 +23,25 @@ namespace dialtree::fuzz {
 /// The fuzz input as a string (bytes verbatim, NULs included).
 inline std::string_view as_text(const std::uint8_t* data, std::size_t size) {
   return {reinterpret_cast<const char*>(data), size};
+}
+
+/// A config reader's input: the YAML text, then NUL-separated `key=value` overrides.
+struct ConfigInput {
+  std::string yaml;
+  std::vector<std::string> overrides;
+};
+
+/// Splits the fuzz input at its NULs: the first part is the YAML text, each later one an override.
+inline ConfigInput split_config_input(std::string_view input) {
+  const std::size_t nul = input.find('\0');
+  ConfigInput out{std::string(input.substr(0, nul)), {}};
+  for (std::size_t at = nul; at != std::string_view::npos;) {
+    const std::size_t next = input.find('\0', at + 1);
+    out.overrides.emplace_back(
+        input.substr(at + 1, next == std::string_view::npos ? next : next - at - 1));
+    at = next;
+  }
+  return out;
 }
 
 /// A temporary file that holds the current input, for readers that only take a path. One per

@@ -1,0 +1,99 @@
+// Strict YAML reading shared by every config reader (the pretraining config, the fine-tuning
+// recipe): YAML 1.2 core scalars only (no quoted numbers, no yes/no booleans, no octal), UTF-8
+// strings, one document per file, file:line (or the override's text) in every error, and range
+// messages in one wording. docs/training.md "Config" describes the rules users see. Torch-free.
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace dialtree::strict_yaml {
+
+/// Where a value came from, for error messages.
+struct Origin {
+  std::string file;   ///< the config file, or "<command line>" for an override
+  std::string where;  ///< "line N", "override 'k=v'", or "" when unknown
+};
+
+/// The file name overrides are reported against.
+inline constexpr char kCommandLine[] = "<command line>";
+
+/// Where the nodes of one YAML document come from: a file (node marks are lines) or one
+/// command-line override (all of its nodes share one place: the override's text).
+struct Source {
+  std::string file;
+  std::string override_text;  ///< non-empty for an override
+  /// The origin of `node`. A null value has no text of its own (its mark is where the next
+  /// token starts), so `key_node`, when given, names the line instead.
+  Origin at(const YAML::Node& node, const YAML::Node* key_node = nullptr) const;
+};
+
+/// Throws DataError(at.file, at.where, key, message).
+[[noreturn]] void fail(const Origin& at, const std::string& key, const std::string& message);
+
+/// One value being read: its document, its key's node (for the line of a null value), the full
+/// key path used in messages, and whether null means "empty" (strings only).
+struct ValueContext {
+  const Source& source;
+  const YAML::Node& key_node;
+  std::string key;
+  bool nullable = false;
+};
+
+/// "the string \"3\"", "'ten'", "a list", "a mapping", "an empty value (null)": how a found
+/// value is named in "expected X, found Y".
+std::string describe(const YAML::Node& node);
+
+/// True when the scalar was written plainly (not quoted, not a block literal, not !!str).
+bool is_plain(const YAML::Node& node);
+
+/// Strict readers: plain decimal integers (no leading zeros, range-checked), YAML 1.2 core
+/// finite floats, true/false (and True/TRUE/False/FALSE), UTF-8 strings, lists of UTF-8
+/// strings. @throws DataError at the value's origin: "expected an integer, found 'ten'".
+void read_value(const ValueContext& ctx, const YAML::Node& node, int* out);
+void read_value(const ValueContext& ctx, const YAML::Node& node, std::int64_t* out);
+void read_value(const ValueContext& ctx, const YAML::Node& node, double* out);
+void read_value(const ValueContext& ctx, const YAML::Node& node, bool* out);
+void read_value(const ValueContext& ctx, const YAML::Node& node, std::string* out);
+void read_value(const ValueContext& ctx, const YAML::Node& node, std::vector<std::string>* out);
+
+/// The single YAML document of `text`, or nullopt for an empty text (comments only).
+/// Never calls YAML::LoadAll, which yaml-cpp 0.7 never returns from for a document that begins
+/// with ',' (docs/failure-cases.md F1): documents are counted with a bounded event pass.
+/// @throws DataError naming `source_name`, the line and column: a syntax error, or more than
+///   one document.
+std::optional<YAML::Node> load_document(const std::string& text, const std::string& source_name);
+
+/// The whole file at `path`. @throws DataError: missing, a directory, unreadable.
+std::string read_file(const std::string& path);
+
+/// An override "key=value" split into its trimmed key and its value parsed as YAML (so
+/// `lr=1e-4` reads as the number and `views=[I, D]` as a list).
+/// @throws DataError against kCommandLine: no '=' or an empty key ("must look like
+///   `key_example`=value"), or a value that is not valid YAML.
+std::pair<std::string, YAML::Node> split_override(const std::string& text,
+                                                  const std::string& key_example);
+
+/// The shortest text that reads back as `v`, always with a dot or an exponent so YAML 1.1
+/// readers see a float: 1e-05 -> "1.0e-5", 100000 -> "100000.0".
+std::string format_real(double v);
+
+/// "" when lo <= v <= hi, else "must be in [lo, hi], got v" (or ">= lo" without an upper bound:
+/// pass hi = LLONG_MAX). `note` goes in brackets after the range.
+std::string integer_range_problem(long long v, long long lo, long long hi,
+                                  const std::string& note = {});
+
+/// "" when v is in the interval, else "must be in (lo, hi], got v" with the brackets the bounds
+/// ask for ("> lo" / ">= lo" with an infinite hi, "< hi" / "<= hi" with an infinite lo).
+std::string real_range_problem(double v, double lo, bool lo_closed, double hi, bool hi_closed);
+
+/// `s` lower-cased (ASCII) and `s` without leading and trailing blanks and tabs.
+std::string lower(std::string s);
+std::string trim(const std::string& s);
+
+}  // namespace dialtree::strict_yaml

@@ -1,0 +1,132 @@
+// eval/eval_config: the strict fine-tuning recipe reader (keys, YAML 1.2 core scalars, ranges
+// at the key's line, overrides, one document) and the shipped recipe file. Torch-free: runs in
+// the guard build too.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+#include "eval/eval_config.h"
+#include "test_paths.h"
+
+namespace dialtree::eval {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+std::string error_of(const std::string& yaml, const std::vector<std::string>& ov = {}) {
+  try {
+    parse_finetune_options(yaml, "eval.yaml", ov);
+  } catch (const DataError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(FinetuneConfig, KeysTypesAndOverrides) {
+  const FinetuneOptions o =
+      parse_finetune_options("num_train_epochs: 7\nlearning_rate: 2.0e-4\nbf16: false\n",
+                             "eval.yaml", {"dropout=0.3", "from_scratch=true"});
+  EXPECT_EQ(o.num_train_epochs, 7);
+  EXPECT_DOUBLE_EQ(o.learning_rate, 2e-4);
+  EXPECT_FALSE(o.bf16);
+  EXPECT_DOUBLE_EQ(o.dropout, 0.3);
+  EXPECT_TRUE(o.from_scratch);
+  EXPECT_EQ(o.per_device_train_batch_size, FinetuneOptions{}.per_device_train_batch_size);
+  const FinetuneOptions recipe = parse_finetune_options(
+      "rdrop_weight: 5.0\nmlm_weight: 0.1\nmlm_probability: 0.2\nearly_stopping_patience: 8\n",
+      "eval.yaml");
+  EXPECT_DOUBLE_EQ(recipe.rdrop_weight, 5.0);
+  EXPECT_DOUBLE_EQ(recipe.mlm_weight, 0.1);
+  EXPECT_DOUBLE_EQ(recipe.mlm_probability, 0.2);
+  EXPECT_EQ(recipe.early_stopping_patience, 8);
+  const nlohmann::json dumped = finetune_options_json(recipe);
+  EXPECT_EQ(dumped.size(), finetune_option_keys().size());
+  EXPECT_EQ(dumped.at("rdrop_weight"), 5.0);
+  EXPECT_EQ(dumped.at("early_stopping_patience"), 8);
+  // An override wins over the file; an empty text or a comment-only file keeps the defaults.
+  EXPECT_EQ(parse_finetune_options("num_train_epochs: 7\n", "eval.yaml", {"num_train_epochs=9"})
+                .num_train_epochs,
+            9);
+  EXPECT_EQ(parse_finetune_options("# nothing\n", "eval.yaml").num_train_epochs,
+            FinetuneOptions{}.num_train_epochs);
+}
+
+TEST(FinetuneConfig, UnknownKeysAndWrongTypesNameTheLine) {
+  EXPECT_THAT(error_of("learning_rte: 1e-4\n"),
+              AllOf(HasSubstr("eval.yaml"), HasSubstr("line 1"), HasSubstr("learning_rte"),
+                    HasSubstr("did you mean 'learning_rate'")));
+  EXPECT_THAT(error_of("bf16: true\nnum_train_epochs: ten\n"),
+              AllOf(HasSubstr("line 2"), HasSubstr("num_train_epochs"), HasSubstr("an integer"),
+                    HasSubstr("'ten'")));
+  EXPECT_THAT(error_of("bf16: maybe\n"), HasSubstr("true or false"));
+  EXPECT_THAT(error_of("- a\n- b\n"), HasSubstr("mapping"));
+  EXPECT_THAT(error_of("num_train_epochs: [1, 2]\n"), HasSubstr("found a list"));
+  EXPECT_THAT(error_of("seed: 1\n"), HasSubstr("unknown key 'seed'"));
+  EXPECT_THAT(error_of("dropout: 0.1\ndropout: 0.2\n"),
+              AllOf(HasSubstr("line 2"), HasSubstr("duplicate key 'dropout'")));
+}
+
+// yaml-cpp's as<T>() accepted these (issue 16): they are the classic silent misreadings.
+TEST(FinetuneConfig, StrictScalarsAsTheTrainerConfig) {
+  EXPECT_THAT(error_of("num_train_epochs: \"3\"\n"),
+              AllOf(HasSubstr("line 1"), HasSubstr("an integer"), HasSubstr("the string \"3\"")));
+  EXPECT_THAT(error_of("bf16: yes\n"), HasSubstr("expected a boolean"));
+  EXPECT_THAT(error_of("num_train_epochs: 010\n"), HasSubstr("octal"));
+  EXPECT_THAT(error_of("learning_rate: .nan\n"), HasSubstr("finite"));
+  EXPECT_THAT(error_of("max_utt_len: 99999999999\n"), HasSubstr("32-bit"));
+  EXPECT_THAT(error_of("", {"bf16=on"}),
+              AllOf(HasSubstr("<command line>"), HasSubstr("override 'bf16=on'")));
+  EXPECT_THAT(error_of("", {"dropout"}), HasSubstr("key=value"));
+  EXPECT_THAT(error_of("", {"num_train_epoch=3"}), HasSubstr("did you mean 'num_train_epochs'"));
+}
+
+TEST(FinetuneConfig, RangesAreCheckedAtLoadTimeWithTheLine) {
+  EXPECT_THAT(error_of("bf16: true\nnum_train_epochs: 0\n"),
+              AllOf(HasSubstr("eval.yaml"), HasSubstr("line 2"), HasSubstr("num_train_epochs"),
+                    HasSubstr("must be >= 1, got 0")));
+  EXPECT_THAT(error_of("warmup_ratio: 1.5\n"), HasSubstr("must be in [0.0, 1.0], got 1.5"));
+  EXPECT_THAT(error_of("learning_rate: 0\n"), HasSubstr("must be > 0.0, got 0.0"));
+  EXPECT_THAT(error_of("mlm_probability: 1\n"), HasSubstr("must be in (0.0, 1.0), got 1.0"));
+  EXPECT_THAT(error_of("dropout: 1\n"), HasSubstr("must be < 1.0, got 1.0"));
+  EXPECT_THAT(error_of("early_stopping_patience: -1\n"),
+              HasSubstr("must be >= 0 (0 = off), got -1"));
+  EXPECT_THAT(error_of("", {"weight_decay=-0.1"}),
+              AllOf(HasSubstr("override 'weight_decay=-0.1'"), HasSubstr("must be >= 0.0")));
+  // dropout < 0 keeps the bundle's values: allowed.
+  EXPECT_DOUBLE_EQ(parse_finetune_options("dropout: -1\n", "eval.yaml").dropout, -1.0);
+  // Options built in code are checked by the same table.
+  FinetuneOptions o;
+  EXPECT_FALSE(finetune_options_problem(o).has_value());
+  o.per_device_eval_batch_size = 0;
+  const auto problem = finetune_options_problem(o);
+  ASSERT_TRUE(problem.has_value());
+  EXPECT_EQ(problem->first, "per_device_eval_batch_size");
+  EXPECT_EQ(problem->second, "must be >= 1, got 0");
+}
+
+TEST(FinetuneConfig, OneDocumentAndSyntaxErrorsWithTheirPlace) {
+  EXPECT_THAT(error_of("num_train_epochs: 3\n---\nnum_train_epochs: 4\n"),
+              HasSubstr("expected one YAML document"));
+  // The input that made yaml-cpp's LoadAll spin forever (docs/failure-cases.md F1).
+  EXPECT_THAT(error_of(",\n"), HasSubstr("',' cannot begin a YAML node"));
+  EXPECT_THAT(error_of("num_train_epochs: [1\n"),
+              AllOf(HasSubstr("YAML syntax error"), HasSubstr("line")));
+}
+
+TEST(FinetuneConfig, TheShippedRecipeLoads) {
+  const FinetuneOptions o = load_finetune_options(testing::fixture("../../configs/eval-few.yaml"));
+  EXPECT_DOUBLE_EQ(o.rdrop_weight, 5.0);
+  EXPECT_DOUBLE_EQ(o.mlm_weight, 0.1);
+  EXPECT_DOUBLE_EQ(o.dropout, 0.25);
+  EXPECT_EQ(o.num_train_epochs, 60);
+  EXPECT_THROW(load_finetune_options("/nonexistent/eval.yaml"), DataError);
+}
+
+}  // namespace
+}  // namespace dialtree::eval
