@@ -141,7 +141,7 @@ void register_dialoglue(CLI::App& eval) {
 
 struct ProbeArgs {
   std::string model, tasks = "banking,clinc,hwu", protocols = "dialoglue-few,mteb", split = "test",
-                     data_dir, out, dump_dir;
+                     data_dir, out, dump_dir, pooling = "cls";
   double c = 1.0;
   int max_iter = 100, batch_size = 128, max_utt_len = 64;
   bool as_json = false, bf16 = true;
@@ -157,6 +157,7 @@ void run_probe_cmd(const ProbeArgs& a) {
   o.C = a.c;
   o.max_iter = a.max_iter;
   o.batch_size = a.batch_size;
+  o.pooling = eval::parse_probe_pooling(a.pooling);
   o.bf16 = a.bf16;
   o.max_utt_len = a.max_utt_len;
   o.dump_dir = a.dump_dir;
@@ -211,6 +212,11 @@ void register_probe(CLI::App& eval) {
   cmd->add_option("--max-iter", a->max_iter, "L-BFGS iterations (MTEB: 100)")
       ->capture_default_str();
   cmd->add_option("--batch-size", a->batch_size, "Texts per forward pass")->capture_default_str();
+  cmd->add_option("--pooling", a->pooling,
+                  "Vector of a text: cls (the [CLS] state, as embed/serve/fine-tuning use) or mean "
+                  "(mean of the token states: do the tokens carry what [CLS] lacks?)")
+      ->check(CLI::IsMember({"cls", "mean"}))
+      ->capture_default_str();
   cmd->add_option("--max-utt-len", a->max_utt_len,
                   "Sub-words kept per utterance (its last ones), as intent fine-tuning")
       ->capture_default_str();

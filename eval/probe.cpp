@@ -701,6 +701,16 @@ std::string probe_protocol_name(ProbeProtocol p) {
   return p == ProbeProtocol::DialoglueFew ? "dialoglue-few" : "mteb";
 }
 
+ProbePooling parse_probe_pooling(const std::string& name) {
+  if (name == "cls") return ProbePooling::Cls;
+  if (name == "mean") return ProbePooling::Mean;
+  throw std::invalid_argument("unknown probe pooling '" + name + "' (valid: cls, mean)");
+}
+
+std::string probe_pooling_name(ProbePooling p) {
+  return p == ProbePooling::Cls ? "cls" : "mean";
+}
+
 std::vector<std::vector<std::size_t>> mteb_draws(const std::vector<int>& labels, int draws,
                                                  int per_label, std::uint64_t seed) {
   if (draws < 1 || per_label < 1) {
@@ -947,6 +957,7 @@ nlohmann::json ProbeReport::to_json() const {
             {"C", options.C},
             {"max_iter", options.max_iter},
             {"batch_size", options.batch_size},
+            {"pooling", probe_pooling_name(options.pooling)},
             {"bf16", options.bf16},
             {"max_utt_len", options.max_utt_len},
             {"mteb_draws", options.mteb_draws},

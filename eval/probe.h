@@ -170,6 +170,18 @@ ProbeProtocol parse_probe_protocol(const std::string& name);
 /// The protocol's name as parse_probe_protocol() reads it.
 std::string probe_protocol_name(ProbeProtocol protocol);
 
+/// Which final states make a text's vector (docs/evaluation.md, "Probe").
+enum class ProbePooling {
+  Cls,   ///< "cls": the [CLS] head vector's state, what `embed`, `serve` and fine-tuning use
+  Mean,  ///< "mean": the mean of the utterance's token states (padding and [CLS] excluded),
+         ///< sentence-transformers' default; tells whether the tokens carry what [CLS] lacks
+};
+
+/// "cls" / "mean" -> pooling. @throws std::invalid_argument naming the valid ones.
+ProbePooling parse_probe_pooling(const std::string& name);
+/// The pooling's name as parse_probe_pooling() reads it.
+std::string probe_pooling_name(ProbePooling pooling);
+
 /// The training rows of MTEB's classification protocol (MTEB's `undersample`): one index
 /// permutation is shuffled again for each draw by one random stream seeded with `seed`, and
 /// each draw keeps the first `per_label` indices of every label in that order (all of a label
@@ -186,10 +198,11 @@ ProbeMatrix select_rows(const ProbeMatrix& x, const std::vector<std::size_t>& ro
 struct ProbeOptions {
   /// Protocols to run per task, in this order.
   std::vector<ProbeProtocol> protocols = {ProbeProtocol::DialoglueFew, ProbeProtocol::Mteb};
-  std::string split = "test";  ///< scored split: "test", or "val" for model selection
-  double C = 1.0;              ///< LogisticRegression C (MTEB: 1)
-  int max_iter = 100;          ///< L-BFGS iterations (MTEB: 100)
-  int batch_size = 128;        ///< texts per forward pass when embedding
+  std::string split = "test";                ///< scored split: "test", or "val" for model selection
+  double C = 1.0;                            ///< LogisticRegression C (MTEB: 1)
+  int max_iter = 100;                        ///< L-BFGS iterations (MTEB: 100)
+  int batch_size = 128;                      ///< texts per forward pass when embedding
+  ProbePooling pooling = ProbePooling::Cls;  ///< which final states make the vector
   /// Embed under CPU bf16 autocast where the CPU has native bf16 (avx512_bf16 / AMX), as intent
   /// fine-tuning does by default (configs/eval-*.yaml); fp32 otherwise or when false. About 5x
   /// faster on AMX; the vectors differ from fp32 ones by bf16 rounding.

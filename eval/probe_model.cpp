@@ -80,7 +80,7 @@ void check_tasks(const std::vector<std::string>& tasks) {
 
 ProbeMatrix embed_texts(model::SpaceModelImpl& net, const data::Tokenizer& tok,
                         const std::vector<std::string>& texts, int batch_size, int max_utt_len,
-                        bool bf16) {
+                        bool bf16, ProbePooling pooling) {
   if (batch_size < 1 || max_utt_len < 1) {
     throw std::invalid_argument("embed_texts: batch_size and max_utt_len must be >= 1");
   }
@@ -102,9 +102,17 @@ ProbeMatrix embed_texts(model::SpaceModelImpl& net, const data::Tokenizer& tok,
     std::vector<data::SerializedExample> batch;
     batch.reserve(e - b);
     for (std::size_t i = b; i < e; ++i) batch.push_back(xs[order[i]]);
-    const torch::Tensor cls =
-        net.forward_cls(model::collate(batch)).to(torch::kFloat32).contiguous();
-    const float* p = cls.data_ptr<float>();
+    const model::EncoderInputs inputs = model::collate(batch);
+    torch::Tensor v;
+    if (pooling == ProbePooling::Cls) {
+      v = net.forward_cls(inputs).to(torch::kFloat32).contiguous();
+    } else {
+      // Rows 1.. are the tokens (row 0 is [CLS]); padding rows are masked out of the mean.
+      const torch::Tensor tokens = net.forward(inputs).slice(1, 1).to(torch::kFloat32);
+      const torch::Tensor mask = inputs.attention_mask.to(torch::kFloat32).unsqueeze(-1);
+      v = ((tokens * mask).sum(1) / mask.sum(1).clamp_min(1.0)).contiguous();
+    }
+    const float* p = v.data_ptr<float>();
     for (std::size_t i = b; i < e; ++i, p += hidden) {
       out.row(static_cast<Eigen::Index>(order[i])) =
           Eigen::Map<const Eigen::RowVectorXf>(p, hidden).cast<double>();
@@ -127,7 +135,7 @@ ProbeReport run_probe(model::SpaceModelImpl& net, const data::Tokenizer& tok,
   report.options = o;
   auto embed = [&](const std::vector<std::string>& texts, double& seconds) {
     const auto t = Clock::now();
-    ProbeMatrix x = embed_texts(net, tok, texts, o.batch_size, o.max_utt_len, o.bf16);
+    ProbeMatrix x = embed_texts(net, tok, texts, o.batch_size, o.max_utt_len, o.bf16, o.pooling);
     seconds += seconds_since(t);
     return x;
   };

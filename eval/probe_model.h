@@ -18,16 +18,17 @@ class Tokenizer;
 
 namespace dialtree::eval {
 
-/// The frozen [CLS] vector (SpaceModelImpl::forward_cls, not normalised) of each text, serialised
-/// as intent fine-tuning serialises one user utterance (eval/intent_inputs.h): [n, hidden_size],
-/// input order. Runs in eval mode under torch::InferenceMode, in batches of `batch_size` texts
-/// sorted by length, under CPU bf16 autocast when `bf16` (the caller checks the CPU: pass
-/// effective_bf16(), common/cpu_features.h), else in fp32. The model's train/eval mode and the
-/// caller's autocast state are restored afterwards.
+/// The frozen vector of each text, not normalised: the [CLS] state (SpaceModelImpl::forward_cls)
+/// or, with ProbePooling::Mean, the mean of the utterance's token states (SpaceModelImpl::forward
+/// rows 1.., padding excluded). Each text is serialised as intent fine-tuning serialises one user
+/// utterance (eval/intent_inputs.h): [n, hidden_size], input order. Runs in eval mode under
+/// torch::InferenceMode, in batches of `batch_size` texts sorted by length, under CPU bf16 autocast
+/// when `bf16` (the caller checks the CPU: pass effective_bf16(), common/cpu_features.h), else in
+/// fp32. The model's train/eval mode and the caller's autocast state are restored afterwards.
 /// @throws std::invalid_argument if batch_size or max_utt_len < 1; TokenizerError from encode.
 ProbeMatrix embed_texts(model::SpaceModelImpl& net, const data::Tokenizer& tok,
                         const std::vector<std::string>& texts, int batch_size, int max_utt_len,
-                        bool bf16 = false);
+                        bool bf16 = false, ProbePooling pooling = ProbePooling::Cls);
 
 /// Runs the probe's protocols on each of `tasks` (banking, clinc, hwu) with an in-memory model:
 ///  - dialoglue-few: LR (raw and standardized) and NCC fitted on `<task>/train_10.csv`, scored

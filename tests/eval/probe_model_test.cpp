@@ -92,6 +92,35 @@ TEST_F(ProbeModel, EmbedsFrozenClsVectorsOfTheFineTuningInputInInputOrder) {
   EXPECT_THROW(embed_texts(net, *bundle_.tokenizer, texts, 0, 64), std::invalid_argument);
 }
 
+// Mean pooling: each text alone (no padding), the plain mean of forward()'s token rows 1..;
+// batched with texts of other lengths, padding must not enter the mean.
+TEST_F(ProbeModel, MeanPoolingAveragesTheTokenStatesWithoutPaddingOrCls) {
+  const std::vector<std::string> texts = {"my card has not arrived", "hi",
+                                          "i need a table for four people tonight please"};
+  model::SpaceModelImpl& net = *bundle_.model;
+  const ProbeMatrix x =
+      embed_texts(net, *bundle_.tokenizer, texts, 3, 64, false, ProbePooling::Mean);
+  const ProbeMatrix cls = embed_texts(net, *bundle_.tokenizer, texts, 3, 64);
+  ASSERT_EQ(x.rows(), 3);
+  net.eval();
+  torch::NoGradGuard no_grad;
+  for (std::size_t i = 0; i < texts.size(); ++i) {
+    const auto one = serialize_texts({texts[i]}, *bundle_.tokenizer, net.config(), 64);
+    const torch::Tensor h = net.forward(model::collate(one));  // [1, L+1, H]
+    const torch::Tensor want = h[0].slice(0, 1).mean(0);
+    for (int j = 0; j < 32; ++j) {
+      EXPECT_NEAR(x(static_cast<Eigen::Index>(i), j), want[j].item<double>(), 1e-5) << "text " << i;
+    }
+    EXPECT_GT((x.row(static_cast<Eigen::Index>(i)) - cls.row(static_cast<Eigen::Index>(i)))
+                  .cwiseAbs()
+                  .maxCoeff(),
+              1e-3);
+  }
+  EXPECT_EQ(parse_probe_pooling("mean"), ProbePooling::Mean);
+  EXPECT_EQ(probe_pooling_name(ProbePooling::Cls), "cls");
+  EXPECT_THROW(parse_probe_pooling("max"), std::invalid_argument);
+}
+
 TEST_F(ProbeModel, RunProbeScoresBothProtocolsAndDumpsTheVectors) {
   ProbeOptions o;
   o.mteb_draws = 3;
