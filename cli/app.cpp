@@ -14,6 +14,7 @@
 
 #include "cli/commands.h"
 #include "common/blas_kernels.h"
+#include "common/check.h"
 #include "common/error.h"
 #include "common/temp_cleanup.h"
 
@@ -40,6 +41,10 @@ int run_cli(CLI::App& app, int argc, char** argv, const std::function<void()>& b
     // parse or usage error is bad usage: status 2 after CLI11's message.
     const int status = app.exit(e);
     return status == 0 ? 0 : 2;
+  } catch (const InternalError& e) {
+    std::fprintf(stderr, "error: %s (a bug in dialtree: please report it with this line)\n",
+                 e.what());
+    return kExitInternalError;
   } catch (const DataError& e) {
     return report(e, 2);
   } catch (const TokenizerError& e) {

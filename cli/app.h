@@ -13,7 +13,8 @@ namespace dialtree::cli {
 
 /// Parses argv with `app` and runs the chosen subcommand, mapping errors to dialtree's exit
 /// statuses: 0 on success (also --help, --version); 2 for bad usage or input (CLI11 parse
-/// errors, DataError, TokenizerError, std::invalid_argument); 1 otherwise. Every error is one
+/// errors, DataError, TokenizerError, std::invalid_argument); kExitInternalError (70) for an
+/// InternalError, a bug (common/check.h); 1 otherwise. Every error is one
 /// line on stderr, "error: ...". `before_parse` (may be empty) runs first, inside the same error
 /// handling: the thread set-up.
 int run_cli(CLI::App& app, int argc, char** argv, const std::function<void()>& before_parse);

@@ -9,6 +9,7 @@
 #include <torch/version.h>
 
 #include "cli/commands.h"
+#include "common/check.h"
 
 namespace dialtree::cli {
 
@@ -22,7 +23,7 @@ void register_version(CLI::App& app, std::function<void()> details) {
     fmt::print("dialtree {}\n", DIALTREE_VERSION);
     fmt::print("libtorch {} (built with)\n", TORCH_VERSION);
     if (!*verbose) return;
-    if (!details) throw std::logic_error("version --verbose reached the torch-free executable");
+    DIALTREE_CHECK(details != nullptr, "version --verbose reached the torch-free executable");
     details();
   });
 }

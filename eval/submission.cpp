@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "common/atomic_file.h"
+#include "common/check.h"
 #include "common/error.h"
 
 namespace dialtree::eval {
@@ -32,7 +33,7 @@ const TaskInfo& info(Task task) {
   for (const auto& t : kTasks) {
     if (t.task == task) return t;
   }
-  throw std::logic_error("unknown eval::Task");
+  DIALTREE_UNREACHABLE("unknown eval::Task " + std::to_string(static_cast<int>(task)));
 }
 
 // "must be <expected>, got <type>" for entry `index` of a submission list.

@@ -1,5 +1,6 @@
 #include "model/encoder.h"
 
+#include "common/check.h"
 #include "model/kernels.h"
 #include "model/packing.h"
 
@@ -486,13 +487,12 @@ torch::Tensor SpaceModelImpl::project(const torch::Tensor& cls) {
 }
 
 torch::Tensor SpaceModelImpl::intent_logits(const torch::Tensor& cls) {
-  if (!has_intent_head())
-    throw std::logic_error("intent_logits: model has no intent head (num_labels = 0)");
+  DIALTREE_CHECK(has_intent_head(), "intent_logits: model has no intent head (num_labels = 0)");
   return torch::linear(cls, intent_w_, intent_b_);
 }
 
 torch::Tensor SpaceModelImpl::tag_logits(const torch::Tensor& token_hidden) {
-  if (!has_tag_head()) throw std::logic_error("tag_logits: model has no tagger (num_tags = 0)");
+  DIALTREE_CHECK(has_tag_head(), "tag_logits: model has no tagger (num_tags = 0)");
   return torch::linear(token_hidden, tag_w_, tag_b_);
 }
 

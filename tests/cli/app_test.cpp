@@ -1,0 +1,46 @@
+// cli/app: run_cli's exit statuses, in process: 0, 2 for bad usage or input, 70 for a broken
+// internal check (a bug), 1 for anything else; one "error: ..." line on stderr.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/app.h"
+#include "common/check.h"
+#include "common/error.h"
+
+namespace dialtree::cli {
+namespace {
+
+// Runs `action` as the callback of subcommand "go"; returns run_cli's status and stderr.
+std::pair<int, std::string> run(const std::function<void()>& action) {
+  CLI::App app("test");
+  app.add_subcommand("go")->callback(action);
+  std::vector<std::string> args = {"prog", "go"};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  ::testing::internal::CaptureStderr();
+  const int status = run_cli(app, static_cast<int>(argv.size()), argv.data(), {});
+  return {status, ::testing::internal::GetCapturedStderr()};
+}
+
+TEST(RunCli, ExitStatusPerKindOfError) {
+  EXPECT_EQ(run([] {}).first, 0);
+  EXPECT_EQ(run([] { throw DataError("a.csv", "line 3", "text", "empty"); }).first, 2);
+  EXPECT_EQ(run([] { throw std::invalid_argument("--x: bad"); }).first, 2);
+  EXPECT_EQ(run([] { throw std::runtime_error("disk full"); }).first, 1);
+  const auto [status, err] = run([] { DIALTREE_CHECK(1 > 2, "heads differ"); });
+  EXPECT_EQ(status, kExitInternalError);
+  EXPECT_EQ(err.rfind("error: internal error at tests/cli/app_test.cpp:", 0), 0u) << err;
+  EXPECT_NE(err.find("check '1 > 2' failed: heads differ (a bug in dialtree"), std::string::npos)
+      << err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+}
+
+}  // namespace
+}  // namespace dialtree::cli
