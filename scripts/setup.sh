@@ -13,7 +13,7 @@ packages=(
   libtorch-dev libopenblas0-openmp nlohmann-json3-dev libcli11-dev libeigen3-dev libyaml-cpp-dev
   libcpp-httplib-dev libgtest-dev libgmock-dev libspdlog-dev libfmt-dev libutf8proc-dev libcsv-dev
   libsimdjson-dev libgloo-dev libjemalloc-dev python3-sklearn gnuplot-nox clang libclang-rt-14-dev
-  llvm
+  llvm prometheus
 )
 # libgloo-dev: the headers ProcessGroupGloo.hpp includes (data-parallel training, docs/build.md P9);
 # the Gloo symbols themselves are in libtorch_cpu.so. libjemalloc-dev: the dialtree executable's
@@ -23,6 +23,8 @@ packages=(
 # clang, libclang-rt-14-dev, llvm: the guard build of scripts/guard.sh (docs/build.md "Guard
 # build"): clang 14 with its sanitizer and libFuzzer runtimes (libclang_rt.asan/ubsan/fuzzer),
 # and llvm-symbolizer for readable sanitizer stacks.
+# prometheus: its promtool lints the server's /metrics text in a test (docs/serving.md
+# "Metrics"); the server itself is not used.
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -99,9 +99,9 @@ void Metrics::observe_input_length(std::size_t tokens) {
 std::string Metrics::render(std::size_t queue_depth, std::size_t in_flight) const {
   std::lock_guard<std::mutex> lock(mutex_);
   std::string out;
-  header(out, "dialtree_request_count", "HTTP requests answered, by route and status.", "counter");
+  header(out, "dialtree_requests_total", "HTTP requests answered, by route and status.", "counter");
   for (const auto& [key, n] : requests_) {
-    out += "dialtree_request_count{route=\"" + key.first + "\",status=\"" +
+    out += "dialtree_requests_total{route=\"" + key.first + "\",status=\"" +
            std::to_string(key.second) + "\"} " + std::to_string(n) + "\n";
   }
   header(out, "dialtree_request_duration_seconds",

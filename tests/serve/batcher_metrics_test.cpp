@@ -1,7 +1,11 @@
 // serve/batcher.h (dynamic batching by a padded token budget) and serve/metrics.h (Prometheus).
+#include <sys/wait.h>
+
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <fstream>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -135,9 +139,9 @@ TEST(Metrics, RendersCountersGaugesAndCumulativeHistograms) {
   m.observe_batch(8, 80, 0.2);
   m.observe_request_duration("/embed", 0.004);
   const std::string text = m.render(5, 2);
-  EXPECT_THAT(text, HasSubstr("dialtree_request_count{route=\"/embed\",status=\"200\"} 2\n"));
-  EXPECT_THAT(text, HasSubstr("dialtree_request_count{route=\"/embed\",status=\"400\"} 1\n"));
-  EXPECT_THAT(text, HasSubstr("# TYPE dialtree_request_count counter\n"));
+  EXPECT_THAT(text, HasSubstr("dialtree_requests_total{route=\"/embed\",status=\"200\"} 2\n"));
+  EXPECT_THAT(text, HasSubstr("dialtree_requests_total{route=\"/embed\",status=\"400\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("# TYPE dialtree_requests_total counter\n"));
   EXPECT_THAT(text, HasSubstr("dialtree_queue_size 5\n"));
   EXPECT_THAT(text, HasSubstr("dialtree_requests_in_flight 2\n"));
   // Batch sizes 3 and 8 in power-of-two buckets: le=2 -> 0, le=4 -> 1, le=8 -> 2, +Inf -> 2.
@@ -152,6 +156,36 @@ TEST(Metrics, RendersCountersGaugesAndCumulativeHistograms) {
       HasSubstr("dialtree_request_duration_seconds_bucket{route=\"/embed\",le=\"0.005\"} 1\n"));
   EXPECT_THAT(text, HasSubstr("dialtree_request_duration_seconds_count{route=\"/embed\"} 1\n"));
   EXPECT_THROW(Histogram({1.0, 1.0}), std::invalid_argument);
+}
+
+// The exposition passes Prometheus' own linter, `promtool check metrics` (Debian's prometheus
+// package; scripts/setup.sh installs it): counters end in _total, no counter ends in _count,
+// units are base units. promtool reads the text on stdin and prints one line per problem.
+TEST(Metrics, PromtoolFindsNothingToLint) {
+  Metrics m;
+  m.record_request("/embed", 200);
+  m.record_request("/v1/embeddings", 422);
+  m.observe_batch(3, 30, 0.002);
+  m.observe_request_duration("/embed", 0.004);
+  m.observe_queue_time(0.001);
+  m.observe_input_length(12);
+  const std::string path = ::testing::TempDir() + "dialtree-metrics.txt";
+  {
+    std::ofstream out(path);
+    out << m.render(1, 1);
+  }
+  const std::string command = "promtool check metrics < '" + path + "' 2>&1";
+  FILE* pipe = ::popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string output;
+  char buf[512];
+  while (std::fgets(buf, sizeof buf, pipe) != nullptr) output += buf;
+  const int status = ::pclose(pipe);
+  std::remove(path.c_str());
+  ASSERT_TRUE(WIFEXITED(status)) << output;
+  EXPECT_NE(WEXITSTATUS(status), 127) << "promtool is not installed (scripts/setup.sh)";
+  EXPECT_EQ(WEXITSTATUS(status), 0) << output;
+  EXPECT_EQ(output, "");
 }
 
 }  // namespace

@@ -238,9 +238,9 @@ TEST_F(ServerTest, ClassifyTokenizeInfoModelsHealthMetricsAndTimingHeaders) {
   ASSERT_TRUE(metrics);
   EXPECT_THAT(metrics->get_header_value("Content-Type"), HasSubstr("text/plain"));
   EXPECT_THAT(metrics->body,
-              HasSubstr("dialtree_request_count{route=\"/classify\",status=\"200\"} 1\n"));
+              HasSubstr("dialtree_requests_total{route=\"/classify\",status=\"200\"} 1\n"));
   EXPECT_THAT(metrics->body,
-              HasSubstr("dialtree_request_count{route=\"/tokenize\",status=\"200\"} 2\n"));
+              HasSubstr("dialtree_requests_total{route=\"/tokenize\",status=\"200\"} 2\n"));
   EXPECT_THAT(metrics->body, HasSubstr("dialtree_batch_size_count"));
 }
 
