@@ -85,6 +85,9 @@ void register_tokenizer(CLI::App& app) {
   train->add_option("--normalization", t->normalization,
                     "nmt_nfkc (cased) or nmt_nfkc_cf (lower-cased), identity, nfkc, nfkc_cf");
   train->add_option("--character-coverage", t->character_coverage, "In [0.98, 1]");
+  train->add_flag("--byte-fallback", t->byte_fallback,
+                  "Encode characters outside the vocabulary as their UTF-8 bytes (256 byte "
+                  "pieces join the vocabulary) instead of [UNK]");
   train->add_option("--max-sentence-length", t->max_sentence_length,
                     "Bytes; longer lines are skipped and counted");
   train->add_option("--max-sentences", t->max_sentences, "Sample at most this many lines (0: all)");

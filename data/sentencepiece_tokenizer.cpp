@@ -435,7 +435,9 @@ std::string explain_trainer_error(const std::string& message,
     coverage << options.character_coverage;
     return "--vocab-size " + m[1].str() + " is smaller than the " + m[2].str() +
            " pieces needed for the characters that --character-coverage " + coverage.str() +
-           " keeps (special pieces included); raise --vocab-size to at least " + m[2].str() +
+           " keeps (special pieces" +
+           (options.byte_fallback ? " and the 256 byte pieces of --byte-fallback" : "") +
+           " included); raise --vocab-size to at least " + m[2].str() +
            " or lower --character-coverage (SentencePiece: " + message + ")";
   }
   // Anything else: at least spell SentencePiece's flag names as dialtree's.
@@ -563,6 +565,7 @@ SentencePieceTrainResult train_sentencepiece(const SentencePieceTrainOptions& op
       {"max_sentence_length", std::to_string(options.max_sentence_length)},
       {"num_threads", std::to_string(options.num_threads)},
       {"normalization_rule_name", options.normalization},
+      {"byte_fallback", options.byte_fallback ? "true" : "false"},
       {"pad_id", "0"},
       {"unk_id", "1"},
       {"bos_id", "-1"},

@@ -115,7 +115,14 @@ struct SentencePieceTrainOptions {
   /// Training threads, in [1, max_sentencepiece_threads()] (results depend on this count).
   int num_threads = 1;
   /// Normalisation rule (see is_known_sentencepiece_normalization); "nmt_nfkc_cf" lower-cases.
+  /// The nmt_* rules turn tabs, newlines and other control whitespace into spaces: a text is one
+  /// utterance and never holds a newline token (docs/method.md §1.4).
   std::string normalization = "nmt_nfkc";
+  /// SentencePiece's byte fallback: 256 pieces <0x00>..<0xFF> join the vocabulary, and a
+  /// character outside it (an emoji, a rare accent) is encoded as its UTF-8 bytes instead of
+  /// [UNK], so decode() gives it back. Off by default, as in SentencePiece; the vocabulary must
+  /// then hold the 256 byte pieces too.
+  bool byte_fallback = false;
   /// If > 0, train on a uniform random sample of this many usable lines, drawn with `seed`
   /// (in corpus order). 0 = use every usable line.
   std::size_t max_sentences = 0;

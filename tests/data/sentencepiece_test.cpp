@@ -404,6 +404,38 @@ TEST(SentencePieceTrain, DeterministicAndSampled) {
   EXPECT_NE(read_all(a.model_path), read_all(c.model_path));
 }
 
+// Byte fallback: characters the corpus never had (an emoji, a CJK word) become byte pieces, not
+// [UNK], and decode() gives the text back; without it they are [UNK]. Tabs and newlines are
+// spaces after nmt_nfkc either way (the documented newline policy).
+TEST(SentencePieceTrain, ByteFallbackKeepsCharactersOutsideTheVocabulary) {
+  dialtree::testing::TempDir dir;
+  write_corpus_head(dir.file("c.txt"), 3000);
+  SentencePieceTrainOptions o;
+  o.inputs = {dir.file("c.txt")};
+  o.vocab_size = 600;
+  o.out_dir = dir.file("plain");
+  const SentencePieceTokenizer plain(train_sentencepiece(o).model_path);
+  o.byte_fallback = true;
+  o.out_dir = dir.file("bytes");
+  const SentencePieceTokenizer bytes(train_sentencepiece(o).model_path);
+  EXPECT_EQ(bytes.vocab_size(), 600);
+  EXPECT_EQ(bytes.token_to_id("<0xF0>"), bytes.token_to_id("<0x00>") + 0xF0);
+
+  const std::string text = "book a table \xF0\x9F\x98\x80 \xE4\xBD\xA0\xE5\xA5\xBD";
+  const std::vector<std::int32_t> unk = plain.encode(text);
+  EXPECT_NE(std::find(unk.begin(), unk.end(), plain.special().unk), unk.end());
+  const std::vector<std::int32_t> ids = bytes.encode(text);
+  EXPECT_EQ(std::find(ids.begin(), ids.end(), bytes.special().unk), ids.end());
+  // The emoji is its four UTF-8 bytes.
+  const std::vector<std::int32_t> emoji = {bytes.token_to_id("<0xF0>"), bytes.token_to_id("<0x9F>"),
+                                           bytes.token_to_id("<0x98>"),
+                                           bytes.token_to_id("<0x80>")};
+  EXPECT_NE(std::search(ids.begin(), ids.end(), emoji.begin(), emoji.end()), ids.end());
+  EXPECT_EQ(bytes.decode(ids), text);
+
+  EXPECT_EQ(bytes.encode("book\ta\ntable"), bytes.encode("book a table"));
+}
+
 TEST(SentencePieceTrain, BpeAndCaseFoldingModels) {
   dialtree::testing::TempDir dir;
   write_corpus_head(dir.file("c.txt"), 3000);
