@@ -399,11 +399,27 @@ struct Server::Impl {
     set_timing(res, nullptr, tokens, t0, seconds_since(t_tok));
   }
 
+  // TEI's /info model_type object: {"embedding": {"pooling"}}, plus {"classifier": {"id2label",
+  // "label2id"}} when the bundle has an intent head (TEI serves one or the other; a dialtree
+  // bundle with a head serves both routes).
+  json model_type() const {
+    json t = {{"embedding", {{"pooling", "cls"}}}};
+    if (embedder && embedder->has_classifier()) {
+      json id2label = json::object(), label2id = json::object();
+      const auto& labels = embedder->intent_labels();
+      for (std::size_t i = 0; i < labels.size(); ++i) {
+        id2label[std::to_string(i)] = labels[i];
+        label2id[labels[i]] = i;
+      }
+      t["classifier"] = {{"id2label", id2label}, {"label2id", label2id}};
+    }
+    return t;
+  }
+
   json info() const {
     json j = {{"model_id", options.model_dir},
               {"served_model_name", model_name},
-              {"model_type",
-               embedder && embedder->has_classifier() ? "classifier+embedding" : "embedding"},
+              {"model_type", model_type()},
               {"model_dtype", "float32"},
               {"pooling", "cls"},
               {"max_concurrent_requests", options.max_concurrent_requests},

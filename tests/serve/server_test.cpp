@@ -218,6 +218,13 @@ TEST_F(ServerTest, ClassifyTokenizeInfoModelsHealthMetricsAndTimingHeaders) {
   EXPECT_EQ(i["max_utterance_length"], 14);
   EXPECT_EQ(i["model_dtype"], "float32");
   EXPECT_EQ(i["labels"], json(names));
+  // TEI's model_type object: the embedding pooling, and the classifier's label maps.
+  EXPECT_EQ(i["model_type"]["embedding"]["pooling"], "cls");
+  ASSERT_EQ(i["model_type"]["classifier"]["id2label"].size(), names.size());
+  for (std::size_t k = 0; k < names.size(); ++k) {
+    EXPECT_EQ(i["model_type"]["classifier"]["id2label"][std::to_string(k)], names[k]);
+    EXPECT_EQ(i["model_type"]["classifier"]["label2id"][names[k]], k);
+  }
   EXPECT_EQ(i["ready"], true);
   EXPECT_EQ(i["allocator"], "glibc");  // the test binary; the executable has jemalloc (ServeCli)
   auto models = cl.Get("/v1/models");
