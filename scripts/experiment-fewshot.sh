@@ -10,11 +10,14 @@
 #   (b) MLM only: configs/pretrain-small.yaml with both contrastive weights 0;
 #   (c) SPACE-2: configs/pretrain-small.yaml (the main job's stage 1);
 #   (d) SPACE-2 + intent stage: configs/pretrain-intent.yaml continued from (c);
-#   (e) intent stage alone, from random weights (is the language stage worth its time?).
+#   (e) intent stage alone, from random weights (is the language stage worth its time?);
+#   (f) the language stage alone: configs/pretrain-lm.yaml (MLM on the unlabelled utterances);
+#   (g) SPACE-2's order from scratch: (f), then configs/pretrain-small.yaml continued from it,
+#       then the intent stage.
 # A finished stage is skipped when re-run. Results: runs/fewshot/<row>/{probe.json,eval/},
 # runs/fewshot/table.md and the figures in runs/fewshot/figures/.
 #   usage: scripts/experiment-fewshot.sh
-#   env: DIALTREE_SHARED (../shared), SEEDS (1,2,3), TASKS (banking,clinc,hwu), ROWS (a,b,c,d,e),
+#   env: DIALTREE_SHARED (../shared), SEEDS (1,2,3), TASKS (banking,clinc,hwu), ROWS (a,...,g),
 #        FINETUNE (1; 0 = probe only), EVAL_OVERRIDES (key=value ... for configs/eval-few.yaml),
 #        THREADS (LibTorch threads per job, default all CPUs)
 set -euo pipefail
@@ -24,7 +27,7 @@ data=$(cd "${DIALTREE_SHARED:-$root/../shared}" && pwd -P)/data/dialoglue
 bin=${BUILD_DIR:-build}/cli/dialtree
 seeds=${SEEDS:-1,2,3}
 tasks=${TASKS:-banking,clinc,hwu}
-rows=${ROWS:-a,b,c,d,e}
+rows=${ROWS:-a,b,c,d,e,f,g}
 threads=${THREADS:-$(nproc)}
 out=runs/fewshot
 mkdir -p "$out"
@@ -44,6 +47,8 @@ row_model() {  # row -> the bundle it evaluates
     b) echo "$out/b-mlm/final" ;;
     d) echo "$out/d-space2-intent/final" ;;
     e) echo "$out/e-intent-only/final" ;;
+    f) echo "$out/f-lm/final" ;;
+    g) echo "$out/g-lm-space2-intent/final" ;;
   esac
 }
 
@@ -56,7 +61,13 @@ for row in ${rows//,/ }; do
        pretrain "$out/d-space2-intent" configs/pretrain-intent.yaml \
          model_name_or_path="$out/c-space2/final" ;;
     e) pretrain "$out/e-intent-only" configs/pretrain-intent.yaml model_name_or_path= ;;
-    *) echo "experiment: unknown row '$row' (a, b, c, d, e)" >&2; exit 2 ;;
+    f) pretrain "$out/f-lm" configs/pretrain-lm.yaml ;;
+    g) pretrain "$out/f-lm" configs/pretrain-lm.yaml
+       pretrain "$out/g-lm-space2" configs/pretrain-small.yaml eval_steps=150 \
+         model_name_or_path="$out/f-lm/final"
+       pretrain "$out/g-lm-space2-intent" configs/pretrain-intent.yaml \
+         model_name_or_path="$out/g-lm-space2/final" ;;
+    *) echo "experiment: unknown row '$row' (a, b, c, d, e, f, g)" >&2; exit 2 ;;
   esac
   model=$(row_model "$row")
   scratch=() probe_scratch=()

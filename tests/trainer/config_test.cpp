@@ -128,6 +128,22 @@ TEST(Config, CommittedRecipesLoadAndRoundTrip) {
   EXPECT_EQ(intent.model.intermediate_size, small.model.intermediate_size);
   EXPECT_EQ(intent.model.max_position_embeddings, small.model.max_position_embeddings);
 
+  // The language stage (docs/results.md "Language first"): MLM alone on the unlabelled
+  // utterances, no labelled stream at all, and small's architecture so that the SPACE-2 stage
+  // can continue from its bundle.
+  const auto lm =
+      load_config((repo_root() / "configs/pretrain-lm.yaml").string(), machine_overrides());
+  EXPECT_TRUE(lm.data.labelled.empty());
+  EXPECT_EQ(lm.data.unlabelled, small.data.unlabelled);
+  EXPECT_EQ(lm.loss.contrastive_weight, 0.0);
+  EXPECT_EQ(lm.loss.self_supervised_weight, 0.0);
+  EXPECT_EQ(lm.loss.mlm_weight, 1.0);
+  EXPECT_EQ(lm.model.hidden_size, small.model.hidden_size);
+  EXPECT_EQ(lm.model.num_hidden_layers, small.model.num_hidden_layers);
+  EXPECT_EQ(lm.model.intermediate_size, small.model.intermediate_size);
+  EXPECT_EQ(lm.model.max_position_embeddings, small.model.max_position_embeddings);
+  EXPECT_EQ(lm.model.projection_views, small.model.projection_views);
+
   const auto base = load_config((repo_root() / "configs/pretrain-base.yaml").string());
   // docs/method.md §5 / §4.4: the paper's run.
   EXPECT_EQ(base.model.num_hidden_layers, 12);
