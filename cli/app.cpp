@@ -41,6 +41,8 @@ int run_cli(CLI::App& app, int argc, char** argv, const std::function<void()>& b
     // parse or usage error is bad usage: status 2 after CLI11's message.
     const int status = app.exit(e);
     return status == 0 ? 0 : 2;
+  } catch (const ExitRequest& e) {
+    return e.status();
   } catch (const InternalError& e) {
     std::fprintf(stderr, "error: %s (a bug in dialtree: please report it with this line)\n",
                  e.what());

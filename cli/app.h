@@ -3,6 +3,7 @@
 // others, after choosing the BLAS kernels. Torch-free.
 #pragma once
 
+#include <exception>
 #include <functional>
 #include <string>
 #include <vector>
@@ -11,12 +12,26 @@
 
 namespace dialtree::cli {
 
+/// Thrown by a subcommand that has finished and wants a given exit status without an error
+/// line (a launcher passing on its ranks' status, a run interrupted by a signal: 128 + signal).
+/// run_cli() returns the status after the callback's locals are destroyed, which std::exit()
+/// inside a CLI11 callback would skip.
+class ExitRequest : public std::exception {
+ public:
+  explicit ExitRequest(int status) : status_(status) {}
+  int status() const noexcept { return status_; }
+  const char* what() const noexcept override { return "exit requested"; }
+
+ private:
+  int status_;
+};
+
 /// Parses argv with `app` and runs the chosen subcommand, mapping errors to dialtree's exit
 /// statuses: 0 on success (also --help, --version); 2 for bad usage or input (CLI11 parse
 /// errors, DataError, TokenizerError, std::invalid_argument); kExitInternalError (70) for an
-/// InternalError, a bug (common/check.h); 1 otherwise. Every error is one
-/// line on stderr, "error: ...". `before_parse` (may be empty) runs first, inside the same error
-/// handling: the thread set-up.
+/// InternalError, a bug (common/check.h); an ExitRequest's status, silently; 1 otherwise. Every
+/// error is one line on stderr, "error: ...". `before_parse` (may be empty) runs first, inside the
+/// same error handling: the thread set-up.
 int run_cli(CLI::App& app, int argc, char** argv, const std::function<void()>& before_parse);
 
 /// The intra-op thread count a command should use: DIALTREE_NUM_THREADS, else OMP_NUM_THREADS,

@@ -18,6 +18,7 @@
 
 #include <fmt/core.h>
 
+#include "cli/app.h"
 #include "cli/commands.h"
 #include "common/error.h"
 #include "data/tokenizer_factory.h"
@@ -159,7 +160,7 @@ void register_train(CLI::App& app) {
       const int status = trainer::launch_local_workers(
           lo, [] { return static_cast<int>(g_signal); }, [] { return g_signal_count >= 2; },
           [](const std::string& line) { fmt::print(stderr, "{}\n", line); });
-      if (status != 0) std::exit(status);
+      if (status != 0) throw ExitRequest(status);
       return;
     }
     std::unique_ptr<trainer::DataParallelGroup> group;
@@ -191,7 +192,7 @@ void register_train(CLI::App& app) {
         fmt::print("interrupted by signal {} after step {}; checkpoint: {}\n", sig, r.steps_done,
                    r.last_checkpoint);
       }
-      std::exit(128 + sig);
+      throw ExitRequest(128 + sig);
     }
     if (rank0) fmt::print("trained {} steps; model: {}\n", r.steps_done, r.final_dir);
   });

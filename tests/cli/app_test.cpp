@@ -34,6 +34,10 @@ TEST(RunCli, ExitStatusPerKindOfError) {
   EXPECT_EQ(run([] { throw DataError("a.csv", "line 3", "text", "empty"); }).first, 2);
   EXPECT_EQ(run([] { throw std::invalid_argument("--x: bad"); }).first, 2);
   EXPECT_EQ(run([] { throw std::runtime_error("disk full"); }).first, 1);
+  // A finished command's own status (a launcher's ranks, 128 + signal), without an error line.
+  const auto [exit_status, exit_err] = run([] { throw ExitRequest(130); });
+  EXPECT_EQ(exit_status, 130);
+  EXPECT_EQ(exit_err, "");
   const auto [status, err] = run([] { DIALTREE_CHECK(1 > 2, "heads differ"); });
   EXPECT_EQ(status, kExitInternalError);
   EXPECT_EQ(err.rfind("error: internal error at tests/cli/app_test.cpp:", 0), 0u) << err;
