@@ -19,6 +19,7 @@
 #include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
+#include "common/check.h"
 #include "serve/api.h"
 #include "serve/batcher.h"
 #include "serve/embedder.h"
@@ -183,13 +184,39 @@ struct Server::Impl {
   Metrics metrics;
   std::atomic<std::size_t> in_flight{0};
   std::atomic<int> listen_fd{-1};
-  std::atomic<bool> ready{false}, draining{false}, load_failed{false};
+  /// The server's life cycle, one value read by /health, /info and every POST route:
+  /// kLoading -> kReady -> kDraining, or kLoading -> kDraining (stopped while loading), or
+  /// kLoading -> kFailed (the bundle did not load; the server stops).
+  enum class State { kLoading, kReady, kDraining, kFailed };
+  std::atomic<State> state{State::kLoading};
   std::atomic<bool> listen_done{false};  // listen_after_bind() has returned
   std::unique_ptr<Embedder> embedder;
   std::unique_ptr<Batcher<Job>> batcher;
   std::thread listen_thread, load_thread;
   std::mutex stop_mutex;
   bool stopped = false;
+
+  static const char* state_name(State s) {
+    switch (s) {
+      case State::kLoading:
+        return "loading";
+      case State::kReady:
+        return "ready";
+      case State::kDraining:
+        return "draining";
+      case State::kFailed:
+        return "failed";
+    }
+    DIALTREE_UNREACHABLE("unknown server state");
+  }
+
+  // The 503 of a server that is not ready, saying why.
+  ApiError unavailable() const {
+    const State s = state.load();
+    return ApiError(ErrorKind::kUnavailable, s == State::kLoading  ? "model is loading"
+                                             : s == State::kFailed ? "model failed to load"
+                                                                   : "server is shutting down");
+  }
 
   explicit Impl(ServerOptions o) : options(std::move(o)) {
     model_name = options.served_model_name;
@@ -431,7 +458,8 @@ struct Server::Impl {
               {"auto_truncate", options.auto_truncate},
               {"version", DIALTREE_VERSION},
               {"allocator", malloc_implementation()},
-              {"ready", ready.load()}};
+              {"ready", state.load() == State::kReady},
+              {"state", state_name(state.load())}};
     if (embedder) {
       j["hidden_size"] = embedder->hidden_size();
       j["max_utterance_length"] = embedder->limits().max_utterance_length;
@@ -468,10 +496,7 @@ struct Server::Impl {
         }
         if (!ok) throw ApiError(ErrorKind::kInvalidJson, "could not read the request body");
         res.status = 200;
-        if (!ready.load()) {
-          throw ApiError(ErrorKind::kUnavailable,
-                         draining.load() ? "server is shutting down" : "model is loading");
-        }
+        if (state.load() != State::kReady) throw unavailable();
         if (in_flight.fetch_add(1) >= options.max_concurrent_requests) {
           in_flight.fetch_sub(1);
           throw ApiError(ErrorKind::kOverloaded,
@@ -572,12 +597,11 @@ struct Server::Impl {
                 tokenize_route(b, r, t0);
               }));
     http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
-      if (ready.load()) {
+      if (state.load() == State::kReady) {
         res.status = 200;
         return;
       }
-      write_error(res, ApiError(ErrorKind::kUnavailable,
-                                draining.load() ? "server is shutting down" : "model is loading"));
+      write_error(res, unavailable());
     });
     http.Get("/info", [this](const httplib::Request&, httplib::Response& res) {
       res.set_content(info().dump(-1, ' ', false, json::error_handler_t::replace),
@@ -617,15 +641,16 @@ struct Server::Impl {
           embedder->prepare(shortest, true, TruncationDirection::kRight, "warmup"),
           embedder->prepare(longest, true, TruncationDirection::kRight, "warmup")};
       infer(warm, embedder->has_classifier());
-      if (draining.load()) return;
-      ready = true;
+      // Ready only from kLoading: a stop() during the load has already made it kDraining.
+      State loading = State::kLoading;
+      if (!state.compare_exchange_strong(loading, State::kReady)) return;
       spdlog::info("ready: model {} (hidden_size {}, {}), loaded and warmed up in {:.2f} s",
                    options.model_dir, embedder->hidden_size(),
                    embedder->has_classifier() ? "with intent head" : "no intent head",
                    seconds_since(t0));
     } catch (const std::exception& e) {
       spdlog::error("cannot load model {}: {}", options.model_dir, e.what());
-      load_failed = true;
+      state = State::kFailed;
       stop();
     }
   }
@@ -634,8 +659,9 @@ struct Server::Impl {
     std::lock_guard<std::mutex> lock(stop_mutex);
     if (stopped) return;
     stopped = true;
-    draining = true;
-    ready = false;
+    State s = state.load();
+    while (s != State::kFailed && !state.compare_exchange_weak(s, State::kDraining)) {
+    }
     http.stop();
   }
 };
@@ -687,7 +713,7 @@ int Server::wait() {
   if (s.load_thread.joinable()) s.load_thread.join();
   if (s.listen_thread.joinable()) s.listen_thread.join();
   if (s.batcher) s.batcher->stop();
-  return s.load_failed.load() ? 1 : 0;
+  return s.state.load() == Impl::State::kFailed ? 1 : 0;
 }
 
 void Server::stop() {
@@ -695,7 +721,7 @@ void Server::stop() {
 }
 
 bool Server::ready() const {
-  return impl_->ready.load();
+  return impl_->state.load() == Impl::State::kReady;
 }
 
 }  // namespace dialtree::serve

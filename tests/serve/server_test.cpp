@@ -226,6 +226,7 @@ TEST_F(ServerTest, ClassifyTokenizeInfoModelsHealthMetricsAndTimingHeaders) {
     EXPECT_EQ(i["model_type"]["classifier"]["label2id"][names[k]], k);
   }
   EXPECT_EQ(i["ready"], true);
+  EXPECT_EQ(i["state"], "ready");
   EXPECT_EQ(i["allocator"], "glibc");  // the test binary; the executable has jemalloc (ServeCli)
   auto models = cl.Get("/v1/models");
   ASSERT_TRUE(models);
@@ -472,6 +473,18 @@ TEST_F(ServerTest, BadOptionsAndABadBundleAreClearErrors) {
   bad.start();
   EXPECT_EQ(bad.wait(), 1);  // load failed: the server stops itself
   EXPECT_FALSE(bad.ready());
+}
+
+// A stop while the bundle is still loading wins: the load that finishes afterwards must not turn
+// the server ready (the life cycle is one state: kLoading -> kDraining, never back to kReady).
+TEST_F(ServerTest, AStopDuringTheLoadIsNeverUndoneByIt) {
+  for (int i = 0; i < 5; ++i) {
+    Server s(options_for(plain_));
+    s.start();
+    s.stop();
+    EXPECT_EQ(s.wait(), 0);
+    EXPECT_FALSE(s.ready()) << "round " << i;
+  }
 }
 
 }  // namespace
