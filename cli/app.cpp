@@ -83,12 +83,9 @@ Route route_for(const std::vector<std::string>& args) {
     return Route::Light;
   }
   if (cmd == "eval") return args.size() > 1 && args[1] == "score" ? Route::Light : Route::Torch;
-  if (cmd == "version") {
-    for (const auto& a : args) {
-      if (a == "--verbose" || a == "-v") return Route::Torch;
-    }
-    return Route::Light;
-  }
+  // `version` alone is light; any argument (--verbose in any spelling: -v, -vv, --verbose=true,
+  // or a typo) goes to the full parser, which knows --verbose and reports the rest.
+  if (cmd == "version") return args.size() == 1 ? Route::Light : Route::Torch;
   return Route::Torch;
 }
 

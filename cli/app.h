@@ -47,7 +47,7 @@ enum class Route {
 };
 
 /// The route of `args` (argv without argv[0]): Light for `sts`, `tokenizer`, `print-config`,
-/// `plot`, `eval score`, `version` without --verbose, `--version` and an empty line (the usage
+/// `plot`, `eval score`, `version` without arguments, `--version` and an empty line (the usage
 /// error); Torch for everything else, including `--help` and unknown commands, so that the
 /// help and the "did you mean" errors list every command.
 Route route_for(const std::vector<std::string>& args);

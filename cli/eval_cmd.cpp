@@ -37,7 +37,24 @@ struct DialoglueArgs {
   std::vector<std::string> overrides;
   bool from_scratch = false;
   bool save_models = false;
+  CLI::Option* config_option = nullptr;
+  bool config_given = false;  // --config was on the command line (even as "")
 };
+
+// A file that a command writes when it has finished (--out FILE): checked before the work, so a
+// typo does not throw the results away. @throws std::invalid_argument naming the flag.
+void check_output_file(const std::string& path, const char* flag) {
+  if (path.empty()) return;
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
+    throw std::invalid_argument(std::string(flag) + ": '" + path + "' is a folder, not a file");
+  }
+  const fs::path parent = fs::path(path).parent_path();
+  if (!parent.empty() && !fs::is_directory(parent, ec)) {
+    throw std::invalid_argument(std::string(flag) + ": the folder '" + parent.string() +
+                                "' does not exist");
+  }
+}
 
 std::vector<std::string> split_list(const std::string& text) {
   std::vector<std::string> out;
@@ -56,7 +73,12 @@ std::vector<std::uint64_t> parse_seeds(const std::string& text) {
     if (s.find_first_not_of("0123456789") != std::string::npos || s.size() > 18) {
       throw std::invalid_argument("--seeds: '" + s + "' is not a non-negative integer");
     }
-    out.push_back(std::stoull(s));
+    const std::uint64_t seed = std::stoull(s);
+    if (std::find(out.begin(), out.end(), seed) != out.end()) {
+      throw std::invalid_argument("--seeds: seed " + s +
+                                  " is given twice (each seed is one run, in its own folder)");
+    }
+    out.push_back(seed);
   }
   if (out.empty()) throw std::invalid_argument("--seeds: no seed given");
   return out;
@@ -73,8 +95,15 @@ void run_dialoglue_cmd(const DialoglueArgs& a) {
   run.seeds = parse_seeds(a.seeds);
   run.out_dir = a.out;
   run.data_dir = eval::resolve_data_dir(a.data_dir);
+  if (a.config_given && a.config.empty()) {
+    throw std::invalid_argument("--config: empty path (leave the flag out for the defaults)");
+  }
   run.options = a.config.empty() ? eval::parse_finetune_options("", "defaults", a.overrides)
                                  : eval::load_finetune_options(a.config, a.overrides);
+  // The output folder must be a folder: refuse a file before anything is trained.
+  if (std::error_code ec; fs::exists(a.out, ec) && !fs::is_directory(a.out, ec)) {
+    throw std::invalid_argument("--out: '" + a.out + "' exists and is not a folder");
+  }
   if (a.from_scratch) run.options.from_scratch = true;
   run.save_models = a.save_models;
   const bool tty = ::isatty(STDERR_FILENO);
@@ -121,7 +150,7 @@ void register_dialoglue(CLI::App& eval) {
   cmd->add_option("--out", a->out, "Output folder")->required();
   cmd->add_option("--data-dir", a->data_dir,
                   "DialoGLUE data folder (default: $DIALTREE_DATA, else ../shared/data/dialoglue)");
-  cmd->add_option(
+  a->config_option = cmd->add_option(
       "--config", a->config,
       "Fine-tuning hyper-parameters (YAML, e.g. configs/eval-few.yaml); keys: " + [] {
         std::string k;
@@ -136,7 +165,10 @@ void register_dialoglue(CLI::App& eval) {
                 "Re-initialise every weight (the from-scratch baseline: same architecture and "
                 "tokenizer, no pretraining)");
   cmd->add_option("overrides", a->overrides, "key=value overrides of the config's keys");
-  cmd->callback([a] { run_dialoglue_cmd(*a); });
+  cmd->callback([a] {
+    a->config_given = a->config_option->count() > 0;
+    run_dialoglue_cmd(*a);
+  });
 }
 
 struct ProbeArgs {
@@ -176,6 +208,7 @@ void run_probe_cmd(const ProbeArgs& a) {
   if (!fs::is_directory(a.model)) {
     throw std::invalid_argument("--model: no model bundle folder at '" + a.model + "'");
   }
+  check_output_file(a.out, "--out");
   const eval::ProbeReport report = eval::run_probe(a.model, data_dir, tasks, o);
   const json j = report.to_json();
   if (!a.out.empty()) write_file_atomic(a.out, j.dump(2) + "\n");

@@ -6,6 +6,7 @@
 
 #include <cctype>
 #include <csignal>
+#include <filesystem>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -15,6 +16,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "common/error.h"
+#include "model/config.h"
 #include "serve/server.h"
 
 namespace dialtree::cli {
@@ -94,6 +97,12 @@ void register_serve(CLI::App& app) {
   cmd->callback([o] {
     log_to_stderr(/*timestamps=*/true);
     o->validate();
+    // A missing folder or a broken config.json is bad usage (status 2) and is said before the
+    // port is bound; the weights load in the background while /health answers 503.
+    if (std::error_code ec; !std::filesystem::is_directory(o->model_dir, ec)) {
+      throw DataError(o->model_dir, "", "--model", "no model bundle folder here");
+    }
+    model::read_encoder_config(o->model_dir);
     if (o->num_threads > 0) set_num_threads(o->num_threads);
     spdlog::info("dialtree serve: {}", o->to_json().dump());
     spdlog::info("malloc: {}", serve::malloc_implementation());

@@ -63,8 +63,9 @@ std::string describe(const YAML::Node& node) {
     case YAML::NodeType::Map:
       return "a mapping";
     case YAML::NodeType::Scalar:
-      if (!is_plain(node)) return "the string \"" + node.Scalar() + "\"";
-      return "'" + node.Scalar() + "'";
+      // Escaped: the text may hold control characters or invalid UTF-8.
+      if (!is_plain(node)) return "the string \"" + escape_for_message(node.Scalar(), 200) + "\"";
+      return quote_for_message(node.Scalar());
     default:
       return "an undefined value";
   }
@@ -299,6 +300,11 @@ std::optional<YAML::Node> load_documents_bounded(const std::string& text,
 }  // namespace
 
 std::optional<YAML::Node> load_document(const std::string& text, const std::string& source_name) {
+  // yaml-cpp would decode a UTF-16 file and the messages would quote it as CJK-looking text.
+  if (text.rfind("\xFF\xFE", 0) == 0 || text.rfind("\xFE\xFF", 0) == 0) {
+    throw DataError(source_name, at_line(1), "",
+                    "is UTF-16 text (it starts with a UTF-16 byte-order mark): save it as UTF-8");
+  }
   try {
     return load_documents_bounded(text, source_name);
   } catch (const YAML::ParserException& e) {
@@ -312,6 +318,19 @@ std::optional<YAML::Node> load_document(const std::string& text, const std::stri
   }
 }
 
+void check_utf8(const std::string& text, const std::string& source_name) {
+  const std::size_t bad = utf8::first_invalid(text);
+  if (bad == std::string::npos) return;
+  const auto line = static_cast<std::size_t>(std::count(text.begin(), text.begin() + bad, '\n'));
+  const std::size_t line_start = text.rfind('\n', bad == 0 ? 0 : bad - 1);
+  const std::size_t column =
+      line_start == std::string::npos || bad == 0 ? bad : bad - line_start - 1;
+  throw DataError(source_name, at_line(line + 1), "",
+                  "invalid UTF-8 at byte " + std::to_string(column + 1) +
+                      " of the line (a config is UTF-8 text: a UTF-16 or Latin-1 file must be "
+                      "converted)");
+}
+
 std::string read_file(const std::string& path) {
   std::error_code ec;
   if (fs::is_directory(path, ec)) {
@@ -321,10 +340,18 @@ std::string read_file(const std::string& path) {
   if (!in) {
     throw DataError(path, "", "", std::string("cannot read the config: ") + std::strerror(errno));
   }
-  std::ostringstream text;
-  text << in.rdbuf();
+  // Read at most one byte past the limit: /dev/zero or a huge file is refused at once instead of
+  // filling the memory (a config is a few KiB).
+  std::string text(kMaxConfigBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
   if (in.bad()) throw DataError(path, "", "", "cannot read the config: read error");
-  return text.str();
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  if (text.size() > kMaxConfigBytes) {
+    throw DataError(path, "", "",
+                    "is larger than " + std::to_string(kMaxConfigBytes >> 20) +
+                        " MiB: not a config file (a config is a few KiB of YAML)");
+  }
+  return text;
 }
 
 std::pair<std::string, YAML::Node> split_override(const std::string& text,

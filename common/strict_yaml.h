@@ -69,7 +69,16 @@ void read_value(const ValueContext& ctx, const YAML::Node& node, std::vector<std
 ///   one document.
 std::optional<YAML::Node> load_document(const std::string& text, const std::string& source_name);
 
-/// The whole file at `path`. @throws DataError: missing, a directory, unreadable.
+/// Checks that the whole of `text` is UTF-8: comments and keys too, which no value reader sees.
+/// Readers call it after their values (whose own checks name the key). @throws DataError naming
+/// `source_name`, the line and the byte within it.
+void check_utf8(const std::string& text, const std::string& source_name);
+
+/// The largest config file read_file() accepts: 4 MiB.
+inline constexpr std::size_t kMaxConfigBytes = std::size_t{4} << 20;
+
+/// The whole file at `path`. @throws DataError: missing, a directory, unreadable, or larger
+/// than kMaxConfigBytes (read only that far: /dev/zero is refused at once).
 std::string read_file(const std::string& path);
 
 /// An override "key=value" split into its trimmed key and its value parsed as YAML (so

@@ -1,6 +1,7 @@
 #include "common/text_distance.h"
 
 #include <algorithm>
+#include <cctype>
 #include <vector>
 
 namespace dialtree {
@@ -20,13 +21,28 @@ std::size_t edit_distance(const std::string& a, const std::string& b) {
   return row[b.size()];
 }
 
+std::optional<std::size_t> suggestion_distance(const std::string& name,
+                                               const std::string& candidate) {
+  auto lower = [](std::string s) {
+    for (auto& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    return s;
+  };
+  const std::string n = lower(name), c = lower(candidate);
+  std::size_t d = edit_distance(n, c);
+  const bool contained = n.size() >= 5 && (c.find(n) != std::string::npos ||
+                                           (c.size() >= 5 && n.find(c) != std::string::npos));
+  if (d > std::max<std::size_t>(2, n.size() / 3) && !contained) return std::nullopt;
+  if (contained) d = std::min<std::size_t>(d, 1);
+  return d;
+}
+
 std::string closest_name(const std::string& name, const std::vector<std::string>& candidates) {
   std::string best;
   std::size_t best_d = static_cast<std::size_t>(-1);
   for (const std::string& c : candidates) {
-    const std::size_t d = edit_distance(name, c);
-    if (d < best_d) {
-      best_d = d;
+    const std::optional<std::size_t> d = suggestion_distance(name, c);
+    if (d && *d < best_d) {
+      best_d = *d;
       best = c;
     }
   }

@@ -62,12 +62,34 @@ std::vector<std::string> field_names() {
   return names;
 }
 
+// Names other tools use for a key of ours that edit distance would not find.
+std::string alias_of(const std::string& key) {
+  static const std::map<std::string, std::string> aliases = {
+      {"epochs", "num_train_epochs"},
+      {"lr", "learning_rate"},
+      {"batch_size", "per_device_train_batch_size"},
+      {"eval_batch_size", "per_device_eval_batch_size"},
+      {"warmup_steps", "warmup_ratio"},
+      {"fp16", "bf16"},
+      {"patience", "early_stopping_patience"},
+      {"r_drop", "rdrop_weight"},
+      {"max_seq_length", "max_utt_len"}};
+  const auto it = aliases.find(sy::lower(key));
+  return it == aliases.end() ? std::string() : it->second;
+}
+
 const Field& find_field(const sy::Origin& at, const std::string& key) {
   for (const auto& f : fields()) {
     if (key == f.name) return f;
   }
+  std::string hint = alias_of(key);
+  if (hint.empty()) hint = closest_name(key, field_names());
+  if (!hint.empty()) sy::fail(at, key, "unknown key '" + key + "' — did you mean '" + hint + "'?");
+  std::string all;
+  for (const auto& f : fields()) all += (all.empty() ? "" : ", ") + std::string(f.name);
   sy::fail(at, key,
-           "unknown key '" + key + "' — did you mean '" + closest_name(key, field_names()) + "'?");
+           "unknown key '" + key + "' (a fine-tuning recipe's keys: " + all +
+               "; docs/evaluation.md \"Hyper-parameters\")");
 }
 
 // The problem with field `f` of `o` ("must be >= 1, got 0"), or "".
@@ -138,6 +160,7 @@ FinetuneOptions parse_finetune_options(const std::string& yaml_text, const std::
       origins[key] = file.at(kv.second, &kv.first);
     }
   }
+  sy::check_utf8(yaml_text, source);  // comments and keys (values were checked above)
   for (const auto& text : overrides) {
     const sy::Source source_of{sy::kCommandLine, text};
     const auto [key, value] = sy::split_override(text, "key");

@@ -985,6 +985,10 @@ std::string probe_table(const ProbeReport& report) {
                     pct(r.ncc_accuracy, r.runs), pct(r.lr_macro_f1, r.runs), r.effective_rank,
                     r.embed_seconds + r.fit_seconds);
   }
+  if (report.options.pooling != ProbePooling::Cls) {
+    out += "\nVectors: " + probe_pooling_name(report.options.pooling) +
+           " pooling of the final token states (--pooling), not the [CLS] vector.\n";
+  }
   if (unconverged) {
     out += fmt::format(
         "\n* L-BFGS stopped at max_iter = {} before its tolerance in at least one fit of the "

@@ -63,7 +63,9 @@ void dump(const ProbeOptions& o, const std::string& task, const std::string& nam
   if (o.dump_dir.empty()) return;
   const std::filesystem::path dir = std::filesystem::path(o.dump_dir) / task;
   std::filesystem::create_directories(dir);
-  write_embeddings((dir / name).string(), x, labels, label_names, extra);
+  nlohmann::json header = extra;
+  header["pooling"] = probe_pooling_name(o.pooling);
+  write_embeddings((dir / name).string(), x, labels, label_names, header);
 }
 
 void check_tasks(const std::vector<std::string>& tasks) {

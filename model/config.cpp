@@ -155,8 +155,10 @@ EncoderConfig encoder_config_from_json(const json& j, const std::string& file) {
   for (const auto& item : j.items()) {
     if (std::find_if(std::begin(kKeys), std::end(kKeys),
                      [&](const char* k) { return item.key() == k; }) == std::end(kKeys)) {
-      throw SchemaError(file, "", item.key(),
-                        "unknown key (did you mean '" + closest_key(item.key()) + "'?)");
+      const std::string hint = closest_key(item.key());
+      throw SchemaError(
+          file, "", item.key(),
+          hint.empty() ? std::string("unknown key") : "unknown key (did you mean '" + hint + "'?)");
     }
   }
   EncoderConfig c;

@@ -193,13 +193,9 @@ std::string closest_key(const std::string& section, const std::string& name) {
   std::string best;
   std::size_t best_score = std::numeric_limits<std::size_t>::max();
   auto consider = [&](const std::string& cand_section, const std::string& cand_name) {
-    const std::string c = lower(cand_name);
-    std::size_t score = edit_distance(n, c);
-    const bool contained = n.size() >= 5 && (c.find(n) != std::string::npos ||
-                                             (c.size() >= 5 && n.find(c) != std::string::npos));
-    const std::size_t limit = std::max<std::size_t>(2, n.size() / 3);
-    if (score > limit && !contained) return;
-    if (contained) score = std::min<std::size_t>(score, 1);
+    const std::optional<std::size_t> d = suggestion_distance(name, cand_name);
+    if (!d) return;
+    std::size_t score = *d;
     if (cand_section != section) score += 1;
     if (score < best_score) {
       best_score = score;
@@ -619,6 +615,7 @@ PretrainConfig parse_config(const std::string& yaml_text, const std::string& sou
   PretrainConfig config;
   Origins origins;
   if (doc) read_document(Source{source_name, ""}, *doc, config, origins);
+  strict_yaml::check_utf8(yaml_text, source_name);  // comments and keys (values checked above)
   for (const auto& o : overrides) apply_override(o, config, origins);
   if (origins.count("data_seed") == 0) config.data_seed = config.seed;
   if (origins.count("threads") == 0) config.threads = available_cpus();

@@ -75,7 +75,9 @@ TEST(Launcher, RoutesTorchFreeCommandLinesToItself) {
   for (const V& torch :
        {V{"train", "c.yaml"}, V{"embed"}, V{"serve"}, V{"export"}, V{"import-hf"},
         V{"eval", "dialoglue"}, V{"eval", "probe"}, V{"eval"}, V{"eval", "--help"},
-        V{"version", "--verbose"}, V{"version", "-v"}, V{"--help"}, V{"-h"}, V{"trian"}}) {
+        V{"version", "--verbose"}, V{"version", "-v"}, V{"version", "-vv"},
+        V{"version", "--verbose=true"}, V{"version", "--verbose=1"}, V{"version", "--bogus"},
+        V{"--help"}, V{"-h"}, V{"trian"}}) {
     EXPECT_EQ(route_for(torch), Route::Torch) << ::testing::PrintToString(torch);
   }
 }

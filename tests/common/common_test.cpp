@@ -138,6 +138,11 @@ TEST(TextDistance, EditDistanceAndTheClosestName) {
   // Ties go to the first candidate; no candidates, no suggestion.
   EXPECT_EQ(closest_name("ab", {"ax", "ay"}), "ax");
   EXPECT_EQ(closest_name("anything", {}), "");
+  // Nothing close: no suggestion rather than a random key.
+  EXPECT_EQ(closest_name("foo", {"bf16", "dropout"}), "");
+  EXPECT_EQ(closest_name("epochs", {"dropout", "num_train_epochs"}), "num_train_epochs");
+  EXPECT_EQ(suggestion_distance("Hidden_Size", "hidden_size"), std::optional<std::size_t>(0));
+  EXPECT_FALSE(suggestion_distance("lr", "bf16").has_value());
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,7 @@ namespace {
 
 using ::testing::AllOf;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 std::string error_of(const std::string& yaml, const std::vector<std::string>& ov = {}) {
   try {
@@ -68,6 +70,12 @@ TEST(FinetuneConfig, UnknownKeysAndWrongTypesNameTheLine) {
   EXPECT_THAT(error_of("- a\n- b\n"), HasSubstr("mapping"));
   EXPECT_THAT(error_of("num_train_epochs: [1, 2]\n"), HasSubstr("found a list"));
   EXPECT_THAT(error_of("seed: 1\n"), HasSubstr("unknown key 'seed'"));
+  // Names from other tools find ours; a key close to nothing gets the list, not a random key.
+  EXPECT_THAT(error_of("epochs: 3\n"), HasSubstr("did you mean 'num_train_epochs'"));
+  EXPECT_THAT(error_of("lr: 1e-4\n"), HasSubstr("did you mean 'learning_rate'"));
+  EXPECT_THAT(error_of("output_dir: x\n"),
+              AllOf(Not(HasSubstr("did you mean")), HasSubstr("a fine-tuning recipe's keys: "
+                                                              "num_train_epochs,")));
   EXPECT_THAT(error_of("dropout: 0.1\ndropout: 0.2\n"),
               AllOf(HasSubstr("line 2"), HasSubstr("duplicate key 'dropout'")));
 }
@@ -108,6 +116,29 @@ TEST(FinetuneConfig, RangesAreCheckedAtLoadTimeWithTheLine) {
   ASSERT_TRUE(problem.has_value());
   EXPECT_EQ(problem->first, "per_device_eval_batch_size");
   EXPECT_EQ(problem->second, "must be >= 1, got 0");
+}
+
+TEST(FinetuneConfig, TheFileMustBeSmallUtf8Text) {
+  // Invalid UTF-8 anywhere (a Latin-1 comment, a UTF-16 file) is named by line and byte.
+  EXPECT_THAT(error_of("bf16: true\nnum_train_epochs: 1 # caf\xe9\n"),
+              AllOf(HasSubstr("line 2"), HasSubstr("invalid UTF-8 at byte 26 of the line")));
+  EXPECT_THAT(error_of(std::string("\xff\xfen\0u\0m\0", 8)), HasSubstr("is UTF-16 text"));
+  // A value's invalid bytes are named with its key, and escaped, not echoed raw.
+  EXPECT_THAT(error_of("learning_rate: \xff\xfe\n"),
+              AllOf(HasSubstr("learning_rate"), HasSubstr("\\xFF\\xFE")));
+  testing::TempDir tmp;
+  {
+    std::ofstream big(tmp.file("big.yaml"), std::ios::binary);
+    big << std::string(5 << 20, '#');
+  }
+  try {
+    load_finetune_options(tmp.file("big.yaml"));
+    FAIL() << "no error";
+  } catch (const DataError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("larger than 4 MiB"));
+  }
+  // A device that never ends is refused after 4 MiB, not read until the memory is full.
+  EXPECT_THROW(load_finetune_options("/dev/zero"), DataError);
 }
 
 TEST(FinetuneConfig, OneDocumentAndSyntaxErrorsWithTheirPlace) {

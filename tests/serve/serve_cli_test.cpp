@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -28,6 +29,7 @@ using json = nlohmann::json;
 using dialtree::testing::TempDir;
 using namespace dialtree::testing::process;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::StartsWith;
 using namespace std::chrono_literals;
 
@@ -152,7 +154,16 @@ TEST_F(ServeCli, BadFlagsAndBadInputLinesExitWithStatus2) {
   r = run({"serve", "--model", bundle_, "--max-input-length", "20000"}, cwd);
   EXPECT_EQ(r.status, 2);
   EXPECT_THAT(r.err, HasSubstr("--max-batch-tokens"));
+  // No bundle folder: bad usage, said before the port is bound.
   r = run({"serve", "--model", tmp_.file("missing"), "--port", "0"}, cwd);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("no model bundle folder here"));
+  EXPECT_THAT(r.err, Not(HasSubstr("listening")));
+  // A folder with a config.json but no weights fails in the background load: status 1.
+  std::filesystem::create_directories(tmp_.file("config-only"));
+  std::filesystem::copy_file(std::filesystem::path(bundle_) / "config.json",
+                             tmp_.file("config-only") + "/config.json");
+  r = run({"serve", "--model", tmp_.file("config-only"), "--port", "0"}, cwd);
   EXPECT_EQ(r.status, 1);
   EXPECT_THAT(r.err, HasSubstr("cannot load model"));
 
