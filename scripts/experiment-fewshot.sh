@@ -12,8 +12,9 @@
 #   (d) SPACE-2 + intent stage: configs/pretrain-intent.yaml continued from (c);
 #   (e) intent stage alone, from random weights (is the language stage worth its time?);
 #   (f) the language stage alone: configs/pretrain-lm.yaml (MLM on the unlabelled utterances);
-#   (g) SPACE-2's order from scratch: (f), then configs/pretrain-small.yaml continued from it,
-#       then the intent stage.
+#   (g) SPACE-2's order from scratch: (f)'s checkpoint at step 2000 (of its 6000), then
+#       configs/pretrain-small.yaml continued from it, then the intent stage (docs/results.md
+#       "Language first": the run measured there).
 # A finished stage is skipped when re-run. Results: runs/fewshot/<row>/{probe.json,eval/},
 # runs/fewshot/table.md and the figures in runs/fewshot/figures/.
 #   usage: scripts/experiment-fewshot.sh
@@ -64,7 +65,7 @@ for row in ${rows//,/ }; do
     f) pretrain "$out/f-lm" configs/pretrain-lm.yaml ;;
     g) pretrain "$out/f-lm" configs/pretrain-lm.yaml
        pretrain "$out/g-lm-space2" configs/pretrain-small.yaml eval_steps=150 \
-         model_name_or_path="$out/f-lm/final"
+         model_name_or_path="$out/f-lm/checkpoint-2000"
        pretrain "$out/g-lm-space2-intent" configs/pretrain-intent.yaml \
          model_name_or_path="$out/g-lm-space2/final" ;;
     *) echo "experiment: unknown row '$row' (a, b, c, d, e, f, g)" >&2; exit 2 ;;
