@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # The main job: set up (install what is missing, build), then run dialtree on the real data in
 # ../shared/data: convert every dataset to sts/1 JSONL (out/sts/), train the SentencePiece
-# tokenizer (out/tokenizer/), pretrain the small SPACE-2 encoder (configs/pretrain-small.yaml,
-# with the representation probe on val every 150 steps) into runs/pretrain-small/, continue it
-# with SPACE-2's intent stage (configs/pretrain-intent.yaml, the model of the best val probe
-# kept) into runs/pretrain-intent/, print the probe table of that model on test, then fine-tune
-# and score it few-shot on DialoGLUE's banking, clinc and hwu (configs/eval-few.yaml) into
+# tokenizer (out/tokenizer/), then SPACE-2's three stages in its order (docs/results.md
+# "Language first"): the language stage (configs/pretrain-lm.yaml: MLM on the unlabelled
+# utterances) into runs/pretrain-lm/, the tree-structured contrastive stage continued from it
+# (configs/pretrain-small.yaml, the representation probe on val every 150 steps) into
+# runs/pretrain-small/, and the intent stage (configs/pretrain-intent.yaml, the model of the
+# best val probe kept) into runs/pretrain-intent/; print the probe table of that model on test,
+# then fine-tune and score it few-shot on DialoGLUE's banking, clinc and hwu (configs/eval-few.yaml) into
 # runs/eval-few/ and print the table, and draw the figures into runs/figures/. Re-running skips
 # a finished pretraining stage and resumes an interrupted one from its last checkpoint; the
 # evaluation is re-run (EVAL=0 skips the fine-tuning, which is the longest step).
@@ -62,7 +64,16 @@ stage() {  # run_dir config [overrides...]
   fi
   "$bin" train "$config" "$@" "${resume[@]}"
 }
-stage runs/pretrain-small configs/pretrain-small.yaml eval_data_dir="$data/dialoglue"
+stage runs/pretrain-lm configs/pretrain-lm.yaml eval_data_dir="$data/dialoglue"
+# A contrastive stage finished by an earlier run.sh started from random weights: say so, since
+# it is skipped below as finished.
+if [[ -f runs/pretrain-small/config.yaml ]] &&
+  ! grep -q '^model_name_or_path: runs/pretrain-lm/final' runs/pretrain-small/config.yaml; then
+  echo "run: warning: runs/pretrain-small was pretrained without the language stage (an earlier" \
+    "recipe); delete runs/pretrain-small and runs/pretrain-intent to pretrain them again" >&2
+fi
+stage runs/pretrain-small configs/pretrain-small.yaml model_name_or_path=runs/pretrain-lm/final \
+  eval_data_dir="$data/dialoglue"
 stage runs/pretrain-intent configs/pretrain-intent.yaml model_name_or_path=runs/pretrain-small/final \
   eval_data_dir="$data/dialoglue"
 model=runs/pretrain-intent/final
@@ -70,7 +81,7 @@ tasks=${TASKS:-banking,clinc,hwu}
 
 "$bin" eval probe --model "$model" --tasks "$tasks" --split test --data "$data/dialoglue" \
   --out runs/probe.json
-figures=(runs/pretrain-small runs/pretrain-intent)
+figures=(runs/pretrain-lm runs/pretrain-small runs/pretrain-intent)
 if [[ ${EVAL:-1} != 0 ]]; then
   "$bin" eval dialoglue --model "$model" --tasks "$tasks" --setting few \
     --seeds "${SEEDS:-1,2,3}" --config configs/eval-few.yaml --data-dir "$data/dialoglue" \
