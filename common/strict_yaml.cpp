@@ -18,6 +18,7 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "common/text_distance.h"
 #include "common/utf8.h"
 
 namespace dialtree::strict_yaml {
@@ -33,11 +34,6 @@ Origin Source::at(const YAML::Node& node, const YAML::Node* key_node) const {
 
 void fail(const Origin& at, const std::string& key, const std::string& message) {
   throw DataError(at.file, at.where, key, message);
-}
-
-std::string lower(std::string s) {
-  for (auto& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  return s;
 }
 
 std::string trim(const std::string& s) {
@@ -112,7 +108,7 @@ bool parse_real(const std::string& s, double* out, std::string* why) {
     digits = digits || i > frac_begin;
   }
   if (!digits) {
-    const std::string l = lower(s.substr(int_begin));
+    const std::string l = ascii_lower(s.substr(int_begin));
     if (l == ".inf" || l == ".nan") *why = "it must be a finite number";
     return false;
   }

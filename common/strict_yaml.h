@@ -101,8 +101,7 @@ std::string integer_range_problem(long long v, long long lo, long long hi,
 /// ask for ("> lo" / ">= lo" with an infinite hi, "< hi" / "<= hi" with an infinite lo).
 std::string real_range_problem(double v, double lo, bool lo_closed, double hi, bool hi_closed);
 
-/// `s` lower-cased (ASCII) and `s` without leading and trailing blanks and tabs.
-std::string lower(std::string s);
+/// `s` without leading and trailing blanks and tabs.
 std::string trim(const std::string& s);
 
 }  // namespace dialtree::strict_yaml

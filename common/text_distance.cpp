@@ -6,6 +6,11 @@
 
 namespace dialtree {
 
+std::string ascii_lower(std::string s) {
+  for (auto& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return s;
+}
+
 std::size_t edit_distance(const std::string& a, const std::string& b) {
   std::vector<std::size_t> row(b.size() + 1);
   for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
@@ -23,11 +28,7 @@ std::size_t edit_distance(const std::string& a, const std::string& b) {
 
 std::optional<std::size_t> suggestion_distance(const std::string& name,
                                                const std::string& candidate) {
-  auto lower = [](std::string s) {
-    for (auto& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    return s;
-  };
-  const std::string n = lower(name), c = lower(candidate);
+  const std::string n = ascii_lower(name), c = ascii_lower(candidate);
   std::size_t d = edit_distance(n, c);
   const bool contained = n.size() >= 5 && (c.find(n) != std::string::npos ||
                                            (c.size() >= 5 && n.find(c) != std::string::npos));

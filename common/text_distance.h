@@ -8,6 +8,9 @@
 
 namespace dialtree {
 
+/// `s` with ASCII letters lower-cased (other bytes kept): key names compare case-insensitively.
+std::string ascii_lower(std::string s);
+
 /// Levenshtein distance between `a` and `b` (byte-wise insertions, deletions, substitutions).
 std::size_t edit_distance(const std::string& a, const std::string& b);
 

@@ -74,7 +74,7 @@ std::string alias_of(const std::string& key) {
       {"patience", "early_stopping_patience"},
       {"r_drop", "rdrop_weight"},
       {"max_seq_length", "max_utt_len"}};
-  const auto it = aliases.find(sy::lower(key));
+  const auto it = aliases.find(ascii_lower(key));
   return it == aliases.end() ? std::string() : it->second;
 }
 

@@ -159,7 +159,6 @@ bool nullable(const FieldSpec& f) {
 using strict_yaml::describe;
 using strict_yaml::fail;
 using strict_yaml::kCommandLine;
-using strict_yaml::lower;
 using strict_yaml::Origin;
 using strict_yaml::Source;
 using strict_yaml::trim;
@@ -187,7 +186,7 @@ const std::map<std::string, std::string>& aliases() {
 
 // The closest valid key to `name` found in `section` (any section may hold the answer), or "".
 std::string closest_key(const std::string& section, const std::string& name) {
-  const std::string n = lower(name);
+  const std::string n = ascii_lower(name);
   const auto alias = aliases().find(n);
   if (alias != aliases().end()) return alias->second;
   std::string best;
@@ -544,7 +543,7 @@ bool looks_typed(const std::string& s) {
   static const std::set<std::string> words = {"null", "~",     "true",  "false", "yes",
                                               "no",   "on",    "off",   "y",     "n",
                                               ".inf", "-.inf", "+.inf", ".nan"};
-  if (words.count(lower(s)) != 0) return true;
+  if (words.count(ascii_lower(s)) != 0) return true;
   // Anything number-like (YAML 1.1 also reads 0x1f, 0o17, 1_000, 1:30 as numbers).
   const std::size_t i = (s[0] == '+' || s[0] == '-') ? 1 : 0;
   return i < s.size() &&
