@@ -88,9 +88,13 @@ void register_serve(CLI::App& app) {
   flag(cmd, "auto-truncate", o->auto_truncate,
        "Truncate over-long inputs when a request does not say (true/false)");
   flag(cmd, "http-threads", o->http_threads,
-       "Connection threads; each open keep-alive connection holds one (size >= clients)");
+       "Threads running whole requests (open connections cost no thread)");
+  flag(cmd, "max-connections", o->max_connections,
+       "Open connections; one more is answered 503 and closed");
   flag(cmd, "keep-alive-timeout", o->keep_alive_timeout_s,
        "Seconds an idle keep-alive connection is kept open");
+  flag(cmd, "request-timeout", o->request_timeout_s,
+       "Seconds a request's headers and body may take to arrive, in total (408 beyond)");
   flag(cmd, "num-threads", o->num_threads,
        "LibTorch threads of the inference worker, in [1, CPUs] (0 = DIALTREE_NUM_THREADS or all "
        "CPUs)");

@@ -12,6 +12,10 @@ find_package(spdlog REQUIRED)
 find_package(fmt REQUIRED)
 find_package(Threads REQUIRED)
 find_package(PkgConfig REQUIRED)
+# Boost.Beast and Boost.Asio (header-only in Boost 1.74): the server's event-driven HTTP layer.
+find_package(Boost 1.74 REQUIRED)
+# cpp-httplib: an HTTP *client* only, for the server tests and the load benchmark.
+pkg_check_modules(CPP_HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
 pkg_check_modules(UTF8PROC REQUIRED IMPORTED_TARGET libutf8proc)
 # jemalloc, linked into the dialtree executable (and bench_embed, its offline reference) as the
 # process's malloc: under the server's mix of tensor shapes glibc's heap kept growing (+85 MiB

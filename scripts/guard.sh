@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # The guard build (docs/build.md "Guard build"): the torch-free libraries, their test suites and
 # the libFuzzer targets, compiled with clang under AddressSanitizer + UndefinedBehaviorSanitizer,
-# without LibTorch. Configures and builds BUILD_DIR, then runs its ctest: the unit tests, and each
-# fuzz target for FUZZ_SECONDS over its seed corpus (tests/fuzz/corpus/). Prints what failed.
+# without LibTorch. Configures and builds BUILD_DIR, then runs its ctest: the unit tests, and
+# each fuzz target for FUZZ_SECONDS over its seed corpus (tests/fuzz/corpus/). Then builds the
+# threaded ones (HTTP layer, batcher) in TSAN_BUILD_DIR under ThreadSanitizer and runs them.
+# Prints what failed.
 #   usage: scripts/guard.sh [extra ctest args]
-#   env: BUILD_DIR (default build-guard), JOBS (default nproc), FUZZ_SECONDS (default 15),
+#   env: BUILD_DIR (default build-guard), TSAN_BUILD_DIR (default build-tsan),
+#        JOBS (default nproc), FUZZ_SECONDS (default 15),
 #        DIALTREE_SPM_PREFIX (default .deps/sentencepiece, made by scripts/setup.sh)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -58,5 +61,31 @@ if ((status)); then
   fi
   exit "$status"
 fi
+tail -n 3 "$log" >&2
+
+# ThreadSanitizer (cannot share a build with ASan): the threaded torch-free code, i.e. the
+# server's HTTP layer (event loop + worker pool, tests/http) and the batcher and metrics
+# (tests/serve/batcher_metrics_test.cpp). Only those two test executables are built.
+tsan=${TSAN_BUILD_DIR:-build-tsan}
+start=$SECONDS
+if ! { cmake -S . -B "$tsan" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+         -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+         "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only" \
+         "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only" \
+         -DDIALTREE_TORCH=OFF -DDIALTREE_SANITIZE=thread -DDIALTREE_BUILD_BENCH=OFF \
+         "-DDIALTREE_SPM_PREFIX=$spm" &&
+       cmake --build "$tsan" -j "$jobs" --target test_http test_serve_batcher; } >"$log" 2>&1; then
+  grep -E -B2 -A12 'error:|FAILED:|Error' "$log" | head -200 >&2 || cat "$log" >&2
+  echo "guard: FAILED to configure or build $tsan" >&2
+  exit 1
+fi
+export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
+if ! ctest --test-dir "$tsan" --output-on-failure -j "$jobs" -L '^(http|serve_batcher)$' \
+    >"$log" 2>&1; then
+  grep -v -E '^ +Start |\.\.\. +Passed +' "$log" >&2
+  echo "guard: FAILED tests under ThreadSanitizer ($tsan)" >&2
+  exit 1
+fi
+echo "guard: ThreadSanitizer build and tests in $((SECONDS - start)) s" >&2
 tail -n 3 "$log" >&2
 echo "guard: all passed" >&2

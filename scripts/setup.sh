@@ -11,13 +11,15 @@ jobs=${JOBS:-$(nproc)}
 packages=(
   g++ cmake ninja-build ccache pkg-config dpkg-dev protobuf-compiler libprotobuf-dev
   libtorch-dev libopenblas0-openmp nlohmann-json3-dev libcli11-dev libeigen3-dev libyaml-cpp-dev
-  libcpp-httplib-dev libgtest-dev libgmock-dev libspdlog-dev libfmt-dev libutf8proc-dev libcsv-dev
+  libcpp-httplib-dev libboost-dev libgtest-dev libgmock-dev libspdlog-dev libfmt-dev libutf8proc-dev libcsv-dev
   libsimdjson-dev libgloo-dev libjemalloc-dev python3-sklearn gnuplot-nox clang libclang-rt-14-dev
   llvm prometheus
 )
 # libgloo-dev: the headers ProcessGroupGloo.hpp includes (data-parallel training, docs/build.md P9);
 # the Gloo symbols themselves are in libtorch_cpu.so. libjemalloc-dev: the dialtree executable's
 # malloc (flat server RSS; cmake/Dependencies.cmake).
+# libboost-dev: Boost.Beast and Boost.Asio, header-only, the server's HTTP layer (serve/http.h);
+# libcpp-httplib-dev is only the HTTP client of the tests and the load benchmark.
 # python3-sklearn: the TF-IDF baseline and probe references in bench/reference (docs/results.md).
 # gnuplot-nox: the program `dialtree plot` draws its PNG and SVG figures with (docs/plotting.md).
 # clang, libclang-rt-14-dev, llvm: the guard build of scripts/guard.sh (docs/build.md "Guard

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/check.h"
 #include "common/json_util.h"
 #include "common/utf8.h"
 
@@ -24,14 +25,20 @@ struct ErrorRow {
 
 // The one table of error kinds (docs/serving.md "Errors" mirrors it; tests/serve checks both).
 constexpr ErrorRow kErrorTable[] = {
+    {ErrorKind::kBadRequest, 400, "invalid_request_error", "bad_request"},
     {ErrorKind::kInvalidJson, 400, "invalid_request_error", "invalid_json"},
     {ErrorKind::kInvalidUtf8, 400, "invalid_request_error", "invalid_utf8"},
     {ErrorKind::kEmptyInput, 400, "invalid_request_error", "empty_input"},
     {ErrorKind::kUnauthorized, 401, "authentication_error", "invalid_api_key"},
     {ErrorKind::kNotFound, 404, "not_found_error", "not_found"},
+    {ErrorKind::kMethodNotAllowed, 405, "invalid_request_error", "method_not_allowed"},
+    {ErrorKind::kRequestTimeout, 408, "invalid_request_error", "request_timeout"},
     {ErrorKind::kPayloadTooLarge, 413, "invalid_request_error", "payload_too_large"},
     {ErrorKind::kInputTooLong, 413, "invalid_request_error", "input_too_long"},
     {ErrorKind::kTooManyInputs, 413, "invalid_request_error", "too_many_inputs"},
+    {ErrorKind::kUriTooLong, 414, "invalid_request_error", "uri_too_long"},
+    {ErrorKind::kUnsupportedMediaType, 415, "invalid_request_error", "unsupported_media_type"},
+    {ErrorKind::kHeaderTooLarge, 431, "invalid_request_error", "header_too_large"},
     {ErrorKind::kValidation, 422, "invalid_request_error", "validation_error"},
     {ErrorKind::kNoClassifier, 424, "invalid_request_error", "no_classifier"},
     {ErrorKind::kOverloaded, 429, "rate_limit_error", "overloaded"},
@@ -43,7 +50,7 @@ const ErrorRow& row_of(ErrorKind kind) {
   for (const auto& row : kErrorTable) {
     if (row.kind == kind) return row;
   }
-  return kErrorTable[11];  // kInternal; unreachable while the table lists every kind
+  DIALTREE_UNREACHABLE("ErrorKind missing from kErrorTable");
 }
 
 [[noreturn]] void invalid(const std::string& param, const std::string& what) {

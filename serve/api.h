@@ -23,19 +23,25 @@ namespace dialtree::serve {
 /// Every way a request can fail. The status, type and code of each are in one table
 /// (api.cpp, kErrorTable) and documented in docs/serving.md.
 enum class ErrorKind {
-  kInvalidJson,      ///< 400 body is not JSON (syntax error)
-  kInvalidUtf8,      ///< 400 body or a text is not valid UTF-8 (C25)
-  kEmptyInput,       ///< 400 `inputs` / `input` is an empty list or an empty string (C19)
-  kUnauthorized,     ///< 401 --api-key set and the Bearer token is missing or wrong
-  kNotFound,         ///< 404 unknown route
-  kPayloadTooLarge,  ///< 413 body over --max-request-bytes
-  kInputTooLong,     ///< 413 an input over --max-input-length tokens with truncation off
-  kTooManyInputs,    ///< 413 more inputs in one request than --max-client-batch-size
-  kValidation,       ///< 422 wrong JSON type, missing field, or a value out of range
-  kNoClassifier,     ///< 424 /classify on a model bundle without an intent head
-  kOverloaded,       ///< 429 --max-concurrent-requests requests already in flight
-  kInternal,         ///< 500 inference or an unexpected failure
-  kUnavailable,      ///< 503 model still loading / warming up, or the server is draining
+  kBadRequest,        ///< 400 malformed HTTP framing (request line, header, Content-Length)
+  kInvalidJson,       ///< 400 body is not JSON (syntax error)
+  kInvalidUtf8,       ///< 400 body or a text is not valid UTF-8 (C25)
+  kEmptyInput,        ///< 400 `inputs` / `input` is an empty list or an empty string (C19)
+  kUnauthorized,      ///< 401 --api-key set and the Bearer token is missing or wrong
+  kNotFound,          ///< 404 unknown route
+  kMethodNotAllowed,  ///< 405 a known route with another method (the Allow header lists its own)
+  kRequestTimeout,    ///< 408 the request did not arrive within --request-timeout
+  kPayloadTooLarge,   ///< 413 body over --max-request-bytes
+  kInputTooLong,      ///< 413 an input over --max-input-length tokens with truncation off
+  kTooManyInputs,     ///< 413 more inputs in one request than --max-client-batch-size
+  kUriTooLong,        ///< 414 request target over 8 KiB
+  kUnsupportedMediaType,  ///< 415 a POST body whose Content-Type is not JSON
+  kHeaderTooLarge,        ///< 431 request header fields over 16 KiB
+  kValidation,            ///< 422 wrong JSON type, missing field, or a value out of range
+  kNoClassifier,          ///< 424 /classify on a model bundle without an intent head
+  kOverloaded,            ///< 429 --max-concurrent-requests requests already in flight
+  kInternal,              ///< 500 inference or an unexpected failure
+  kUnavailable,           ///< 503 model still loading / warming up, or the server is draining
 };
 
 /// HTTP status of `kind` (see ErrorKind).

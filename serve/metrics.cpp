@@ -96,7 +96,13 @@ void Metrics::observe_input_length(std::size_t tokens) {
   input_length_.observe(static_cast<double>(tokens));
 }
 
-std::string Metrics::render(std::size_t queue_depth, std::size_t in_flight) const {
+void Metrics::count_cancelled(std::size_t inputs) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  cancelled_ += inputs;
+}
+
+std::string Metrics::render(std::size_t queue_depth, std::size_t in_flight,
+                            std::size_t open_connections) const {
   std::lock_guard<std::mutex> lock(mutex_);
   std::string out;
   header(out, "dialtree_requests_total", "HTTP requests answered, by route and status.", "counter");
@@ -113,6 +119,11 @@ std::string Metrics::render(std::size_t queue_depth, std::size_t in_flight) cons
   out += "dialtree_queue_size " + std::to_string(queue_depth) + "\n";
   header(out, "dialtree_requests_in_flight", "Requests being served now.", "gauge");
   out += "dialtree_requests_in_flight " + std::to_string(in_flight) + "\n";
+  header(out, "dialtree_open_connections", "Client connections open now.", "gauge");
+  out += "dialtree_open_connections " + std::to_string(open_connections) + "\n";
+  header(out, "dialtree_cancelled_inputs_total",
+         "Inputs skipped because their client disconnected before their batch ran.", "counter");
+  out += "dialtree_cancelled_inputs_total " + std::to_string(cancelled_) + "\n";
   header(out, "dialtree_batch_size", "Inputs per forward pass.", "histogram");
   batch_size_.render(out, "dialtree_batch_size", "");
   header(out, "dialtree_batch_tokens", "Padded tokens (longest input x inputs) per forward pass.",

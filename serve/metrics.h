@@ -46,12 +46,17 @@ class Metrics {
   void observe_queue_time(double seconds);
   /// Tokens of one input after serialisation.
   void observe_input_length(std::size_t tokens);
-  /// The whole exposition text; `queue_depth` and `in_flight` are the current gauge values.
-  std::string render(std::size_t queue_depth, std::size_t in_flight) const;
+  /// Inputs dropped from a batch because their client had disconnected.
+  void count_cancelled(std::size_t inputs);
+  /// The whole exposition text; `queue_depth`, `in_flight` and `open_connections` are the
+  /// current gauge values.
+  std::string render(std::size_t queue_depth, std::size_t in_flight,
+                     std::size_t open_connections) const;
 
  private:
   mutable std::mutex mutex_;
   std::map<std::pair<std::string, int>, std::uint64_t> requests_;
+  std::uint64_t cancelled_ = 0;
   std::map<std::string, Histogram> request_duration_;
   Histogram batch_size_, batch_tokens_, batch_duration_, queue_time_, input_length_;
 };

@@ -13,16 +13,17 @@
 #include <vector>
 
 #include <dlfcn.h>
-#include <sys/socket.h>
 
-#include <httplib.h>
 #include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
 #include "common/check.h"
+#include "common/strict_yaml.h"
+#include "common/text_distance.h"
 #include "serve/api.h"
 #include "serve/batcher.h"
 #include "serve/embedder.h"
+#include "serve/http.h"
 #include "serve/metrics.h"
 
 #ifndef DIALTREE_VERSION
@@ -51,6 +52,9 @@ struct RequestState {
   std::vector<std::vector<float>> pooled, probs;
   std::string error;
   double queue_s = 0.0, inference_s = 0.0;
+  std::shared_ptr<const std::atomic<bool>> client_gone;  ///< set when the client disconnects
+
+  bool cancelled() const { return client_gone && client_gone->load(); }
 };
 
 // One queued input.
@@ -63,43 +67,73 @@ struct Job {
   Clock::time_point enqueued;
 };
 
-// Pending connections the kernel queues for accept(); cpp-httplib's compiled-in 5 overflows when
-// dozens of clients connect at once (connects then stall for a second or fail).
-constexpr int kListenBacklog = SOMAXCONN;
+/// A route and the one method it takes (docs/serving.md "Routes").
+struct Route {
+  const char* path;
+  const char* method;
+};
+constexpr Route kRoutes[] = {
+    {"/v1/embeddings", "POST"}, {"/embeddings", "POST"}, {"/embed", "POST"},
+    {"/classify", "POST"},      {"/tokenize", "POST"},   {"/health", "GET"},
+    {"/info", "GET"},           {"/metrics", "GET"},     {"/v1/models", "GET"}};
 
-const char* const kRoutes[] = {"/v1/embeddings", "/embeddings", "/embed",
-                               "/classify",      "/tokenize",   "/health",
-                               "/info",          "/metrics",    "/v1/models"};
-
-std::string route_label(const std::string& path) {
-  for (const char* r : kRoutes) {
-    if (path == r) return r;
+/// The route of `path`, or nullptr.
+const Route* find_route(const std::string& path) {
+  for (const Route& r : kRoutes) {
+    if (path == r.path) return &r;
   }
-  return "other";
+  return nullptr;
 }
 
+// The error kind of a status the HTTP layer answers by itself (serve/http.h).
 ErrorKind kind_of_status(int status) {
   switch (status) {
-    case 401:
-      return ErrorKind::kUnauthorized;
-    case 404:
-      return ErrorKind::kNotFound;
+    case 400:
+      return ErrorKind::kBadRequest;
+    case 408:
+      return ErrorKind::kRequestTimeout;
     case 413:
       return ErrorKind::kPayloadTooLarge;
+    case 414:
+      return ErrorKind::kUriTooLong;
+    case 431:
+      return ErrorKind::kHeaderTooLarge;
     case 429:
       return ErrorKind::kOverloaded;
     case 503:
       return ErrorKind::kUnavailable;
     default:
-      return status < 500 ? ErrorKind::kInvalidJson : ErrorKind::kInternal;
+      return status < 500 ? ErrorKind::kBadRequest : ErrorKind::kInternal;
   }
 }
 
-void write_error(httplib::Response& res, const ApiError& e) {
+void set_json(http::Response& res, std::string body) {
+  res.content_type = "application/json";
+  res.body = std::move(body);
+}
+
+void write_error(http::Response& res, const ApiError& e) {
   res.status = http_status(e.kind());
-  res.set_content(error_body(e), "application/json");
+  set_json(res, error_body(e));
   if (e.kind() == ErrorKind::kUnauthorized) res.set_header("WWW-Authenticate", "Bearer");
 }
+
+// A POST body must be JSON: application/json or application/<x>+json, parameters allowed; no
+// Content-Type at all is taken as JSON too (raw clients). Anything else (a form, multipart) 415.
+bool json_content_type(const std::string* type) {
+  if (type == nullptr) return true;
+  std::string t = type->substr(0, type->find(';'));
+  t = strict_yaml::trim(t);
+  t = ascii_lower(t);
+  return t == "application/json" ||
+         (t.rfind("application/", 0) == 0 && t.size() > 17 && t.substr(t.size() - 5) == "+json");
+}
+
+/// What a route needs besides the body: when the request arrived and whether its client left.
+struct Call {
+  Clock::time_point t0;
+  std::shared_ptr<const std::atomic<bool>> client_gone;
+};
 
 bool equal_constant_time(const std::string& a, const std::string& b) {
   if (a.size() != b.size()) return false;
@@ -130,8 +164,12 @@ void ServerOptions::validate() const {
     bad("max-request-bytes", "must be >= 1 (0 does not mean unlimited; give a real limit)");
   }
   if (http_threads < 1 || http_threads > 4096) bad("http-threads", "must be in [1, 4096]");
+  if (max_connections < 1) bad("max-connections", "must be >= 1");
   if (keep_alive_timeout_s < 1 || keep_alive_timeout_s > 3600) {
     bad("keep-alive-timeout", "must be in [1, 3600] seconds");
+  }
+  if (request_timeout_s < 1 || request_timeout_s > 3600) {
+    bad("request-timeout", "must be in [1, 3600] seconds");
   }
   const unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
   if (num_threads != 0 && (num_threads < 1 || static_cast<unsigned>(num_threads) > cpus)) {
@@ -160,7 +198,9 @@ json ServerOptions::to_json() const {
               {"max_request_bytes", max_request_bytes},
               {"auto_truncate", auto_truncate},
               {"http_threads", http_threads},
+              {"max_connections", max_connections},
               {"keep_alive_timeout", keep_alive_timeout_s},
+              {"request_timeout", request_timeout_s},
               {"num_threads", num_threads}};
 }
 
@@ -180,18 +220,17 @@ std::string malloc_implementation() {
 struct Server::Impl {
   ServerOptions options;
   std::string model_name;
-  httplib::Server http;
   Metrics metrics;
   std::atomic<std::size_t> in_flight{0};
-  std::atomic<int> listen_fd{-1};
   /// The server's life cycle, one value read by /health, /info and every POST route:
   /// kLoading -> kReady -> kDraining, or kLoading -> kDraining (stopped while loading), or
   /// kLoading -> kFailed (the bundle did not load; the server stops).
   enum class State { kLoading, kReady, kDraining, kFailed };
   std::atomic<State> state{State::kLoading};
-  std::atomic<bool> listen_done{false};  // listen_after_bind() has returned
   std::unique_ptr<Embedder> embedder;
   std::unique_ptr<Batcher<Job>> batcher;
+  // Last, so destroyed first: its worker threads call into every member above.
+  std::unique_ptr<http::HttpServer> http_server;
   std::thread listen_thread, load_thread;
   std::mutex stop_mutex;
   bool stopped = false;
@@ -219,6 +258,16 @@ struct Server::Impl {
   }
 
   explicit Impl(ServerOptions o) : options(std::move(o)) {
+    http::Limits limits;
+    limits.max_body_bytes = options.max_request_bytes;
+    limits.max_connections = options.max_connections;
+    limits.worker_threads = options.http_threads;
+    limits.idle_timeout = std::chrono::seconds(options.keep_alive_timeout_s);
+    limits.request_timeout = std::chrono::seconds(options.request_timeout_s);
+    limits.write_timeout = std::chrono::seconds(options.request_timeout_s);
+    http_server = std::make_unique<http::HttpServer>(
+        limits, [this](const http::Request& req) { return handle(req); },
+        [this](int status, const std::string& message) { return layer_error(status, message); });
     model_name = options.served_model_name;
     if (model_name.empty()) {
       std::filesystem::path p(options.model_dir);
@@ -231,31 +280,43 @@ struct Server::Impl {
 
   // Runs one batch from the batcher as one forward pass. Mixed lengths cost little: the
   // encoder runs packed (DialogEncoder::forward_cls), padding only attention, per length bucket.
+  // Inputs whose client has disconnected are dropped before the forward pass.
   void run_batch(std::vector<Job>& batch) {
     const auto t_batch = Clock::now();
+    std::vector<Job*> live, gone;
     std::vector<const data::SerializedExample*> examples;
     examples.reserve(batch.size());
     std::size_t longest = 0;
     bool want_probs = false;
-    for (const Job& job : batch) {
+    for (Job& job : batch) {
       metrics.observe_queue_time(std::chrono::duration<double>(t_batch - job.enqueued).count());
+      if (job.state->cancelled()) {
+        gone.push_back(&job);
+        continue;
+      }
+      live.push_back(&job);
       examples.push_back(job.example);
       longest = std::max(longest, job.tokens);
       want_probs = want_probs || job.want_probs;
     }
     ForwardOutputs out;
     std::string error;
-    try {
-      out = embedder->forward(examples, want_probs);
-    } catch (const std::exception& e) {
-      error = e.what();
-      spdlog::error("inference failed on a batch of {}: {}", batch.size(), error);
+    double inference_s = 0.0;
+    if (!live.empty()) {
+      try {
+        out = embedder->forward(examples, want_probs);
+      } catch (const std::exception& e) {
+        error = e.what();
+        spdlog::error("inference failed on a batch of {}: {}", live.size(), error);
+      }
+      inference_s = seconds_since(t_batch);
+      metrics.observe_batch(live.size(), longest * live.size(), inference_s);
     }
-    const double inference_s = seconds_since(t_batch);
-    metrics.observe_batch(batch.size(), longest * batch.size(), inference_s);
-    for (std::size_t k = 0; k < batch.size(); ++k) {
-      deliver(batch[k], error, out, k, t_batch, inference_s);
+    for (std::size_t k = 0; k < live.size(); ++k) {
+      deliver(*live[k], error, out, k, t_batch, inference_s);
     }
+    if (!gone.empty()) metrics.count_cancelled(gone.size());
+    for (Job* job : gone) deliver(*job, "the client disconnected", out, 0, t_batch, 0.0);
   }
 
   // Hands row `row` of `out` (or `error`) to the request of `job`; wakes it when it was the
@@ -281,10 +342,13 @@ struct Server::Impl {
     if (last) state.done.notify_all();
   }
 
-  // Queues `examples` and waits for their results. @throws ApiError kInternal on failure.
+  // Queues `examples` and waits for their results; inputs still queued when `client_gone` turns
+  // true are skipped. @throws ApiError kInternal on failure.
   std::shared_ptr<RequestState> infer(const std::vector<data::SerializedExample>& examples,
-                                      bool want_probs) {
+                                      bool want_probs,
+                                      std::shared_ptr<const std::atomic<bool>> client_gone = {}) {
     auto state = std::make_shared<RequestState>();
+    state->client_gone = std::move(client_gone);
     state->pending = examples.size();
     state->pooled.resize(examples.size());
     if (want_probs) state->probs.resize(examples.size());
@@ -331,7 +395,7 @@ struct Server::Impl {
     return out;
   }
 
-  void set_timing(httplib::Response& res, const RequestState* state, std::size_t tokens,
+  void set_timing(http::Response& res, const RequestState* state, std::size_t tokens,
                   Clock::time_point t0, double tokenize_s) {
     res.set_header("x-compute-type", "cpu");
     res.set_header("x-compute-tokens", std::to_string(tokens));
@@ -345,7 +409,7 @@ struct Server::Impl {
 
   // ---- routes ------------------------------------------------------------------------------
 
-  void embed_route(const json& body, httplib::Response& res, bool openai, Clock::time_point t0) {
+  void embed_route(const json& body, http::Response& res, bool openai, const Call& call) {
     EmbedRequest r = openai ? parse_openai_embeddings(body) : parse_tei_embed(body);
     const auto t_tok = Clock::now();
     std::size_t tokens = 0;
@@ -355,18 +419,17 @@ struct Server::Impl {
     if (r.dimensions && static_cast<std::size_t>(*r.dimensions) > embedder->hidden_size()) {
       finish_embedding(std::vector<float>(embedder->hidden_size()), r.dimensions, false);  // throws
     }
-    auto state = infer(examples, false);
+    auto state = infer(examples, false, call.client_gone);
     std::vector<std::vector<float>> vectors;
     vectors.reserve(state->pooled.size());
     for (auto& v : state->pooled)
       vectors.push_back(finish_embedding(std::move(v), r.dimensions, r.normalize));
-    res.set_content(openai ? openai_embeddings_body(vectors, r.base64, model_name, tokens)
-                           : tei_embed_body(vectors),
-                    "application/json");
-    set_timing(res, state.get(), tokens, t0, tokenize_s);
+    set_json(res, openai ? openai_embeddings_body(vectors, r.base64, model_name, tokens)
+                         : tei_embed_body(vectors));
+    set_timing(res, state.get(), tokens, call.t0, tokenize_s);
   }
 
-  void classify_route(const json& body, httplib::Response& res, Clock::time_point t0) {
+  void classify_route(const json& body, http::Response& res, const Call& call) {
     ClassifyRequest r = parse_classify(body);
     if (!embedder->has_classifier()) {
       throw ApiError(ErrorKind::kNoClassifier,
@@ -378,7 +441,7 @@ struct Server::Impl {
     std::size_t tokens = 0;
     const auto examples = prepare(r.inputs, r.truncate, r.truncation_direction, "inputs", &tokens);
     const double tokenize_s = seconds_since(t_tok);
-    auto state = infer(examples, true);
+    auto state = infer(examples, true, call.client_gone);
     const auto& labels = embedder->intent_labels();
     json out = json::array();
     for (const auto& p : state->probs) {
@@ -395,11 +458,11 @@ struct Server::Impl {
       out.push_back(
           {{"label", labels[order[0]]}, {"score", p[order[0]]}, {"top_k", std::move(top)}});
     }
-    res.set_content(out.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
-    set_timing(res, state.get(), tokens, t0, tokenize_s);
+    set_json(res, out.dump(-1, ' ', false, json::error_handler_t::replace));
+    set_timing(res, state.get(), tokens, call.t0, tokenize_s);
   }
 
-  void tokenize_route(const json& body, httplib::Response& res, Clock::time_point t0) {
+  void tokenize_route(const json& body, http::Response& res, const Call& call) {
     TokenizeRequest r = parse_tokenize(body);
     const auto t_tok = Clock::now();
     std::size_t tokens = 0;
@@ -422,8 +485,8 @@ struct Server::Impl {
       }
       out.push_back(std::move(row));
     }
-    res.set_content(out.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
-    set_timing(res, nullptr, tokens, t0, seconds_since(t_tok));
+    set_json(res, out.dump(-1, ' ', false, json::error_handler_t::replace));
+    set_timing(res, nullptr, tokens, call.t0, seconds_since(t_tok));
   }
 
   // TEI's /info model_type object: {"embedding": {"pooling"}}, plus {"classifier": {"id2label",
@@ -470,155 +533,120 @@ struct Server::Impl {
     return j;
   }
 
-  // Wraps a POST route: body read within the limit, readiness, the concurrency limit, JSON
-  // parsing, and every error turned into its JSON body.
+  // Runs a POST route: a JSON body (the HTTP layer has already held it to --max-request-bytes),
+  // readiness, the concurrency limit, JSON parsing, and every error turned into its JSON body.
   template <class Route>
-  httplib::Server::HandlerWithContentReader post(const char* path, Route route) {
-    return [this, path, route](const httplib::Request&, httplib::Response& res,
-                               const httplib::ContentReader& reader) {
-      const auto t0 = Clock::now();
-      bool acquired = false;
-      try {
-        std::string body;
-        bool over = false;
-        const bool ok = reader([&](const char* data, std::size_t n) {
-          if (body.size() + n > options.max_request_bytes) {
-            over = true;
-            return false;
-          }
-          body.append(data, n);
-          return true;
-        });
-        if (over || res.status == 413) {
-          throw ApiError(ErrorKind::kPayloadTooLarge,
-                         "request body is over --max-request-bytes (" +
-                             std::to_string(options.max_request_bytes) + " bytes)");
-        }
-        if (!ok) throw ApiError(ErrorKind::kInvalidJson, "could not read the request body");
-        res.status = 200;
-        if (state.load() != State::kReady) throw unavailable();
-        if (in_flight.fetch_add(1) >= options.max_concurrent_requests) {
-          in_flight.fetch_sub(1);
-          throw ApiError(ErrorKind::kOverloaded,
-                         "too many requests in flight (--max-concurrent-requests " +
-                             std::to_string(options.max_concurrent_requests) + "); retry later");
-        }
-        acquired = true;
-        route(parse_body(body), res, t0);
-      } catch (const ApiError& e) {
-        write_error(res, e);
-      } catch (const std::exception& e) {
-        spdlog::error("{}: {}", path, e.what());
-        write_error(res,
-                    ApiError(ErrorKind::kInternal, std::string("internal error: ") + e.what()));
+  void post(const http::Request& req, http::Response& res, Route route) {
+    const Call call{Clock::now(), req.client_gone};
+    bool acquired = false;
+    try {
+      if (!json_content_type(req.header("content-type"))) {
+        throw ApiError(ErrorKind::kUnsupportedMediaType,
+                       "Content-Type '" + *req.header("content-type") +
+                           "' is not JSON: send 'Content-Type: application/json' (curl: -H "
+                           "'Content-Type: application/json')");
       }
-      if (acquired) in_flight.fetch_sub(1);
-      metrics.observe_request_duration(path, seconds_since(t0));
-    };
+      if (state.load() != State::kReady) throw unavailable();
+      if (in_flight.fetch_add(1) >= options.max_concurrent_requests) {
+        in_flight.fetch_sub(1);
+        throw ApiError(ErrorKind::kOverloaded,
+                       "too many requests in flight (--max-concurrent-requests " +
+                           std::to_string(options.max_concurrent_requests) + "); retry later");
+      }
+      acquired = true;
+      route(parse_body(req.body), res, call);
+    } catch (const ApiError& e) {
+      write_error(res, e);
+    } catch (const std::exception& e) {
+      spdlog::error("{}: {}", req.path, e.what());
+      write_error(res, ApiError(ErrorKind::kInternal, std::string("internal error: ") + e.what()));
+    }
+    if (acquired) in_flight.fetch_sub(1);
+    metrics.observe_request_duration(req.path, seconds_since(call.t0));
   }
 
-  void install_routes() {
-    http.set_tcp_nodelay(true);  // docs/build.md P4: without it every response waits ~40 ms
-    http.set_socket_options([this](socket_t sock) {
-      httplib::default_socket_options(sock);
-      listen_fd = sock;
-    });
-    http.set_keep_alive_max_count(1000);
-    http.set_keep_alive_timeout(options.keep_alive_timeout_s);
-    http.set_payload_max_length(options.max_request_bytes);
-    const std::size_t threads = options.http_threads;
-    http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  // The API key check (every route but /health). The scheme is case-insensitive (RFC 7235
+  // §2.1): "bearer KEY" is the same credential.
+  bool authorized(const http::Request& req) const {
+    if (options.api_key.empty() || req.path == "/health") return true;
+    const std::string* auth = req.header("authorization");
+    const std::string prefix = "bearer ";
+    return auth != nullptr && auth->size() > prefix.size() &&
+           ascii_lower(auth->substr(0, prefix.size())) == prefix &&
+           equal_constant_time(auth->substr(prefix.size()), options.api_key);
+  }
 
-    http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-      if (options.api_key.empty() || req.path == "/health")
-        return httplib::Server::HandlerResponse::Unhandled;
-      const std::string auth = req.get_header_value("Authorization");
-      // The scheme is case-insensitive (RFC 7235 §2.1): "bearer KEY" is the same credential.
-      const std::string prefix = "bearer ";
-      const bool bearer =
-          auth.size() > prefix.size() &&
-          std::equal(prefix.begin(), prefix.end(), auth.begin(), [](char a, char b) {
-            return a == std::tolower(static_cast<unsigned char>(b));
-          });
-      if (bearer && equal_constant_time(auth.substr(prefix.size()), options.api_key)) {
-        return httplib::Server::HandlerResponse::Unhandled;
-      }
+  // One request, on an HTTP worker thread: authentication, then the route of its path (404 for
+  // an unknown path, 405 with Allow for a known path asked with another method).
+  http::Response handle(const http::Request& req) {
+    http::Response res;
+    const Route* route = find_route(req.path);
+    if (!authorized(req)) {
       write_error(res, ApiError(ErrorKind::kUnauthorized,
                                 "missing or wrong API key: send 'Authorization: Bearer <key>'"));
-      return httplib::Server::HandlerResponse::Handled;
-    });
-    http.set_error_handler(httplib::Server::HandlerWithResponse(
-        [](const httplib::Request& req, httplib::Response& res) {
-          if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-          const ErrorKind kind = kind_of_status(res.status);
-          std::string msg = res.status == 404
-                                ? "no route " + req.method + " " + req.path
-                                : "HTTP " + std::to_string(res.status) + " on " + req.path;
-          if (kind == ErrorKind::kPayloadTooLarge) msg = "request body is over the size limit";
-          const int status = res.status;
-          write_error(res, ApiError(kind, msg));
-          res.status = status;
-          return httplib::Server::HandlerResponse::Handled;
-        }));
-    http.set_exception_handler(
-        [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
-          std::string what = "unknown exception";
-          try {
-            if (ep) std::rethrow_exception(ep);
-          } catch (const std::exception& e) {
-            what = e.what();
-          } catch (...) {
-          }
-          write_error(res, ApiError(ErrorKind::kInternal, "internal error: " + what));
-        });
-    http.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
-      try {
-        metrics.record_request(route_label(req.path), res.status);
-      } catch (...) {
-        // Metrics must never take a connection down (docs/failure-cases.md C24).
-      }
-    });
+    } else if (route == nullptr) {
+      write_error(res, ApiError(ErrorKind::kNotFound, "no route " + req.method + " " + req.path));
+    } else if (req.method != route->method) {
+      write_error(res,
+                  ApiError(ErrorKind::kMethodNotAllowed,
+                           req.method + " " + req.path + ": this route takes " + route->method));
+      res.set_header("Allow", route->method);
+    } else {
+      dispatch(req, res);
+    }
+    try {
+      // 499 (nginx's "client closed request"): answered to nobody.
+      metrics.record_request(route ? route->path : "other", req.cancelled() ? 499 : res.status);
+    } catch (...) {
+      // Metrics must never take a connection down (docs/failure-cases.md C24).
+    }
+    return res;
+  }
 
-    auto embed_openai = [this](const json& b, httplib::Response& r, Clock::time_point t0) {
-      embed_route(b, r, true, t0);
-    };
-    http.Post("/v1/embeddings", post("/v1/embeddings", embed_openai));
-    http.Post("/embeddings", post("/embeddings", embed_openai));
-    http.Post("/embed",
-              post("/embed", [this](const json& b, httplib::Response& r, Clock::time_point t0) {
-                embed_route(b, r, false, t0);
-              }));
-    http.Post("/classify",
-              post("/classify", [this](const json& b, httplib::Response& r, Clock::time_point t0) {
-                classify_route(b, r, t0);
-              }));
-    http.Post("/tokenize",
-              post("/tokenize", [this](const json& b, httplib::Response& r, Clock::time_point t0) {
-                tokenize_route(b, r, t0);
-              }));
-    http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
-      if (state.load() == State::kReady) {
-        res.status = 200;
-        return;
-      }
-      write_error(res, unavailable());
-    });
-    http.Get("/info", [this](const httplib::Request&, httplib::Response& res) {
-      res.set_content(info().dump(-1, ' ', false, json::error_handler_t::replace),
-                      "application/json");
-    });
-    http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
+  // Runs the route of req.path (known, method checked).
+  void dispatch(const http::Request& req, http::Response& res) {
+    const std::string& p = req.path;
+    if (p == "/v1/embeddings" || p == "/embeddings" || p == "/embed") {
+      const bool openai = p != "/embed";
+      post(req, res, [this, openai](const json& b, http::Response& r, const Call& c) {
+        embed_route(b, r, openai, c);
+      });
+    } else if (p == "/classify") {
+      post(req, res,
+           [this](const json& b, http::Response& r, const Call& c) { classify_route(b, r, c); });
+    } else if (p == "/tokenize") {
+      post(req, res,
+           [this](const json& b, http::Response& r, const Call& c) { tokenize_route(b, r, c); });
+    } else if (p == "/health") {
+      if (state.load() != State::kReady) write_error(res, unavailable());
+    } else if (p == "/info") {
+      set_json(res, info().dump(-1, ' ', false, json::error_handler_t::replace));
+    } else if (p == "/v1/models") {
       const json j = {{"object", "list"},
                       {"data", json::array({{{"id", model_name},
                                              {"object", "model"},
                                              {"created", 0},
                                              {"owned_by", "dialtree"}}})}};
-      res.set_content(j.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
-    });
-    http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-      res.set_content(metrics.render(batcher ? batcher->queue_depth() : 0, in_flight.load()),
-                      "text/plain; version=0.0.4");
-    });
+      set_json(res, j.dump(-1, ' ', false, json::error_handler_t::replace));
+    } else if (p == "/metrics") {
+      res.content_type = "text/plain; version=0.0.4";
+      res.body = metrics.render(batcher ? batcher->queue_depth() : 0, in_flight.load(),
+                                http_server ? http_server->open_connections() : 0);
+    } else {
+      DIALTREE_UNREACHABLE("route " + p + " is in kRoutes but has no handler");
+    }
+  }
+
+  // The HTTP layer's own errors (400, 408, 413, 414, 431, 503, 500) in the error table's body.
+  http::Response layer_error(int status, const std::string& message) {
+    http::Response res;
+    write_error(res, ApiError(kind_of_status(status), message));
+    res.status = status;
+    try {
+      metrics.record_request("other", status);
+    } catch (...) {
+    }
+    return res;
   }
 
   void load() {
@@ -662,7 +690,7 @@ struct Server::Impl {
     State s = state.load();
     while (s != State::kFailed && !state.compare_exchange_weak(s, State::kDraining)) {
     }
-    http.stop();
+    http_server->stop();
   }
 };
 
@@ -678,32 +706,10 @@ Server::~Server() {
 
 int Server::start() {
   Impl& s = *impl_;
-  s.install_routes();
-  int port = s.options.port;
-  if (port == 0) {
-    port = s.http.bind_to_any_port(s.options.host);
-    if (port < 0) port = -1;
-  } else if (!s.http.bind_to_port(s.options.host, port)) {
-    port = -1;
-  }
-  if (port >= 0 && s.listen_fd >= 0) ::listen(s.listen_fd, kListenBacklog);  // raise the backlog
-  if (port < 0) {
-    throw std::runtime_error("cannot listen on " + s.options.host + ":" +
-                             std::to_string(s.options.port) +
-                             " (address in use, or not an address of this machine)");
-  }
+  const int port = s.http_server->bind(s.options.host, s.options.port);  // throws when in use
   spdlog::info("listening on http://{}:{} (health 503 until the model is ready)", s.options.host,
                port);
-  s.listen_thread = std::thread([&s] {
-    s.http.listen_after_bind();
-    s.listen_done = true;
-  });
-  // httplib's stop() does nothing until listen_after_bind() has marked the server running, so a
-  // stop in that window (a bundle that fails to load at once, an early SIGTERM) would leave the
-  // accept loop running forever. Start loading, and return, only once it runs.
-  while (!s.http.is_running() && !s.listen_done) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+  s.listen_thread = std::thread([&s] { s.http_server->run(); });
   s.load_thread = std::thread([&s] { s.load(); });
   return port;
 }

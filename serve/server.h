@@ -1,7 +1,7 @@
-// `dialtree serve`: the embedding HTTP server (cpp-httplib, docs/build.md P4). Routes, limits and
-// errors: docs/serving.md. One inference worker fed by a dynamic batcher (serve/batcher.h);
-// tokenisation runs on the HTTP threads. Health is 503 until the model is loaded and warmed up,
-// and again while draining.
+// `dialtree serve`: the embedding HTTP server on an event-driven HTTP layer (serve/http.h).
+// Routes, limits and errors: docs/serving.md. One inference worker fed by a dynamic batcher
+// (serve/batcher.h); parsing and tokenisation run on the HTTP worker threads. Health is 503 until
+// the model is loaded and warmed up, and again while draining.
 #pragma once
 
 #include <cstddef>
@@ -28,8 +28,10 @@ struct ServerOptions {
   std::size_t max_input_length = 256;         ///< tokens per serialised input
   std::size_t max_request_bytes = 2000000;    ///< body limit (413 beyond); 0 is rejected
   bool auto_truncate = true;                  ///< default of a request's `truncate`
-  std::size_t http_threads = 64;              ///< connection threads (>= concurrent clients)
+  std::size_t http_threads = 64;              ///< threads running whole requests (not connections)
+  std::size_t max_connections = 1024;         ///< open connections; the next one gets 503
   int keep_alive_timeout_s = 5;               ///< idle keep-alive connections close after this
+  int request_timeout_s = 30;                 ///< headers + body of one request, in total (408)
   int num_threads = 0;                        ///< LibTorch intra-op threads; 0 = leave as is
 
   /// Checks ranges (counts >= 1, port 0..65535, max_wait_ms in [0, 10000], threads in

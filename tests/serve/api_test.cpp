@@ -38,14 +38,20 @@ TEST(ErrorTable, EveryKindHasItsDocumentedStatusTypeAndCode) {
   };
   // The table of docs/serving.md "Errors", written out independently of serve/api.cpp.
   const std::vector<Row> expected = {
+      {ErrorKind::kBadRequest, 400, "invalid_request_error", "bad_request"},
       {ErrorKind::kInvalidJson, 400, "invalid_request_error", "invalid_json"},
       {ErrorKind::kInvalidUtf8, 400, "invalid_request_error", "invalid_utf8"},
       {ErrorKind::kEmptyInput, 400, "invalid_request_error", "empty_input"},
       {ErrorKind::kUnauthorized, 401, "authentication_error", "invalid_api_key"},
       {ErrorKind::kNotFound, 404, "not_found_error", "not_found"},
+      {ErrorKind::kMethodNotAllowed, 405, "invalid_request_error", "method_not_allowed"},
+      {ErrorKind::kRequestTimeout, 408, "invalid_request_error", "request_timeout"},
       {ErrorKind::kPayloadTooLarge, 413, "invalid_request_error", "payload_too_large"},
       {ErrorKind::kInputTooLong, 413, "invalid_request_error", "input_too_long"},
       {ErrorKind::kTooManyInputs, 413, "invalid_request_error", "too_many_inputs"},
+      {ErrorKind::kUriTooLong, 414, "invalid_request_error", "uri_too_long"},
+      {ErrorKind::kUnsupportedMediaType, 415, "invalid_request_error", "unsupported_media_type"},
+      {ErrorKind::kHeaderTooLarge, 431, "invalid_request_error", "header_too_large"},
       {ErrorKind::kValidation, 422, "invalid_request_error", "validation_error"},
       {ErrorKind::kNoClassifier, 424, "invalid_request_error", "no_classifier"},
       {ErrorKind::kOverloaded, 429, "rate_limit_error", "overloaded"},

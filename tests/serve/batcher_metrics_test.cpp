@@ -138,12 +138,15 @@ TEST(Metrics, RendersCountersGaugesAndCumulativeHistograms) {
   m.observe_batch(3, 30, 0.002);
   m.observe_batch(8, 80, 0.2);
   m.observe_request_duration("/embed", 0.004);
-  const std::string text = m.render(5, 2);
+  m.count_cancelled(3);
+  const std::string text = m.render(5, 2, 7);
   EXPECT_THAT(text, HasSubstr("dialtree_requests_total{route=\"/embed\",status=\"200\"} 2\n"));
   EXPECT_THAT(text, HasSubstr("dialtree_requests_total{route=\"/embed\",status=\"400\"} 1\n"));
   EXPECT_THAT(text, HasSubstr("# TYPE dialtree_requests_total counter\n"));
   EXPECT_THAT(text, HasSubstr("dialtree_queue_size 5\n"));
   EXPECT_THAT(text, HasSubstr("dialtree_requests_in_flight 2\n"));
+  EXPECT_THAT(text, HasSubstr("dialtree_open_connections 7\n"));
+  EXPECT_THAT(text, HasSubstr("dialtree_cancelled_inputs_total 3\n"));
   // Batch sizes 3 and 8 in power-of-two buckets: le=2 -> 0, le=4 -> 1, le=8 -> 2, +Inf -> 2.
   EXPECT_THAT(text, HasSubstr("dialtree_batch_size_bucket{le=\"2\"} 0\n"));
   EXPECT_THAT(text, HasSubstr("dialtree_batch_size_bucket{le=\"4\"} 1\n"));
@@ -172,7 +175,7 @@ TEST(Metrics, PromtoolFindsNothingToLint) {
   const std::string path = ::testing::TempDir() + "dialtree-metrics.txt";
   {
     std::ofstream out(path);
-    out << m.render(1, 1);
+    out << m.render(1, 1, 1);
   }
   const std::string command = "promtool check metrics < '" + path + "' 2>&1";
   FILE* pipe = ::popen(command.c_str(), "r");

@@ -22,6 +22,7 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include "http/raw_client.h"
 #include "serve/batcher.h"
 #include "serve/embedder.h"
 #include "serve/server.h"
@@ -289,7 +290,25 @@ TEST_F(ServerTest, TheErrorTableEndToEnd) {
   EXPECT_EQ(b["error"]["param"], "inputs[1]");
   // With truncation (the server default) the same long input is fine.
   EXPECT_EQ(post(r, "/embed", R"({"inputs":"hello i lost my card where is the bank"})").first, 200);
+  // A multipart body (curl -F inputs=x) was a 500 "bad_function_call" on cpp-httplib: now 415.
   auto cl = r.client();
+  httplib::MultipartFormDataItems form = {{"inputs", "x", "", ""}};
+  for (const char* path : {"/embed", "/v1/embeddings", "/tokenize"}) {
+    auto multipart = cl.Post(path, form);
+    ASSERT_TRUE(multipart);
+    EXPECT_EQ(multipart->status, 415) << path;
+    EXPECT_EQ(json::parse(multipart->body)["error"]["code"], "unsupported_media_type");
+  }
+  // A known route with the other method: 405 and Allow, not 404.
+  auto get_embed = cl.Get("/embed");
+  ASSERT_TRUE(get_embed);
+  EXPECT_EQ(get_embed->status, 405);
+  EXPECT_EQ(get_embed->get_header_value("Allow"), "POST");
+  EXPECT_EQ(json::parse(get_embed->body)["error"]["code"], "method_not_allowed");
+  auto post_health = cl.Post("/health", "{}", "application/json");
+  ASSERT_TRUE(post_health);
+  EXPECT_EQ(post_health->status, 405);
+  EXPECT_EQ(post_health->get_header_value("Allow"), "GET");
   auto get404 = cl.Get("/v2/whatever");
   ASSERT_TRUE(get404);
   EXPECT_EQ(get404->status, 404);
@@ -302,10 +321,16 @@ TEST_F(ServerTest, PayloadLimitIsHonouredExactlyWhateverTheContentType) {  // C2
   ServerOptions o = options_for(plain_);
   o.max_request_bytes = 1 << 20;
   Running r(o);
-  // 100 KiB of JSON as `curl -d` sends it (form-urlencoded) and as JSON: both accepted.
+  // 100 KiB of JSON is accepted; the same bytes as `curl -d` sends them without -H (a form) are
+  // 415 with a message that says what to send, never parsed as something they are not.
   std::string big = R"({"inputs":"hello")" + std::string(100 * 1024, ' ') + "}";
-  EXPECT_EQ(post(r, "/embed", big, "application/x-www-form-urlencoded").first, 200);
   EXPECT_EQ(post(r, "/embed", big, "application/json").first, 200);
+  EXPECT_EQ(post(r, "/embed", big, "application/json; charset=utf-8").first, 200);
+  auto [form_status, form] = post(r, "/embed", big, "application/x-www-form-urlencoded");
+  EXPECT_EQ(form_status, 415);
+  EXPECT_EQ(form["error"]["code"], "unsupported_media_type");
+  EXPECT_THAT(form["error"]["message"].get<std::string>(),
+              HasSubstr("-H 'Content-Type: application/json'"));
   // Exactly the limit: 200; one byte more: 413 with a JSON body.
   std::string exact = R"({"inputs":"hello")";
   exact += std::string((1 << 20) - exact.size() - 1, ' ') + "}";
@@ -450,6 +475,96 @@ TEST_F(ServerTest, IdleKeepAliveConnectionsDoNotStarveNewClients) {
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 200);
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 4s);
+}
+
+// The findings of the bug hunt against the old thread-per-connection layer (docs/serving.md
+// "HTTP layer"), end to end: each HTTP-level refusal has the error table's body and code.
+TEST_F(ServerTest, MalformedHttpGetsTheErrorTablesBodiesAtOnce) {
+  Running r(options_for(plain_));
+  struct Case {
+    const char* what;
+    std::string bytes;
+    int status;
+    const char* code;
+  };
+  const std::vector<Case> cases = {
+      {"a 100 KB URL", "GET /" + std::string(100000, 'u') + " HTTP/1.1\r\nHost: x\r\n\r\n", 414,
+       "uri_too_long"},
+      {"a 100 KB header", "GET /health HTTP/1.1\r\nX: " + std::string(100000, 'h') + "\r\n\r\n",
+       431, "header_too_large"},
+      {"a garbage request line", "HELLO\r\n\r\n", 400, "bad_request"},
+      {"Content-Length -1", "POST /embed HTTP/1.1\r\nContent-Length: -1\r\n\r\n", 400,
+       "bad_request"},
+      {"a 20-digit Content-Length past 2^64",
+       "POST /embed HTTP/1.1\r\nContent-Length: 99999999999999999999\r\n\r\n", 400, "bad_request"},
+      {"a 20-digit Content-Length within 2^64: too large, said before any body",
+       "POST /embed HTTP/1.1\r\nContent-Length: 12345678901234567890\r\n\r\n", 413,
+       "payload_too_large"},
+      {"two Content-Lengths (request smuggling)",
+       "POST /embed HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: 17\r\n"
+       "Content-Length: 18\r\n\r\n{\"inputs\":\"hi\"} ",
+       400, "bad_request"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    dialtree::testing::Raw raw(r.port());
+    const auto t0 = std::chrono::steady_clock::now();
+    raw.send(c.bytes);
+    const auto reply = raw.read(3000ms);
+    EXPECT_EQ(reply.status, c.status);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 1s);  // no 5 s stall
+    const json body = json::parse(reply.body, nullptr, false);
+    ASSERT_TRUE(body.is_object()) << reply.body;
+    EXPECT_EQ(body["error"]["code"], c.code);
+  }
+  // Three pipelined requests in one write: three answers, in order, on one connection.
+  dialtree::testing::Raw raw(r.port());
+  raw.send(
+      "GET /health HTTP/1.1\r\n\r\nGET /v1/models HTTP/1.1\r\n\r\n"
+      "GET /nope HTTP/1.1\r\n\r\n");
+  EXPECT_EQ(raw.read().status, 200);
+  EXPECT_EQ(raw.read().status, 200);
+  EXPECT_EQ(raw.read().status, 404);
+  EXPECT_EQ(r.client().Get("/health")->status, 200);
+}
+
+TEST_F(ServerTest, ASecondServerOnTheSamePortIsRefused) {
+  Running first(options_for(plain_));
+  ServerOptions o = options_for(intent_);
+  o.port = first.port();
+  Server second(o);
+  try {
+    second.start();
+    FAIL() << "two servers share port " << first.port();
+  } catch (const std::runtime_error& e) {
+    EXPECT_THAT(e.what(), HasSubstr(":" + std::to_string(first.port())));
+    EXPECT_THAT(e.what(), HasSubstr("in use"));
+  }
+}
+
+TEST_F(ServerTest, InputsOfAClientThatLeftAreNotComputed) {
+  ServerOptions o = options_for(plain_);
+  o.max_wait_ms = 1500;  // the inputs wait in the queue for company
+  o.max_batch_requests = 64;
+  Running r(o);
+  {
+    dialtree::testing::Raw raw(r.port());
+    const std::string body = R"({"inputs":["one","two","three"]})";
+    raw.send("POST /embed HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: " +
+             std::to_string(body.size()) + "\r\n\r\n" + body);
+    std::this_thread::sleep_for(200ms);
+  }  // gone while its inputs wait
+  std::string metrics;
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    metrics = r.client().Get("/metrics")->body;
+    if (metrics.find("dialtree_cancelled_inputs_total 3\n") != std::string::npos) break;
+    std::this_thread::sleep_for(50ms);
+  }
+  EXPECT_THAT(metrics, HasSubstr("dialtree_cancelled_inputs_total 3\n"));
+  EXPECT_THAT(metrics, HasSubstr("dialtree_requests_total{route=\"/embed\",status=\"499\"} 1"));
+  // Only the warm-up batch ran.
+  EXPECT_THAT(metrics, HasSubstr("dialtree_batch_size_count 1\n"));
 }
 
 TEST_F(ServerTest, BadOptionsAndABadBundleAreClearErrors) {
