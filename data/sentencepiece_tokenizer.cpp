@@ -234,6 +234,28 @@ std::vector<std::int32_t> SentencePieceTokenizer::encode(std::string_view text) 
   return ids;
 }
 
+std::vector<TokenSpan> SentencePieceTokenizer::encode_with_offsets(std::string_view text) const {
+  check_utf8(text);
+  sentencepiece::ImmutableSentencePieceText spt;
+  const auto status = sp_->Encode(text, spt.mutable_proto());
+  if (!status.ok()) throw TokenizerError("SentencePiece encode failed: " + status.ToString());
+  std::vector<TokenSpan> out;
+  out.reserve(spt.pieces_size());
+  // begin/end are byte offsets into the original input (SentencePiece's "surface"). A word-start
+  // piece's surface includes the whitespace before the word; like Hugging Face's offsets, ours
+  // start at the word.
+  for (const auto& piece : spt.pieces()) {
+    std::size_t begin = piece.begin();
+    const std::size_t end = piece.end();
+    while (begin < end && (text[begin] == ' ' || text[begin] == '\t' || text[begin] == '\n' ||
+                           text[begin] == '\r')) {
+      ++begin;
+    }
+    out.push_back({static_cast<std::int32_t>(piece.id()), begin, end});
+  }
+  return out;
+}
+
 std::vector<std::string> SentencePieceTokenizer::tokenize(std::string_view text) const {
   check_utf8(text);
   std::vector<std::string> pieces;

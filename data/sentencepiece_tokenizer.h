@@ -57,6 +57,7 @@ class SentencePieceTokenizer : public Tokenizer {
 
   /// Piece ids of `text` (no special token added). @throws TokenizerError on invalid UTF-8
   ///   (naming the byte offset) or a SentencePiece failure.
+  std::vector<TokenSpan> encode_with_offsets(std::string_view text) const override;
   std::vector<std::int32_t> encode(std::string_view text) const override;
   /// Pieces of `text` ("▁"-prefixed word starts). @throws TokenizerError as encode().
   std::vector<std::string> tokenize(std::string_view text) const override;

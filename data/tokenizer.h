@@ -2,6 +2,7 @@
 // the special tokens that dialog serialisation needs (docs/method.md §1.4).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -24,6 +25,17 @@ struct SpecialTokens {
   std::int32_t eos_r = 8;   ///< closes a system utterance
 };
 
+/// One sub-word of Tokenizer::encode_with_offsets(): its id and the bytes [begin, end) of the
+/// input it was made from (UTF-8 byte offsets into the original text, before any lower-casing
+/// or accent stripping). A WordPiece [UNK] covers its whole word; a SentencePiece word-start
+/// piece starts at its word, not at the whitespace before it (a piece of whitespace alone has
+/// begin == end).
+struct TokenSpan {
+  std::int32_t id = 0;
+  std::size_t begin = 0;
+  std::size_t end = 0;
+};
+
 /// A text <-> id mapping. Implementations are immutable after construction and safe to use
 /// from several threads at once.
 class Tokenizer {
@@ -33,6 +45,9 @@ class Tokenizer {
   /// Sub-word ids of `text`, without any special token. `text` must be valid UTF-8.
   /// @throws TokenizerError on invalid UTF-8.
   virtual std::vector<std::int32_t> encode(std::string_view text) const = 0;
+  /// encode() with the input bytes each id covers (the offsets of `/tokenize`). The ids are
+  /// those of encode(text). @throws TokenizerError on invalid UTF-8.
+  virtual std::vector<TokenSpan> encode_with_offsets(std::string_view text) const = 0;
   /// Sub-word strings of `text` (same segmentation as encode()).
   virtual std::vector<std::string> tokenize(std::string_view text) const = 0;
   /// Text of `ids`. @throws TokenizerError naming the id if any is outside [0, vocab_size()).

@@ -231,57 +231,95 @@ WordPieceTokenizer::WordPieceTokenizer(const std::string& vocab_path, WordPieceO
   }
 }
 
-std::vector<std::string> WordPieceTokenizer::basic_tokenize(std::string_view text) const {
-  require_utf8(text, "WordPiece basic_tokenize");
-  // 1. Clean: drop NUL, U+FFFD and control characters; whitespace -> ' '. 2. Isolate CJK.
-  std::u32string cleaned;
-  cleaned.reserve(text.size());
-  for (char32_t c : utf8::decode(text)) {
+namespace {
+
+// One word of BasicTokenizer with, for each of its characters, the input bytes it came from.
+struct AlignedWord {
+  std::u32string text;
+  std::vector<std::size_t> begin, end;
+
+  void push(char32_t c, std::size_t b, std::size_t e) {
+    text += c;
+    begin.push_back(b);
+    end.push_back(e);
+  }
+};
+
+// BERT's BasicTokenizer (docs/dialoglue.md §8) with the input span of every output character:
+// 1. clean (drop NUL, U+FFFD and control characters; whitespace -> ' '), 2. isolate CJK,
+// 3. whitespace split (Python str.split), 4. lower-case + NFD + drop Mn (uncased) or NFC (cased),
+// 5. punctuation split. NFD is applied per lower-cased character (the marks it could reorder are
+// the Mn marks dropped next); NFC, which may join characters, per word, and a word it shortens
+// maps each character to the whole word.
+std::vector<AlignedWord> aligned_words(std::string_view text, bool lower_case) {
+  const std::u32string chars = utf8::decode(text);
+  const std::vector<std::size_t> offs = utf8::codepoint_offsets(text);
+  AlignedWord cleaned;
+  for (std::size_t i = 0; i < chars.size(); ++i) {
+    const char32_t c = chars[i];
     if (c == 0 || c == 0xFFFD || is_control(c)) continue;
     if (is_bert_whitespace(c)) {
-      cleaned += U' ';
+      cleaned.push(U' ', offs[i], offs[i + 1]);
     } else if (is_cjk(c)) {
-      cleaned += U' ';
-      cleaned += c;
-      cleaned += U' ';
+      cleaned.push(U' ', offs[i], offs[i]);
+      cleaned.push(c, offs[i], offs[i + 1]);
+      cleaned.push(U' ', offs[i + 1], offs[i + 1]);
     } else {
-      cleaned += c;
+      cleaned.push(c, offs[i], offs[i + 1]);
     }
   }
-  // Newer BertTokenizers NFC-normalise here; with lower-casing the NFD below makes it moot.
-  if (!options_.lower_case) cleaned = nfc(cleaned);
-
-  // 3. Whitespace split (Python str.split), 4. lower + NFD + drop Mn, 5. punctuation split.
-  std::vector<std::string> out;
-  std::u32string run;
+  std::vector<AlignedWord> out;
+  AlignedWord run;
   const auto flush = [&] {
-    if (!run.empty()) out.push_back(utf8::encode(run));
-    run.clear();
+    if (!run.text.empty()) out.push_back(std::move(run));
+    run = AlignedWord{};
   };
   std::size_t i = 0;
-  while (i < cleaned.size()) {
-    while (i < cleaned.size() && is_python_space(cleaned[i])) ++i;
+  const std::u32string& cl = cleaned.text;
+  while (i < cl.size()) {
+    while (i < cl.size() && is_python_space(cl[i])) ++i;
     std::size_t j = i;
-    while (j < cleaned.size() && !is_python_space(cleaned[j])) ++j;
+    while (j < cl.size() && !is_python_space(cl[j])) ++j;
     if (j == i) break;
-    std::u32string token = cleaned.substr(i, j - i);
-    i = j;
-    if (options_.lower_case) {
-      std::u32string stripped;
-      for (char32_t c : nfd(python_lower(token))) {
-        if (category(c) != UTF8PROC_CATEGORY_MN) stripped += c;
+    AlignedWord token;
+    const std::u32string raw = cl.substr(i, j - i);
+    if (lower_case) {
+      // python_lower maps one character to one, except U+0130 (to two).
+      const std::u32string lowered = python_lower(raw);
+      std::size_t k = 0;
+      for (std::size_t src = i; src < j; ++src) {
+        const std::size_t count = cl[src] == 0x0130 ? 2 : 1;
+        for (std::size_t m = 0; m < count; ++m, ++k) {
+          const char32_t c = lowered[k];
+          if (c < 0x80) {  // ASCII: NFD is the identity and nothing is a mark
+            token.push(c, cleaned.begin[src], cleaned.end[src]);
+            continue;
+          }
+          for (char32_t d : nfd(std::u32string(1, c))) {
+            if (category(d) != UTF8PROC_CATEGORY_MN) {
+              token.push(d, cleaned.begin[src], cleaned.end[src]);
+            }
+          }
+        }
       }
-      token = std::move(stripped);
+    } else {
+      const std::u32string composed = nfc(raw);
+      for (std::size_t k = 0; k < composed.size(); ++k) {
+        const bool same = composed.size() == raw.size();
+        token.push(composed[k], cleaned.begin[same ? i + k : i], cleaned.end[same ? i + k : j - 1]);
+      }
     }
-    for (char32_t c : token) {
+    i = j;
+    for (std::size_t k = 0; k < token.text.size(); ++k) {
+      const char32_t c = token.text[k];
       if (is_punctuation(c)) {
         flush();
-        run += c;
+        run.push(c, token.begin[k], token.end[k]);
         flush();
       } else if (is_python_space(c)) {
         flush();
       } else {
-        run += c;
+        run.push(c, token.begin[k], token.end[k]);
       }
     }
     flush();
@@ -289,12 +327,33 @@ std::vector<std::string> WordPieceTokenizer::basic_tokenize(std::string_view tex
   return out;
 }
 
+}  // namespace
+
+std::vector<std::string> WordPieceTokenizer::basic_tokenize(std::string_view text) const {
+  require_utf8(text, "WordPiece basic_tokenize");
+  std::vector<std::string> out;
+  for (const AlignedWord& w : aligned_words(text, options_.lower_case)) {
+    out.push_back(utf8::encode(w.text));
+  }
+  return out;
+}
+
 std::vector<std::string> WordPieceTokenizer::wordpiece(std::string_view word) const {
+  return wordpiece_ranges(word, nullptr);
+}
+
+std::vector<std::string> WordPieceTokenizer::wordpiece_ranges(
+    std::string_view word, std::vector<std::pair<std::size_t, std::size_t>>* ranges) const {
   require_utf8(word, "WordPiece wordpiece");
   const std::vector<std::size_t> offs = utf8::codepoint_offsets(word);
   const std::size_t n = offs.size() - 1;
+  if (ranges) ranges->clear();
   if (n == 0) return {};
-  if (n > options_.max_input_chars_per_word) return {options_.unk_token};
+  const auto unk = [&] {
+    if (ranges) *ranges = {{0, n}};
+    return std::vector<std::string>{options_.unk_token};
+  };
+  if (n > options_.max_input_chars_per_word) return unk();
   std::vector<std::string> pieces;
   std::size_t start = 0;
   while (start < n) {
@@ -310,8 +369,9 @@ std::vector<std::string> WordPieceTokenizer::wordpiece(std::string_view word) co
       }
       --end;
     }
-    if (!found) return {options_.unk_token};
+    if (!found) return unk();
     pieces.push_back(std::move(candidate));
+    if (ranges) ranges->emplace_back(start, end);
     start = end;
   }
   return pieces;
@@ -329,6 +389,19 @@ std::vector<std::int32_t> WordPieceTokenizer::encode(std::string_view text) cons
   std::vector<std::int32_t> ids;
   for (const std::string& piece : tokenize(text)) ids.push_back(ids_.at(piece));
   return ids;
+}
+
+std::vector<TokenSpan> WordPieceTokenizer::encode_with_offsets(std::string_view text) const {
+  require_utf8(text, "WordPiece encode_with_offsets");
+  std::vector<TokenSpan> out;
+  std::vector<std::pair<std::size_t, std::size_t>> ranges;
+  for (const AlignedWord& w : aligned_words(text, options_.lower_case)) {
+    const std::vector<std::string> pieces = wordpiece_ranges(utf8::encode(w.text), &ranges);
+    for (std::size_t p = 0; p < pieces.size(); ++p) {
+      out.push_back({ids_.at(pieces[p]), w.begin[ranges[p].first], w.end[ranges[p].second - 1]});
+    }
+  }
+  return out;
 }
 
 std::string WordPieceTokenizer::decode(const std::vector<std::int32_t>& ids) const {

@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "data/tokenizer.h"
@@ -34,6 +35,9 @@ class WordPieceTokenizer : public Tokenizer {
   std::vector<std::string> wordpiece(std::string_view word) const;
 
   std::vector<std::int32_t> encode(std::string_view text) const override;
+  /// Each piece covers the input characters of the normalised characters it was made of (an
+  /// accented letter covers its whole UTF-8 sequence; [UNK] covers its whole word).
+  std::vector<TokenSpan> encode_with_offsets(std::string_view text) const override;
   std::vector<std::string> tokenize(std::string_view text) const override;
   /// Joins tokens with spaces and removes " ##" (HF `convert_tokens_to_string`).
   std::string decode(const std::vector<std::int32_t>& ids) const override;
@@ -46,6 +50,10 @@ class WordPieceTokenizer : public Tokenizer {
   const std::string& vocab_path() const { return vocab_path_; }
 
  private:
+  /// wordpiece(), also giving each piece's range [first, last) of the word's characters.
+  std::vector<std::string> wordpiece_ranges(
+      std::string_view word, std::vector<std::pair<std::size_t, std::size_t>>* ranges) const;
+
   std::string vocab_path_;
   WordPieceOptions options_;
   std::vector<std::string> vocab_;

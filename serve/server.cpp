@@ -20,6 +20,7 @@
 #include "common/check.h"
 #include "common/strict_yaml.h"
 #include "common/text_distance.h"
+#include "common/utf8.h"
 #include "serve/api.h"
 #include "serve/batcher.h"
 #include "serve/embedder.h"
@@ -127,6 +128,61 @@ bool json_content_type(const std::string* type) {
   t = ascii_lower(t);
   return t == "application/json" ||
          (t.rfind("application/", 0) == 0 && t.size() > 17 && t.substr(t.size() - 5) == "+json");
+}
+
+/// Where each token of a serialised example came from: the index of its turn in the request
+/// and the characters [start, stop) of that turn's text (Unicode code points, as Python slices
+/// them). Markers and tokens of id inputs have none (-1). The wrapped utterances of `ex` are the
+/// last ones of `input` (older turns are dropped first); each holds its turn's tokens, or a
+/// prefix or suffix of them when truncated.
+struct TokenOrigin {
+  int turn = -1;
+  long long start = -1, stop = -1;
+};
+
+std::vector<TokenOrigin> token_origins(const data::SerializedExample& ex, const Input& input,
+                                       const data::Tokenizer& tok) {
+  const std::size_t n = ex.input_ids.size();
+  std::vector<TokenOrigin> out(n);
+  if (input.token_ids) return out;
+  std::vector<std::pair<std::size_t, std::size_t>> segments;  // [first, last) token of each
+  for (std::size_t j = 0; j < n; ++j) {
+    if (ex.position_ids[j] == 0) segments.push_back({j, j});
+    segments.back().second = j + 1;
+  }
+  const std::size_t turns = input.turns.size();
+  for (std::size_t q = 0; q < segments.size() && segments.size() <= turns; ++q) {
+    const std::size_t turn = turns - segments.size() + q;
+    const auto [first, last] = segments[q];
+    for (std::size_t j = first; j < last; ++j) out[j].turn = static_cast<int>(turn);
+    if (last - first < 2) continue;
+    const std::string& text = input.turns[turn].text;
+    const std::vector<data::TokenSpan> spans = tok.encode_with_offsets(text);
+    const std::size_t kept = last - first - 2;  // without the two markers
+    if (kept > spans.size()) continue;
+    // Which slice of the turn's tokens survived truncation: the head or the tail.
+    const auto matches = [&](std::size_t from) {
+      for (std::size_t k = 0; k < kept; ++k) {
+        if (spans[from + k].id != ex.input_ids[first + 1 + k]) return false;
+      }
+      return true;
+    };
+    std::size_t from = 0;
+    if (!matches(0)) {
+      from = spans.size() - kept;
+      if (!matches(from)) continue;
+    }
+    const std::vector<std::size_t> offs = utf8::codepoint_offsets(text);
+    const auto chars = [&](std::size_t byte) {
+      return static_cast<long long>(std::lower_bound(offs.begin(), offs.end(), byte) -
+                                    offs.begin());
+    };
+    for (std::size_t k = 0; k < kept; ++k) {
+      out[first + 1 + k].start = chars(spans[from + k].begin);
+      out[first + 1 + k].stop = chars(spans[from + k].end);
+    }
+  }
+  return out;
 }
 
 /// What a route needs besides the body: when the request arrived and whether its client left.
@@ -469,7 +525,10 @@ struct Server::Impl {
     const auto examples = prepare(r.inputs, r.truncate, r.truncation_direction, "inputs", &tokens);
     const data::Tokenizer& tok = embedder->tokenizer();
     json out = json::array();
-    for (const auto& ex : examples) {
+    for (std::size_t i = 0; i < examples.size(); ++i) {
+      const data::SerializedExample& ex = examples[i];
+      const std::vector<TokenOrigin> origins = token_origins(ex, r.inputs[i], tok);
+      const auto number_or_null = [](long long v) { return v < 0 ? json(nullptr) : json(v); };
       json row = json::array();
       const std::size_t n = ex.input_ids.size();
       for (std::size_t j = 0; j < n; ++j) {
@@ -479,6 +538,9 @@ struct Server::Impl {
         row.push_back({{"id", ex.input_ids[j]},
                        {"text", tok.id_to_token(ex.input_ids[j])},
                        {"special", special},
+                       {"start", number_or_null(origins[j].start)},
+                       {"stop", number_or_null(origins[j].stop)},
+                       {"turn", number_or_null(origins[j].turn)},
                        {"position_id", ex.position_ids[j]},
                        {"role_id", ex.role_ids[j]},
                        {"turn_id", ex.turn_ids[j]}});

@@ -172,6 +172,29 @@ TEST_F(SentencePieceReal, FirstCorpusSentenceSplitsIntoWordStartPieces) {
   EXPECT_EQ(tok_->decode(tok_->encode(s)), s);
 }
 
+TEST_F(SentencePieceReal, OffsetsCoverEachPiecesInputBytes) {
+  const std::string s = "I am  still waiting, on my card?";
+  const auto spans = tok_->encode_with_offsets(s);
+  const auto pieces = tok_->tokenize(s);
+  ASSERT_EQ(spans.size(), pieces.size());
+  std::vector<std::int32_t> ids;
+  std::string covered;
+  for (std::size_t k = 0; k < spans.size(); ++k) {
+    ids.push_back(spans[k].id);
+    ASSERT_LE(spans[k].begin, spans[k].end);
+    ASSERT_LE(spans[k].end, s.size());
+    if (k > 0) EXPECT_GE(spans[k].begin, spans[k - 1].end);  // in order, no overlap
+    // A word-start piece "▁x" covers "x" of the input (its space is not part of it).
+    std::string bare = pieces[k];
+    if (bare.rfind("\xe2\x96\x81", 0) == 0) bare = bare.substr(3);
+    EXPECT_EQ(s.substr(spans[k].begin, spans[k].end - spans[k].begin), bare) << k;
+  }
+  EXPECT_EQ(ids, tok_->encode(s));
+  EXPECT_EQ(spans.front().begin, 0u);
+  EXPECT_EQ(spans.back().end, s.size());
+  EXPECT_THROW(tok_->encode_with_offsets("caf\xC3"), TokenizerError);
+}
+
 TEST_F(SentencePieceReal, ControlSymbolsInUserTextAreNotSpecialIds) {
   const std::string s = "[CLS] hi [SEP] <sos_u> [MASK] <eos_r> [PAD] [UNK]";
   const auto ids = tok_->encode(s);

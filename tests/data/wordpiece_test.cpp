@@ -1,6 +1,7 @@
 // WordPiece (BERT uncased) known answers on the real bert-base-uncased vocabulary. Expected
 // pieces and ids were cross-checked by hand against a Python re-statement of Hugging Face's
 // BasicTokenizer + WordpieceTokenizer rules (unicodedata, Python 3.11).
+#include <algorithm>
 #include <cstdint>
 #include <exception>
 #include <fstream>
@@ -184,6 +185,67 @@ TEST(WordPiece, TinyVocabSplitsYork) {
 
 void write_file(const std::string& path, const std::string& content) {
   std::ofstream(path, std::ios::binary) << content;
+}
+
+// The input bytes of each piece, as text.substr(begin, end - begin).
+std::vector<std::string> spelled(const Tokenizer& tok, const std::string& text) {
+  std::vector<std::string> out;
+  const auto spans = tok.encode_with_offsets(text);
+  std::vector<std::int32_t> ids;
+  for (const TokenSpan& t : spans) {
+    EXPECT_LE(t.begin, t.end);
+    EXPECT_LE(t.end, text.size());
+    out.push_back(text.substr(t.begin, t.end - t.begin));
+    ids.push_back(t.id);
+  }
+  EXPECT_EQ(ids, tok.encode(text)) << text;  // the same segmentation as encode()
+  return out;
+}
+
+TEST(WordPiece, OffsetsPointAtTheOriginalSpelling) {
+  const auto& tok = bert();
+  EXPECT_EQ(spelled(tok, "Héllo, WORLD!"), (Pieces{"Héllo", ",", "WORLD", "!"}));
+  EXPECT_EQ(spelled(tok, "  unaffable\tcard"), (Pieces{"una", "ffa", "ble", "card"}));
+  EXPECT_EQ(spelled(tok, "İstanbul naïve"), (Pieces{"İstanbul", "naïve"}));
+  EXPECT_EQ(spelled(tok, "我爱ab"), (Pieces{"我", "爱", "ab"}));
+  EXPECT_EQ(spelled(tok, "ｆｕｌｌ x"), (Pieces{"ｆｕｌｌ", "x"}));  // [UNK] covers its word
+  // A control character inside a word is dropped, and covered.
+  EXPECT_EQ(spelled(tok,
+                    "a\x01"
+                    "b"),
+            (Pieces{"a\x01"
+                    "b"}));
+  const auto spans = tok.encode_with_offsets("Héllo");
+  ASSERT_EQ(spans.size(), 1u);
+  EXPECT_EQ(spans[0].id, tok.token_to_id("hello"));
+  EXPECT_EQ(spans[0].begin, 0u);
+  EXPECT_EQ(spans[0].end, 6u);  // é is two bytes
+  EXPECT_TRUE(tok.encode_with_offsets("").empty());
+  EXPECT_THROW(tok.encode_with_offsets("caf\xC3"), TokenizerError);
+}
+
+TEST(WordPiece, OffsetsAgreeWithEncodeOnRealUtterances) {
+  const auto& tok = bert();
+  std::ifstream in(dialtree::testing::shared_data("dialoglue/mlm_all_no_multiwoz.txt"));
+  std::size_t n = 0;
+  for (std::string line; std::getline(in, line) && n < 3000; ++n) {
+    const auto spans = tok.encode_with_offsets(line);
+    std::vector<std::int32_t> ids;
+    for (const TokenSpan& t : spans) {
+      ids.push_back(t.id);
+      ASSERT_LT(t.begin, t.end) << line;
+      // An ASCII piece is its own spelling, lower-cased.
+      const std::string piece = tok.id_to_token(t.id);
+      const std::string bare = piece.rfind("##", 0) == 0 ? piece.substr(2) : piece;
+      std::string src = line.substr(t.begin, t.end - t.begin);
+      std::transform(src.begin(), src.end(), src.begin(), ::tolower);
+      const bool ascii =
+          std::all_of(src.begin(), src.end(), [](char c) { return (c & 0x80) == 0; });
+      if (ascii && piece != "[UNK]") ASSERT_EQ(src, bare) << line;
+    }
+    ASSERT_EQ(ids, tok.encode(line)) << line;
+  }
+  EXPECT_EQ(n, 3000u);
 }
 
 TEST(WordPiece, VocabFileErrors) {

@@ -201,10 +201,31 @@ TEST_F(ServerTest, ClassifyTokenizeInfoModelsHealthMetricsAndTimingHeaders) {
   ASSERT_EQ(st, 200);
   ASSERT_EQ(t[0].size(), 11u);
   EXPECT_EQ(t[0][0], json::parse(R"({"id":7,"text":"[unused2]","special":true,"position_id":0,
-                                    "role_id":0,"turn_id":2})"));
+                                    "role_id":0,"turn_id":2,"start":null,"stop":null,
+                                    "turn":0})"));
   EXPECT_EQ(t[0][9]["text"], "##s");
   EXPECT_EQ(t[0][9]["special"], false);
   EXPECT_EQ(t[0][10]["special"], true);
+  // Character offsets into the token's own turn: "how" is 0..3 of turn 0, "##s" 7..8 of turn 1.
+  EXPECT_EQ(t[0][1]["start"], 0);
+  EXPECT_EQ(t[0][1]["stop"], 3);
+  EXPECT_EQ(t[0][1]["turn"], 0);
+  EXPECT_EQ(t[0][9]["start"], 7);
+  EXPECT_EQ(t[0][9]["stop"], 8);
+  EXPECT_EQ(t[0][9]["turn"], 1);
+  // Offsets count characters, not bytes: "ä" is one character of two bytes.
+  auto [st3, t3] = post(r, "/tokenize", R"({"inputs":"my c\u00e4rds","add_special_tokens":false})");
+  ASSERT_EQ(st3, 200);
+  ASSERT_EQ(t3[0].size(), 3u);
+  EXPECT_EQ(t3[0][1]["text"], "card");
+  EXPECT_EQ(t3[0][1]["start"], 3);
+  EXPECT_EQ(t3[0][1]["stop"], 7);
+  EXPECT_EQ(t3[0][2]["start"], 7);
+  EXPECT_EQ(t3[0][2]["stop"], 8);
+  // Token-id inputs have no text to point into.
+  auto [st4, t4] = post(r, "/tokenize", R"({"inputs":[11, 12],"add_special_tokens":false})");
+  ASSERT_EQ(st4, 200);
+  EXPECT_TRUE(t4[0][0]["start"].is_null());
   auto [st2, t2] = post(r, "/tokenize", R"({"inputs":"my cards","add_special_tokens":false})");
   ASSERT_EQ(st2, 200);
   ASSERT_EQ(t2[0].size(), 3u);
@@ -249,7 +270,7 @@ TEST_F(ServerTest, ClassifyTokenizeInfoModelsHealthMetricsAndTimingHeaders) {
   EXPECT_THAT(metrics->body,
               HasSubstr("dialtree_requests_total{route=\"/classify\",status=\"200\"} 1\n"));
   EXPECT_THAT(metrics->body,
-              HasSubstr("dialtree_requests_total{route=\"/tokenize\",status=\"200\"} 2\n"));
+              HasSubstr("dialtree_requests_total{route=\"/tokenize\",status=\"200\"} 4\n"));
   EXPECT_THAT(metrics->body, HasSubstr("dialtree_batch_size_count"));
 }
 
