@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""The fine-tuned table of docs/results.md from `dialtree eval dialoglue` results.
+
+Reads ROOT/<row>/<sub>/<task>-s<seed>/results.json (one task and seed per run, as the job queue
+of docs/results.md "How to reproduce" writes them) and prints one Markdown row per pretraining
+row: test accuracy per task as mean ± sample std over the seeds found, the seeds in brackets,
+and the TF-IDF baseline from bench/reference/tfidf_baseline.py's JSON in the same table.
+
+usage: scripts/fewshot-table.py [--root runs/fewshot] [--sub lr3e-4] [--tfidf runs/tfidf.json]
+                                [--rows a,f,s,h]
+"""
+import argparse
+import json
+import math
+import pathlib
+import re
+import sys
+
+TASKS = ["banking", "clinc", "hwu"]
+NAMES = {
+    "a": "(a) no pretraining",
+    "f": "(f) language stage (MLM only)",
+    "s": "(s) language stage + SPACE-2 stage 1",
+    "h": "(h) language + SPACE-2 + intent stage (main job)",
+}
+
+
+def cell(scores):
+    if not scores:
+        return "–"
+    mean = sum(scores) / len(scores)
+    if len(scores) == 1:
+        return f"{mean:.2f} (1)"
+    std = math.sqrt(sum((s - mean) ** 2 for s in scores) / (len(scores) - 1))
+    return f"{mean:.2f} ± {std:.2f} ({len(scores)})"
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--root", default="runs/fewshot")
+    p.add_argument("--sub", default="lr3e-4")
+    p.add_argument("--tfidf", default="runs/tfidf.json")
+    p.add_argument("--rows", default="a,f,s,h")
+    a = p.parse_args()
+    root = pathlib.Path(a.root)
+    print("| row | " + " | ".join(TASKS) + " |")
+    print("|---|" + "---|" * len(TASKS))
+    tfidf = pathlib.Path(a.tfidf)
+    if tfidf.is_file():  # a list of results, one per feature set
+        for r in json.loads(tfidf.read_text()):
+            vals = [f"{r['tasks'][t]['mean']:.2f}" if t in r["tasks"] else "–" for t in TASKS]
+            print(f"| TF-IDF {r['model']} + LR | " + " | ".join(vals) + " |")
+    for row in a.rows.split(","):
+        scores = {task: [] for task in TASKS}
+        for res in sorted((root / row / a.sub).glob("*-s*/results.json")):
+            m = re.fullmatch(r"(\w+)-s(\d+)", res.parent.name)
+            if not m or m.group(1) not in scores:
+                continue
+            r = json.loads(res.read_text())
+            for run in r["tasks"][m.group(1)]["runs"]:
+                scores[m.group(1)].append(run["test"])
+        print(f"| {NAMES.get(row, row)} | " + " | ".join(cell(scores[t]) for t in TASKS) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
