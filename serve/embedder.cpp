@@ -71,7 +71,20 @@ data::SerializedExample Embedder::prepare(const Input& input, bool truncate,
     history.push_back(std::move(u));
   } else {
     history.reserve(input.turns.size());
-    for (const Turn& t : input.turns) history.push_back({t.role, tok.encode(t.text)});
+    for (std::size_t i = 0; i < input.turns.size(); ++i) {
+      const Turn& t = input.turns[i];
+      history.push_back({t.role, tok.encode(t.text)});
+      // Whitespace alone encodes to nothing: refused like an empty string (docs/failure-cases.md
+      // C19), not embedded as the constant vector of two role markers.
+      if (history.back().ids.empty()) {
+        throw ApiError(
+            ErrorKind::kEmptyInput,
+            param + ": " +
+                (input.turns.size() == 1 ? std::string("the text") : "turn " + std::to_string(i)) +
+                " has no tokens (it is empty or whitespace only)",
+            param);
+      }
+    }
   }
 
   const std::size_t keep = limits_.max_utterance_length;

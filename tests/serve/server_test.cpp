@@ -291,6 +291,9 @@ TEST_F(ServerTest, TheErrorTableEndToEnd) {
       {"/embed", "{\"inputs\":\"caf\xC3\"}", 400, "invalid_utf8"},  // C25
       {"/embed", R"({"inputs":[]})", 400, "empty_input"},           // C19, not 413
       {"/v1/embeddings", R"({"input":""})", 400, "empty_input"},
+      {"/embed", "{\"inputs\":\" \\t\\n \"}", 400, "empty_input"},  // whitespace alone
+      {"/embed", R"({"inputs":{"turns":[{"role":"user","text":"hi"},{"role":"user","text":" "}]}})",
+       400, "empty_input"},
       {"/embed", R"({"inputs":["a","b","c","d","e"]})", 413, "too_many_inputs"},
       {"/embed", R"({"inputs":"hello i lost my card where is the bank","truncate":false})", 413,
        "input_too_long"},
@@ -306,6 +309,10 @@ TEST_F(ServerTest, TheErrorTableEndToEnd) {
     EXPECT_EQ(body["error"]["code"], c.code) << c.body << " -> " << body.dump();
     EXPECT_TRUE(body["error"]["message"].is_string()) << c.body;
   }
+  auto [ws, wb] = post(r, "/embed", R"({"inputs":["hello", "   "]})");
+  EXPECT_EQ(ws, 400);
+  EXPECT_EQ(wb["error"]["param"], "inputs[1]");
+  EXPECT_THAT(wb["error"]["message"].get<std::string>(), HasSubstr("whitespace only"));
   auto [s, b] = post(r, "/embed", R"({"inputs":["a", 3]})");
   EXPECT_EQ(s, 422);
   EXPECT_EQ(b["error"]["param"], "inputs[1]");
