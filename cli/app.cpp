@@ -27,6 +27,31 @@ int report(const std::exception& e, int status) {
   return status;
 }
 
+// The option a value error is about when the value came from its environment twin (the flag
+// is not on the command line, the variable is set): CLI11's own message names only the flag,
+// so a user who never typed it cannot see where the value came from. nullptr otherwise.
+const CLI::Option* env_source_of(const CLI::App& app, const CLI::ParseError& e, int argc,
+                                 char** argv) {
+  const std::string what = e.what();
+  for (const CLI::App* cmd : app.get_subcommands()) {
+    for (const CLI::Option* opt : cmd->get_options()) {
+      const std::string& env = opt->get_envname();
+      const std::string flag = opt->get_name();  // "--port"
+      if (env.empty() || std::getenv(env.c_str()) == nullptr ||
+          what.find(flag) == std::string::npos) {
+        continue;
+      }
+      bool on_command_line = false;
+      for (int i = 1; i < argc; ++i) {
+        const std::string arg = argv[i];
+        on_command_line = on_command_line || arg == flag || arg.rfind(flag + "=", 0) == 0;
+      }
+      if (!on_command_line) return opt;
+    }
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 int run_cli(CLI::App& app, int argc, char** argv, const std::function<void()>& before_parse) {
@@ -37,6 +62,12 @@ int run_cli(CLI::App& app, int argc, char** argv, const std::function<void()>& b
     if (before_parse) before_parse();
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    if (const CLI::Option* opt = env_source_of(app, e, argc, argv)) {
+      const std::string& env = opt->get_envname();
+      std::fprintf(stderr, "error: %s=%s (the environment twin of %s): %s\n", env.c_str(),
+                   std::getenv(env.c_str()), opt->get_name().c_str(), e.what());
+      return 2;
+    }
     // --help and --version come here with status 0 (app.exit prints them); every other
     // parse or usage error is bad usage: status 2 after CLI11's message.
     const int status = app.exit(e);

@@ -151,6 +151,12 @@ TEST_F(ServeCli, BadFlagsAndBadInputLinesExitWithStatus2) {
   r = run({"serve", "--model", bundle_, "--num-threads", "100000"}, cwd);  // C27
   EXPECT_EQ(r.status, 2);
   EXPECT_THAT(r.err, HasSubstr("--num-threads"));
+  // A bad value from an environment twin names the variable, not only the flag.
+  ::setenv("DIALTREE_PORT", "abc", 1);
+  r = run({"serve", "--model", bundle_}, cwd);
+  ::unsetenv("DIALTREE_PORT");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("DIALTREE_PORT=abc (the environment twin of --port)"));
   r = run({"serve", "--model", bundle_, "--max-input-length", "20000"}, cwd);
   EXPECT_EQ(r.status, 2);
   EXPECT_THAT(r.err, HasSubstr("--max-batch-tokens"));
