@@ -67,37 +67,9 @@ void register_serve(CLI::App& app) {
   auto o = std::make_shared<serve::ServerOptions>();
   CLI::App* cmd = app.add_subcommand(
       "serve", "Serve embeddings, intents and tokens over HTTP (OpenAI / TEI compatible)");
-  flag(cmd, "model", o->model_dir, "Model bundle folder (e.g. runs/pretrain-small/final)")
-      ->required();
-  flag(cmd, "served-model-name", o->served_model_name,
-       "Name echoed as the OpenAI `model` (default: the bundle folder's name)");
-  flag(cmd, "host", o->host, "Address to bind (0.0.0.0 exposes the server to the network)");
-  flag(cmd, "port", o->port, "TCP port; 0 picks a free one (logged at start)");
-  flag(cmd, "api-key", o->api_key, "Require 'Authorization: Bearer KEY' (except on /health)");
-  flag(cmd, "max-concurrent-requests", o->max_concurrent_requests,
-       "Requests in flight before new ones get 429");
-  flag(cmd, "max-batch-tokens", o->max_batch_tokens,
-       "Padded tokens (longest input x inputs) per forward pass");
-  flag(cmd, "max-batch-requests", o->max_batch_requests, "Inputs per forward pass");
-  flag(cmd, "max-client-batch-size", o->max_client_batch_size,
-       "Inputs per HTTP request (413 beyond)");
-  flag(cmd, "max-wait-ms", o->max_wait_ms, "How long an input waits for others to share a batch");
-  flag(cmd, "max-input-length", o->max_input_length,
-       "Tokens per serialised input, role markers included (413 beyond unless truncating)");
-  flag(cmd, "max-request-bytes", o->max_request_bytes, "Request body limit in bytes (413 beyond)");
-  flag(cmd, "auto-truncate", o->auto_truncate,
-       "Truncate over-long inputs when a request does not say (true/false)");
-  flag(cmd, "http-threads", o->http_threads,
-       "Threads running whole requests (open connections cost no thread)");
-  flag(cmd, "max-connections", o->max_connections,
-       "Open connections; one more is answered 503 and closed");
-  flag(cmd, "keep-alive-timeout", o->keep_alive_timeout_s,
-       "Seconds an idle keep-alive connection is kept open");
-  flag(cmd, "request-timeout", o->request_timeout_s,
-       "Seconds a request's headers and body may take to arrive, in total (408 beyond)");
-  flag(cmd, "num-threads", o->num_threads,
-       "LibTorch threads of the inference worker, in [1, CPUs] (0 = DIALTREE_NUM_THREADS or all "
-       "CPUs)");
+  serve::ServerOptions::visit(
+      *o, [cmd](const char* name, auto& value, const char* help) { flag(cmd, name, value, help); });
+  cmd->get_option("--model")->required();
   cmd->callback([o] {
     log_to_stderr(/*timestamps=*/true);
     o->validate();

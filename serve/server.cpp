@@ -240,24 +240,14 @@ void ServerOptions::validate() const {
 }
 
 json ServerOptions::to_json() const {
-  return json{{"model", model_dir},
-              {"served_model_name", served_model_name},
-              {"host", host},
-              {"port", port},
-              {"api_key", api_key.empty() ? "" : "***"},
-              {"max_concurrent_requests", max_concurrent_requests},
-              {"max_batch_tokens", max_batch_tokens},
-              {"max_batch_requests", max_batch_requests},
-              {"max_client_batch_size", max_client_batch_size},
-              {"max_wait_ms", max_wait_ms},
-              {"max_input_length", max_input_length},
-              {"max_request_bytes", max_request_bytes},
-              {"auto_truncate", auto_truncate},
-              {"http_threads", http_threads},
-              {"max_connections", max_connections},
-              {"keep_alive_timeout", keep_alive_timeout_s},
-              {"request_timeout", request_timeout_s},
-              {"num_threads", num_threads}};
+  json j = json::object();
+  visit(*this, [&j](const char* flag, const auto& value, const char*) {
+    std::string key(flag);
+    std::replace(key.begin(), key.end(), '-', '_');
+    j[key] = value;
+  });
+  if (!api_key.empty()) j["api_key"] = "***";
+  return j;
 }
 
 std::string malloc_implementation() {

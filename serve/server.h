@@ -34,12 +34,49 @@ struct ServerOptions {
   int request_timeout_s = 30;                 ///< headers + body of one request, in total (408)
   int num_threads = 0;                        ///< LibTorch intra-op threads; 0 = leave as is
 
+  /// Calls `v(flag, member, help)` for every setting, in `dialtree serve --help` order: the one
+  /// list behind the flags, their DIALTREE_* environment twins (cli/serve_cmd.cpp) and
+  /// to_json() (keys: the flag with '_' for '-'). `Self` is ServerOptions or a const one.
+  template <class Self, class Visitor>
+  static void visit(Self& o, Visitor&& v) {
+    v("model", o.model_dir, "Model bundle folder (e.g. runs/pretrain-small/final)");
+    v("served-model-name", o.served_model_name,
+      "Name echoed as the OpenAI `model` (default: the bundle folder's name)");
+    v("host", o.host, "Address to bind (0.0.0.0 exposes the server to the network)");
+    v("port", o.port, "TCP port; 0 picks a free one (logged at start)");
+    v("api-key", o.api_key, "Require 'Authorization: Bearer KEY' (except on /health)");
+    v("max-concurrent-requests", o.max_concurrent_requests,
+      "Requests in flight before new ones get 429");
+    v("max-batch-tokens", o.max_batch_tokens,
+      "Padded tokens (longest input x inputs) per forward pass");
+    v("max-batch-requests", o.max_batch_requests, "Inputs per forward pass");
+    v("max-client-batch-size", o.max_client_batch_size, "Inputs per HTTP request (413 beyond)");
+    v("max-wait-ms", o.max_wait_ms, "How long an input waits for others to share a batch");
+    v("max-input-length", o.max_input_length,
+      "Tokens per serialised input, role markers included (413 beyond unless truncating)");
+    v("max-request-bytes", o.max_request_bytes, "Request body limit in bytes (413 beyond)");
+    v("auto-truncate", o.auto_truncate,
+      "Truncate over-long inputs when a request does not say (true/false)");
+    v("http-threads", o.http_threads,
+      "Threads running whole requests (open connections cost no thread)");
+    v("max-connections", o.max_connections,
+      "Open connections; one more is answered 503 and closed");
+    v("keep-alive-timeout", o.keep_alive_timeout_s,
+      "Seconds an idle keep-alive connection is kept open");
+    v("request-timeout", o.request_timeout_s,
+      "Seconds a request's headers and body may take to arrive, in total (408 beyond)");
+    v("num-threads", o.num_threads,
+      "LibTorch threads of the inference worker, in [1, CPUs] (0 = DIALTREE_NUM_THREADS or all "
+      "CPUs)");
+  }
+
   /// Checks ranges (counts >= 1, port 0..65535, max_wait_ms in [0, 10000], threads in
   /// [1, CPUs] when set: docs/failure-cases.md C27) and that max_input_length fits
   /// max_batch_tokens (a single input must fit a batch: TEI's start-up guard).
   /// @throws std::invalid_argument naming the flag.
   void validate() const;
-  /// The effective settings as JSON (api_key shown as "***" when set), logged at start.
+  /// The effective settings as JSON, one key per visit() entry (api_key shown as "***" when
+  /// set), logged at start.
   nlohmann::json to_json() const;
 };
 
