@@ -41,6 +41,9 @@ def main():
     p.add_argument("--sub", default="lr3e-4")
     p.add_argument("--tfidf", default="runs/tfidf.json")
     p.add_argument("--rows", default="a,f,s,h")
+    p.add_argument("--write", default="",
+                   help="also write DIR/<row>/results.json: each row's tasks and seeds merged "
+                        "into one results file, for `dialtree plot`")
     a = p.parse_args()
     root = pathlib.Path(a.root)
     print("| row | " + " | ".join(TASKS) + " |")
@@ -52,14 +55,31 @@ def main():
             print(f"| TF-IDF {r['model']} + LR | " + " | ".join(vals) + " |")
     for row in a.rows.split(","):
         scores = {task: [] for task in TASKS}
+        merged = None
         for res in sorted((root / row / a.sub).glob("*-s*/results.json")):
             m = re.fullmatch(r"(\w+)-s(\d+)", res.parent.name)
             if not m or m.group(1) not in scores:
                 continue
             r = json.loads(res.read_text())
-            for run in r["tasks"][m.group(1)]["runs"]:
+            task = r["tasks"][m.group(1)]
+            for run in task["runs"]:
                 scores[m.group(1)].append(run["test"])
+            if merged is None:
+                merged = dict(r, tasks={}, seeds=[])
+            into = merged["tasks"].setdefault(m.group(1), dict(task, runs=[]))
+            into["runs"] += task["runs"]
+            tests = [x["test"] for x in into["runs"]]
+            into["mean"] = sum(tests) / len(tests)
+            into["std"] = (math.sqrt(sum((x - into["mean"]) ** 2 for x in tests) / (len(tests) - 1))
+                           if len(tests) > 1 else 0.0)
+            vals = [x["val"] for x in into["runs"]]
+            into["val_mean"] = sum(vals) / len(vals)
+            merged["seeds"] = sorted(set(merged["seeds"]) | {x["seed"] for x in task["runs"]})
         print(f"| {NAMES.get(row, row)} | " + " | ".join(cell(scores[t]) for t in TASKS) + " |")
+        if a.write and merged is not None:
+            out = pathlib.Path(a.write) / row
+            out.mkdir(parents=True, exist_ok=True)
+            (out / "results.json").write_text(json.dumps(merged, indent=2) + "\n")
     return 0
 
 
