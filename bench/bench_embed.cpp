@@ -16,7 +16,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
-#include <numeric>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -103,31 +102,10 @@ std::size_t embed_pass(const dialtree::serve::Embedder& embedder,
   for (const auto& in : inputs) {
     examples.push_back(embedder.prepare(in, true, TruncationDirection::kRight, "input"));
   }
-  std::vector<std::size_t> order(examples.size());
-  std::iota(order.begin(), order.end(), std::size_t{0});
-  if (o.order == "longest") {
-    std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
-      return examples[x].input_ids.size() > examples[y].input_ids.size();
-    });
-  }
-  std::vector<std::vector<float>> vectors(examples.size());
-  std::size_t start = 0, padded = 0;
-  while (start < order.size()) {
-    std::vector<const dialtree::data::SerializedExample*> batch;
-    std::size_t longest = 0, end = start;
-    while (end < order.size() && batch.size() < o.batch_size) {
-      const std::size_t len = std::max(longest, examples[order[end]].input_ids.size());
-      if (!batch.empty() && len * (batch.size() + 1) > o.max_batch_tokens) break;
-      longest = len;
-      batch.push_back(&examples[order[end++]]);
-    }
-    padded += longest * batch.size();
-    auto out = embedder.forward(batch, false);
-    for (std::size_t i = start; i < end; ++i) {
-      vectors[order[i]] =
-          dialtree::serve::finish_embedding(std::move(out.pooled[i - start]), std::nullopt, true);
-    }
-    start = end;
+  std::size_t padded = 0;
+  for (auto& v : dialtree::serve::embed_batched(
+           embedder, examples, {o.batch_size, o.max_batch_tokens, o.order == "longest"}, &padded)) {
+    v = dialtree::serve::finish_embedding(std::move(v), std::nullopt, true);
   }
   return padded;
 }

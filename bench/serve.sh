@@ -7,10 +7,13 @@
 #      the vectors are compared (max abs difference);
 #   2. `dialtree serve` under 1, 8 and 32 keep-alive clients sending single sentences
 #      (bench_serve_load, DURATION s each): requests/s as a fraction of the offline in-process
-#      rate on the same texts (tokenisation included on both sides), p50/p99 latency, mean batch
-#      size from /metrics; once per server thread count in SERVER_THREADS;
-#   3. the server's resident set size after warm-up and after SOAK requests from 32 clients.
-# Takes about 2 min + 1 min per server thread count + SOAK / (32-client requests/s).
+#      rate on the same texts (tokenisation included on both sides, the server's thread count),
+#      measured right before and right after each load run and averaged, so that the ratio is
+#      taken in one window of this shared machine's speed; p50/p99 latency, mean batch size from
+#      /metrics; once per server thread count in SERVER_THREADS;
+#   3. the server's resident set size after warm-up and after SOAK requests from 32 clients, in
+#      ten chunks, with an offline pass after each chunk (the soak's ratio uses their median).
+# Takes about 2 min + 1.5 min per server thread count + SOAK / (32-client requests/s) + 1 min.
 # Builds nothing: build dialtree, bench_embed and bench_serve_load in BUILD_DIR first.
 #   usage: bench/serve.sh   env: BUILD_DIR (build), MODEL (runs/pretrain-small/final),
 #     THREADS (2: LibTorch threads offline, both sides), PASSES (3), ROUNDS (2), DURATION (10),
@@ -119,9 +122,13 @@ start_server() {
   done
   die "the server did not become ready in 60 s (log: $out/server.$1.log)"
 }
+# Offline in-process sentences/s of one timed pass (after a warm-up) with $1 LibTorch threads.
+offline_now() {
+  field sent_s "$("$build/bench/bench_embed" --model "$model" --input "$out/texts.txt" --threads "$1" --passes 1)"
+}
 batches() { curl -s "http://127.0.0.1:$port/metrics" |
   awk '/^dialtree_batch_size_sum/ {s = $2} /^dialtree_batch_size_count/ {c = $2} END {print s, c}'; }
-declare -A res mean_batch
+declare -A res mean_batch off_at
 first=1
 for st in $server_threads; do
   echo "== 2. dialtree serve --num-threads $st --http-threads $http_threads --max-wait-ms $max_wait --max-batch-requests $max_batch"
@@ -133,12 +140,15 @@ for st in $server_threads; do
   rss0=$(rss_mib "$server_pid")
   echo "port $port, RSS after warm-up (3 s, 32 clients): $rss0 MiB"
   for c in 1 8 32; do
+    o0=$(offline_now "$st")
     b0=$(batches)
     res[$st.$c]=$("${load[@]}" --clients "$c" --duration "$duration") || true # errors: in the table
     b1=$(batches)
+    o1=$(offline_now "$st")
+    off_at[$st.$c]=$(awk -v a="$o0" -v b="$o1" 'BEGIN {printf "%.1f", (a + b) / 2}')
     mean_batch[$st.$c]=$(awk -v a="$b0" -v b="$b1" 'BEGIN {split(a, x, " "); split(b, y, " ")
       printf "%.1f", (y[1] - x[1]) / (y[2] - x[2])}')
-    echo "${res[$st.$c]} mean_batch=${mean_batch[$st.$c]}"
+    echo "${res[$st.$c]} mean_batch=${mean_batch[$st.$c]} offline_before=$o0 offline_after=$o1"
   done
   if ((first)); then
     echo "== 3. soak: $soak requests from 32 clients (server --num-threads $st)"
@@ -147,10 +157,13 @@ for st in $server_threads; do
     soak_rss0=$rss0
     rss_series=$rss0
     : >"$out/soak.txt"
-    for ((k = 1; k <= 10; ++k)); do # 10 chunks, RSS after each
+    : >"$out/soak-offline.txt"
+    for ((k = 1; k <= 10; ++k)); do # 10 chunks, RSS and an offline pass after each
       "${load[@]}" --clients 32 --requests $((soak / 10)) >>"$out/soak.txt" || true
       rss_series+=" $(rss_mib "$server_pid")"
+      offline_now "$st" >>"$out/soak-offline.txt"
     done
+    soak_off=$(med <"$out/soak-offline.txt")
     b1=$(batches)
     soak_batch=$(awk -v a="$b0" -v b="$b1" 'BEGIN {split(a, x, " "); split(b, y, " ")
       printf "%.1f", (y[1] - x[1]) / (y[2] - x[2])}')
@@ -162,7 +175,7 @@ for st in $server_threads; do
       END {printf "RESULT requests=%d errors=%d seconds=%.3f rps=%.1f p50_ms=%s p99_ms=%.2f max_ms=%.2f\n",
         n, e, s, n / s, p50, p99, mx}' p50="$(sed -nE 's/.* p50_ms=([^ ]+).*/\1/p' "$out/soak.txt" | med)" \
       "$out/soak.txt")
-    echo "$soak_res mean_batch=$soak_batch"
+    echo "$soak_res mean_batch=$soak_batch offline_median=$soak_off ($(tr '\n' ' ' <"$out/soak-offline.txt"))"
     echo "RSS (MiB) after warm-up, then after each tenth of the soak: $rss_series"
     first=0
   fi
@@ -187,19 +200,19 @@ printf '| max abs difference of the vectors | %s | | |\n' "$(field max_abs_diff 
 printf '| dialtree, text input (tokenisation included): whole process %.2f s; in-process %.0f sentences/s | | | |\n' \
   "$w_text" "$off"
 echo
-echo "| server: /embed, one sentence per request | requests/s | fraction of offline ($off/s) | p50 ms | p99 ms | max ms | mean batch | errors |"
-echo "|---|---|---|---|---|---|---|---|"
+echo "| server: /embed, one sentence per request | requests/s | offline sentences/s, same threads, around the run | server / offline | p50 ms | p99 ms | max ms | mean batch | errors |"
+echo "|---|---|---|---|---|---|---|---|---|"
 for st in $server_threads; do
   for c in 1 8 32; do
     r=${res[$st.$c]}
-    printf '| --num-threads %s, %d clients, %s s | %.0f | %.2f | %s | %s | %s | %s | %s |\n' "$st" "$c" "$duration" \
-      "$(field rps "$r")" "$(awk -v a="$(field rps "$r")" -v b="$off" 'BEGIN {print a / b}')" "$(field p50_ms "$r")" \
+    printf '| --num-threads %s, %d clients, %s s | %.0f | %.0f | %.2f | %s | %s | %s | %s | %s |\n' "$st" "$c" "$duration" \
+      "$(field rps "$r")" "${off_at[$st.$c]}" "$(awk -v a="$(field rps "$r")" -v b="${off_at[$st.$c]}" 'BEGIN {print a / b}')" "$(field p50_ms "$r")" \
       "$(field p99_ms "$r")" "$(field max_ms "$r")" "${mean_batch[$st.$c]}" "$(field errors "$r")"
   done
 done
-printf '| --num-threads %s, soak: %s requests, 32 clients | %.0f | %.2f | %s | %s | %s | %s | %s |\n' "$soak_threads" \
-  "$(field requests "$soak_res")" "$(field rps "$soak_res")" \
-  "$(awk -v a="$(field rps "$soak_res")" -v b="$off" 'BEGIN {print a / b}')" \
+printf '| --num-threads %s, soak: %s requests, 32 clients | %.0f | %.0f | %.2f | %s | %s | %s | %s | %s |\n' "$soak_threads" \
+  "$(field requests "$soak_res")" "$(field rps "$soak_res")" "$soak_off" \
+  "$(awk -v a="$(field rps "$soak_res")" -v b="$soak_off" 'BEGIN {print a / b}')" \
   "$(field p50_ms "$soak_res")" "$(field p99_ms "$soak_res")" "$(field max_ms "$soak_res")" "$soak_batch" \
   "$(field errors "$soak_res")"
 echo

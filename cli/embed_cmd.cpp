@@ -8,7 +8,6 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
-#include <numeric>
 #include <optional>
 #include <string>
 #include <vector>
@@ -90,29 +89,10 @@ void run_embed(const EmbedArgs& a) {
       throw DataError(name, "line " + std::to_string(i + 1), e.param(), e.what());
     }
   }
-  // Longest first, so each batch pads little; results go back to input order.
-  std::vector<std::size_t> order(examples.size());
-  std::iota(order.begin(), order.end(), std::size_t{0});
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
-    return examples[x].input_ids.size() > examples[y].input_ids.size();
-  });
-  std::vector<std::vector<float>> vectors(examples.size());
-  std::size_t start = 0;
-  while (start < order.size()) {
-    std::vector<const data::SerializedExample*> batch;
-    const std::size_t longest = examples[order[start]].input_ids.size();
-    std::size_t end = start;
-    while (end < order.size() && batch.size() < a.batch_size &&
-           (batch.empty() || longest * (batch.size() + 1) <= a.max_batch_tokens)) {
-      batch.push_back(&examples[order[end++]]);
-    }
-    serve::ForwardOutputs out = embedder.forward(batch, false);
-    for (std::size_t i = start; i < end; ++i) {
-      vectors[order[i]] =
-          serve::finish_embedding(std::move(out.pooled[i - start]), a.dimensions, a.normalize);
-    }
-    start = end;
-  }
+  // Longest first, so each batch pads little; results come back in input order.
+  std::vector<std::vector<float>> vectors =
+      serve::embed_batched(embedder, examples, {a.batch_size, a.max_batch_tokens});
+  for (auto& v : vectors) v = serve::finish_embedding(std::move(v), a.dimensions, a.normalize);
   std::string text;
   for (const auto& v : vectors) {
     serve::append_float_array(text, v.data(), v.size());

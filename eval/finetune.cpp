@@ -13,6 +13,7 @@
 
 #include <torch/torch.h>
 
+#include "common/batching.h"
 #include "common/cpu_features.h"
 #include "data/masking.h"
 #include "data/serialize.h"
@@ -65,38 +66,26 @@ model::SpaceModel build_model(const model::LoadedBundle& base, std::int64_t num_
 }
 
 std::vector<data::SerializedExample> pick(const std::vector<data::SerializedExample>& all,
-                                          const std::vector<std::size_t>& idx, std::size_t begin,
-                                          std::size_t end) {
+                                          const std::vector<std::size_t>& idx) {
   std::vector<data::SerializedExample> out;
-  out.reserve(end - begin);
-  for (std::size_t i = begin; i < end; ++i) out.push_back(all[idx[i]]);
+  out.reserve(idx.size());
+  for (std::size_t i : idx) out.push_back(all[i]);
   return out;
 }
 
-/// Example indices ordered by length (less padding in evaluation batches); results do not
-/// depend on the grouping because padding is masked.
-std::vector<std::size_t> by_length(const std::vector<data::SerializedExample>& xs) {
-  std::vector<std::size_t> order(xs.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    return xs[a].input_ids.size() < xs[b].input_ids.size();
-  });
-  return order;
-}
-
-/// Runs the model in eval mode over `xs` in length-sorted batches; `consume(order, begin, end,
-/// hidden)` receives each batch's hidden states [b, L+1, H] (with [CLS]).
-void forward_batches(model::SpaceModel& net, const std::vector<data::SerializedExample>& xs,
-                     int batch_size, bool bf16,
-                     const std::function<void(const std::vector<std::size_t>&, std::size_t,
-                                              std::size_t, const torch::Tensor&)>& consume) {
-  const std::vector<std::size_t> order = by_length(xs);
+/// Runs `run(indices, inputs)` under eval mode and inference mode on every batch of `xs` that
+/// plan_batches chooses (longest first, `batch_size` each; results do not depend on the
+/// grouping because padding is masked). `indices` are the batch's positions in `xs`.
+void for_each_eval_batch(
+    model::SpaceModel& net, const std::vector<data::SerializedExample>& xs, int batch_size,
+    const std::function<void(const std::vector<std::size_t>&, const model::EncoderInputs&)>& run) {
+  std::vector<std::size_t> lengths;
+  lengths.reserve(xs.size());
+  for (const auto& x : xs) lengths.push_back(x.input_ids.size());
   net->eval();
   torch::InferenceMode guard;
-  for (std::size_t b = 0; b < order.size(); b += static_cast<std::size_t>(batch_size)) {
-    const std::size_t e = std::min(order.size(), b + static_cast<std::size_t>(batch_size));
-    trainer::AutocastScope autocast(bf16);
-    consume(order, b, e, net->forward(model::collate(pick(xs, order, b, e)), true));
+  for (const auto& part : plan_batches(lengths, {static_cast<std::size_t>(batch_size), 0})) {
+    run(part, model::collate(pick(xs, part)));
   }
 }
 
@@ -110,15 +99,14 @@ std::vector<std::int64_t> argmax_ids(const torch::Tensor& logits) {
 std::vector<int> predict_intents(model::SpaceModel& net,
                                  const std::vector<data::SerializedExample>& xs, int batch_size,
                                  bool bf16) {
-  const std::vector<std::size_t> order = by_length(xs);
-  net->eval();
-  torch::InferenceMode guard;
   std::vector<int> out(xs.size(), -1);
-  for (std::size_t b = 0; b < order.size(); b += static_cast<std::size_t>(batch_size)) {
-    const std::size_t e = std::min(order.size(), b + static_cast<std::size_t>(batch_size));
-    const auto ids = predict_intent_batch(net, model::collate(pick(xs, order, b, e)), bf16);
-    for (std::size_t i = b; i < e; ++i) out[order[i]] = static_cast<int>(ids[i - b]);
-  }
+  for_each_eval_batch(net, xs, batch_size,
+                      [&](const std::vector<std::size_t>& part, const model::EncoderInputs& in) {
+                        const auto ids = predict_intent_batch(net, in, bf16);
+                        for (std::size_t k = 0; k < part.size(); ++k) {
+                          out[part[k]] = static_cast<int>(ids[k]);
+                        }
+                      });
   return out;
 }
 
@@ -337,7 +325,7 @@ IntentRunResult finetune_intent(const std::string& bundle_dir, const IntentTask&
   auto batch_loss = [&](const std::vector<std::size_t>& batch) {
     std::vector<std::int64_t> labels;
     for (std::size_t i : batch) labels.push_back(task.train.labels[i]);
-    const std::vector<data::SerializedExample> examples = pick(train, batch, 0, batch.size());
+    const std::vector<data::SerializedExample> examples = pick(train, batch);
     IntentLossTerms terms{o.rdrop_weight, o.mlm_weight, nullptr};
     model::CollatedBatch masked;
     if (o.mlm_weight > 0) {
@@ -412,7 +400,7 @@ TaggingRunResult finetune_tagging(const std::string& bundle_dir, const TaggingTa
   const auto train_in = inputs(train), val_in = inputs(val), test_in = inputs(test);
 
   auto batch_loss = [&](const std::vector<std::size_t>& batch) {
-    const model::EncoderInputs in = model::collate(pick(train_in, batch, 0, batch.size()));
+    const model::EncoderInputs in = model::collate(pick(train_in, batch));
     // Tag targets on the rows of each word's first sub-word, -100 elsewhere.
     torch::Tensor targets = torch::full({in.input_ids.size(0), in.input_ids.size(1) + 1},
                                         model::kIgnoreLabel, torch::kInt64);
@@ -453,19 +441,22 @@ TaggingRunResult finetune_tagging(const std::string& bundle_dir, const TaggingTa
                      std::vector<std::vector<std::string>>& tags, std::vector<std::string>& ints) {
     tags.assign(xs.size(), {});
     ints.assign(top ? xs.size() : 0, "");
-    forward_batches(
-        net, xs_in, o.per_device_eval_batch_size, bf16,
-        [&](const std::vector<std::size_t>& order, std::size_t b, std::size_t e,
-            const torch::Tensor& hidden) {
+    for_each_eval_batch(
+        net, xs_in, o.per_device_eval_batch_size,
+        [&](const std::vector<std::size_t>& part, const model::EncoderInputs& in) {
+          const torch::Tensor hidden = [&] {
+            trainer::AutocastScope autocast(bf16);
+            return net->forward(in, true);
+          }();
           const auto tag_ids = argmax_ids(net->tag_logits(hidden));
           const std::int64_t width = hidden.size(1);
           std::vector<std::int64_t> intent_ids;
           if (top) {
             intent_ids = argmax_ids(net->intent_logits(model::SpaceModelImpl::cls_vector(hidden)));
           }
-          for (std::size_t i = b; i < e; ++i) {
-            const std::size_t x = order[i];
-            const auto k = static_cast<std::int64_t>(i - b);
+          for (std::size_t i = 0; i < part.size(); ++i) {
+            const std::size_t x = part[i];
+            const auto k = static_cast<std::int64_t>(i);
             for (const std::int64_t row : xs[x].first_row) {
               tags[x].push_back(row < 0 ? "O"
                                         : task.tag_labels[static_cast<std::size_t>(

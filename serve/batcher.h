@@ -2,9 +2,13 @@
 // queue): one background thread owns a FIFO of inputs and hands the next batch to a runner. A batch
 // takes queued inputs in order while the padded token budget holds — max(tokens) × count <=
 // max_batch_tokens — and count <= max_batch_requests; it starts as soon as the budget is full, or
-// max_wait after its first input arrived. Inputs of many requests share a forward pass; an input
-// longer than the budget still runs, alone. Torch-free and generic, so it is unit-tested with fake
-// runners.
+// when it has gathered as many inputs as the previous batch took (the steady load's forecast), or
+// max_wait after its first input arrived or the runner became free, whichever is later. So a lone
+// client's requests start at once, while under load the inputs that come back from the clients of
+// the batch just finished are waited for instead of leaving in a small batch of stragglers (docs/
+// serving.md "Batching, limits and operation"). Inputs of many requests share a forward pass; an
+// input longer than the budget still runs, alone. Torch-free and generic, so it is unit-tested
+// with fake runners.
 #pragma once
 
 #include <algorithm>
@@ -19,13 +23,17 @@
 #include <utility>
 #include <vector>
 
+#include "common/batching.h"
+
 namespace dialtree::serve {
 
 /// Packing limits of a Batcher.
 struct BatchLimits {
-  std::size_t max_batch_tokens = 16384;      ///< padded tokens (longest input × inputs) per batch
-  std::size_t max_batch_requests = 64;       ///< inputs per batch
-  std::chrono::microseconds max_wait{2000};  ///< longest a queued input waits for company
+  std::size_t max_batch_tokens = 16384;  ///< padded tokens (longest input × inputs) per batch
+  std::size_t max_batch_requests = 64;   ///< inputs per batch
+  /// Longest the batcher waits for company for a batch smaller than the previous one, counted
+  /// from the later of the first input's arrival and the end of the previous batch.
+  std::chrono::microseconds max_wait{2000};
 };
 
 /// A FIFO of `Item`s (each with a `std::size_t tokens` member) drained by one thread that calls
@@ -82,30 +90,39 @@ class Batcher {
     Clock::time_point enqueued;
   };
 
-  // Number of queue-front items the next batch takes, and whether the budget is full (the
-  // next item would not fit, or the count limit is reached). Caller holds mutex_.
+  // Number of queue-front items the next batch takes (the first batch that plan_batches cuts
+  // from the queue in arrival order, common/batching.h), and whether the budget is full (an
+  // item is left behind, or the count limit is reached). Caller holds mutex_.
   std::pair<std::size_t, bool> plan() const {
-    std::size_t n = 0, longest = 0;
-    for (const auto& q : queue_) {
-      if (n == limits_.max_batch_requests) return {n, true};
-      const std::size_t l = std::max(longest, q.item.tokens);
-      if (n > 0 && l * (n + 1) > limits_.max_batch_tokens) return {n, true};
-      longest = l;
-      ++n;
-    }
-    return {n, n == limits_.max_batch_requests};
+    if (queue_.empty()) return {0, false};
+    const std::size_t look = std::min(queue_.size(), limits_.max_batch_requests + 1);
+    std::vector<std::size_t> lengths(look);
+    for (std::size_t i = 0; i < look; ++i) lengths[i] = queue_[i].item.tokens;
+    const std::size_t n =
+        plan_batches(lengths, {limits_.max_batch_requests, limits_.max_batch_tokens, false})
+            .front()
+            .size();
+    return {n, n < queue_.size() || n == limits_.max_batch_requests};
   }
 
   void loop() {
     std::vector<Item> batch;
+    // The forecast: as many inputs as the previous batch took (at first, a full batch).
+    std::size_t expected = limits_.max_batch_requests;
+    Clock::time_point free_since = Clock::now();
     for (;;) {
       {
         std::unique_lock<std::mutex> lock(mutex_);
         cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
         if (queue_.empty()) return;  // stopping and drained
-        const auto deadline = queue_.front().enqueued + limits_.max_wait;
-        cv_.wait_until(lock, deadline, [&] { return stopping_ || plan().second; });
+        const auto deadline = std::max(queue_.front().enqueued, free_since) + limits_.max_wait;
+        cv_.wait_until(lock, deadline, [&] {
+          if (stopping_) return true;
+          const auto [n, full] = plan();
+          return full || n >= expected;
+        });
         const std::size_t n = plan().first;
+        expected = n;
         batch.clear();
         for (std::size_t i = 0; i < n; ++i) {
           batch.push_back(std::move(queue_.front().item));
@@ -117,6 +134,7 @@ class Batcher {
       } catch (...) {
         // The runner reports its own errors; never let one batch end the thread.
       }
+      free_since = Clock::now();
     }
   }
 

@@ -159,4 +159,28 @@ ForwardOutputs Embedder::forward(const std::vector<const data::SerializedExample
   return out;
 }
 
+std::vector<std::vector<float>> embed_batched(const Embedder& embedder,
+                                              const std::vector<data::SerializedExample>& examples,
+                                              const BatchPlanLimits& limits,
+                                              std::size_t* padded_tokens) {
+  std::vector<std::size_t> lengths;
+  lengths.reserve(examples.size());
+  for (const auto& ex : examples) lengths.push_back(ex.input_ids.size());
+  std::vector<std::vector<float>> vectors(examples.size());
+  std::size_t padded = 0;
+  for (const auto& part : plan_batches(lengths, limits)) {
+    std::vector<const data::SerializedExample*> batch;
+    std::size_t longest = 0;
+    for (std::size_t i : part) {
+      batch.push_back(&examples[i]);
+      longest = std::max(longest, lengths[i]);
+    }
+    padded += longest * part.size();
+    ForwardOutputs out = embedder.forward(batch, false);
+    for (std::size_t r = 0; r < part.size(); ++r) vectors[part[r]] = std::move(out.pooled[r]);
+  }
+  if (padded_tokens) *padded_tokens = padded;
+  return vectors;
+}
+
 }  // namespace dialtree::serve

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/batching.h"
 #include "data/serialize.h"
 #include "data/tokenizer.h"
 #include "serve/api.h"
@@ -82,5 +83,14 @@ class Embedder {
   std::string model_dir_;
   InputLimits limits_;
 };
+
+/// The pooled vectors of `examples`, in their order, from forward() over the batches that
+/// plan_batches(lengths, limits) chooses (the offline path of `dialtree embed` and
+/// bench_embed). `padded_tokens`, when given, receives Σ batch size × its longest input.
+/// @throws what forward() throws.
+std::vector<std::vector<float>> embed_batched(const Embedder& embedder,
+                                              const std::vector<data::SerializedExample>& examples,
+                                              const BatchPlanLimits& limits,
+                                              std::size_t* padded_tokens = nullptr);
 
 }  // namespace dialtree::serve

@@ -14,6 +14,8 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include "common/text_distance.h"
+
 namespace dialtree::serve::http {
 
 namespace asio = boost::asio;
@@ -29,12 +31,6 @@ const std::string* Request::header(std::string_view lower_name) const {
 }
 
 namespace {
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 std::string seconds_text(std::chrono::milliseconds d) {
   const long long ms = d.count();
@@ -148,7 +144,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
     const auto declared = parser_->content_length();
     if (declared && *declared > server_.limits.max_body_bytes) return body_too_large();
     const auto expect = req.find(bhttp::field::expect);
-    if (expect != req.end() && lower(expect->value()) == "100-continue" && !parser_->is_done()) {
+    if (expect != req.end() && ascii_lower(std::string(expect->value())) == "100-continue" &&
+        !parser_->is_done()) {
       static const std::string kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
       asio::async_write(socket_, asio::buffer(kContinue),
                         [self = shared_from_this()](beast::error_code e, std::size_t) {
@@ -213,7 +210,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
     request.target = std::string(msg.target());
     request.path = request.target.substr(0, request.target.find('?'));
     for (const auto& field : msg) {
-      request.headers.emplace_back(lower(field.name_string()), std::string(field.value()));
+      request.headers.emplace_back(ascii_lower(std::string(field.name_string())),
+                                   std::string(field.value()));
     }
     request.body = std::move(msg.body());
     gone_ = std::make_shared<std::atomic<bool>>(false);

@@ -51,7 +51,8 @@ struct ServerOptions {
       "Padded tokens (longest input x inputs) per forward pass");
     v("max-batch-requests", o.max_batch_requests, "Inputs per forward pass");
     v("max-client-batch-size", o.max_client_batch_size, "Inputs per HTTP request (413 beyond)");
-    v("max-wait-ms", o.max_wait_ms, "How long an input waits for others to share a batch");
+    v("max-wait-ms", o.max_wait_ms,
+      "Longest wait for company when fewer inputs are queued than the last batch took");
     v("max-input-length", o.max_input_length,
       "Tokens per serialised input, role markers included (413 beyond unless truncating)");
     v("max-request-bytes", o.max_request_bytes, "Request body limit in bytes (413 beyond)");

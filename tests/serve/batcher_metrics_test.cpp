@@ -99,6 +99,34 @@ TEST(Batcher, RequestsFromManyClientsShareAForwardPass) {
   EXPECT_LE(rec.batches.size(), 2u);  // one window (two if a thread started very late)
 }
 
+TEST(Batcher, ALoneClientWaitsOnlyOnceAndALargerLoadIsWaitedFor) {
+  // The first batch waits max_wait for company (the forecast starts at a full batch); once a
+  // batch of one has run, a lone client's next input starts at once.
+  Recorder rec;
+  BatchLimits limits;
+  limits.max_wait = 300ms;
+  Batcher<Item> b(limits, [&](std::vector<Item>& batch) { rec(batch); });
+  auto t0 = std::chrono::steady_clock::now();
+  b.submit({{5, 0}});
+  wait_for(rec, 1);
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, 250ms);
+  t0 = std::chrono::steady_clock::now();
+  b.submit({{5, 1}});
+  wait_for(rec, 2);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 150ms);
+  // Three inputs at once: the forecast (1) is met, they leave together; the next batch is then
+  // expected to hold three, so a single input waits for company, and two more that come within
+  // max_wait join it.
+  b.submit({{5, 2}, {5, 3}, {5, 4}});
+  wait_for(rec, 5);
+  b.submit({{5, 5}});
+  std::this_thread::sleep_for(50ms);
+  b.submit({{5, 6}, {5, 7}});
+  wait_for(rec, 8);
+  b.stop();
+  EXPECT_EQ(rec.batches, (std::vector<std::vector<int>>{{0}, {1}, {2, 3, 4}, {5, 6, 7}}));
+}
+
 TEST(Batcher, StopRunsWhatIsQueuedWithoutWaitingAndRefusesLaterSubmits) {
   Recorder rec;
   BatchLimits limits;
