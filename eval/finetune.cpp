@@ -56,8 +56,7 @@ model::SpaceModel build_model(const model::LoadedBundle& base, std::int64_t num_
     torch::NoGradGuard no_grad;
     for (auto& [name, p] : model::model_tensors(*net)) {
       // The new heads keep their initialisation.
-      if (name.rfind("intent_classifier.", 0) == 0 || name.rfind("token_classifier.", 0) == 0)
-        continue;
+      if (model::is_task_head_tensor(name)) continue;
       const auto it = from.find(name);
       if (it != from.end() && it->second.sizes() == p.sizes()) p.copy_(it->second);
     }

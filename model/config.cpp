@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <iterator>
+#include <limits>
 #include <optional>
 #include <set>
 #include <stdexcept>
@@ -15,11 +16,13 @@
 #include "common/atomic_file.h"
 #include "common/error.h"
 #include "common/json_util.h"
+#include "common/strict_yaml.h"
 #include "common/text_distance.h"
 
 namespace dialtree::model {
 namespace {
 
+// The HF BertConfig keys first (kHfBertKeys of them), then ours.
 const char* const kKeys[] = {"vocab_size",
                              "hidden_size",
                              "num_hidden_layers",
@@ -41,69 +44,10 @@ const char* const kKeys[] = {"vocab_size",
                              "projection_dim",
                              "num_labels",
                              "num_tags"};
+constexpr std::size_t kHfBertKeys = 13;  // vocab_size .. pad_token_id
 
 std::string closest_key(const std::string& key) {
-  static const std::vector<std::string> keys(std::begin(kKeys), std::end(kKeys));
-  return closest_name(key, keys);
-}
-
-/// The first broken rule of `c` as (key, message), or nullopt.
-std::optional<std::pair<std::string, std::string>> find_problem(const EncoderConfig& c) {
-  using P = std::pair<std::string, std::string>;
-  const std::pair<const char*, std::int64_t> positives[] = {
-      {"vocab_size", c.vocab_size},
-      {"hidden_size", c.hidden_size},
-      {"num_hidden_layers", c.num_hidden_layers},
-      {"num_attention_heads", c.num_attention_heads},
-      {"intermediate_size", c.intermediate_size},
-      {"max_position_embeddings", c.max_position_embeddings},
-      {"type_vocab_size", c.type_vocab_size},
-      {"max_turns", c.max_turns},
-      {"projection_dim", c.projection_dim}};
-  for (const auto& [key, v] : positives) {
-    if (v < 1) return P{key, "must be >= 1, got " + std::to_string(v)};
-  }
-  if (c.hidden_size % c.num_attention_heads != 0) {
-    return P{"hidden_size", "must be a multiple of num_attention_heads (" +
-                                std::to_string(c.num_attention_heads) + "), got " +
-                                std::to_string(c.hidden_size)};
-  }
-  if (c.hidden_act != "gelu") {
-    return P{"hidden_act", "only \"gelu\" is supported, got \"" + c.hidden_act + "\""};
-  }
-  const std::pair<const char*, double> probs[] = {
-      {"hidden_dropout_prob", c.hidden_dropout_prob},
-      {"attention_probs_dropout_prob", c.attention_probs_dropout_prob},
-      {"embedding_dropout_prob", c.embedding_dropout_prob},
-      {"ffn_dropout_prob", c.ffn_dropout_prob}};
-  for (const auto& [key, v] : probs) {
-    if (!(v >= 0.0 && v < 1.0)) return P{key, "must be in [0, 1), got " + std::to_string(v)};
-  }
-  if (!(c.initializer_range > 0.0) || !std::isfinite(c.initializer_range)) {
-    return P{"initializer_range", "must be > 0"};
-  }
-  if (!(c.layer_norm_eps > 0.0) || !std::isfinite(c.layer_norm_eps)) {
-    return P{"layer_norm_eps", "must be > 0"};
-  }
-  if (c.pad_token_id < 0 || c.pad_token_id >= c.vocab_size) {
-    return P{"pad_token_id", "must be in [0, vocab_size), got " + std::to_string(c.pad_token_id)};
-  }
-  if (c.cls_token_id < 0 || c.cls_token_id >= c.vocab_size) {
-    return P{"cls_token_id", "must be in [0, vocab_size), got " + std::to_string(c.cls_token_id)};
-  }
-  if (c.num_labels < 0) return P{"num_labels", "must be >= 0"};
-  if (c.num_tags < 0) return P{"num_tags", "must be >= 0"};
-  if (c.projection_views.empty()) return P{"projection_views", "must name at least one view"};
-  const auto& all = sts::view_name_list();
-  std::set<std::string> seen;
-  for (const auto& v : c.projection_views) {
-    if (std::find(all.begin(), all.end(), v) == all.end()) {
-      return P{"projection_views",
-               "unknown view \"" + v + "\" (valid: D, I, S, V, DI, IS, SV, DIS, ISV, DISV)"};
-    }
-    if (!seen.insert(v).second) return P{"projection_views", "view \"" + v + "\" repeated"};
-  }
-  return std::nullopt;
+  return closest_name(key, encoder_config_keys());
 }
 
 double as_number(const json& v, const JsonPlace& place, const std::string& key) {
@@ -117,9 +61,89 @@ double as_number(const json& v, const JsonPlace& place, const std::string& key) 
 
 }  // namespace
 
+std::optional<EncoderConfigProblem> EncoderConfig::first_problem(const std::string& prefix,
+                                                                 bool vocab_from_tokenizer) const {
+  using P = EncoderConfigProblem;
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  constexpr long long kMaxSize = 1LL << 20;
+  std::optional<P> found;
+  auto check = [&](const char* key, const std::string& problem) {
+    if (!found && !problem.empty()) found = P{{prefix + key}, problem};
+  };
+  auto integer = [&](const char* key, long long v, long long lo, long long hi,
+                     const std::string& note = {}) {
+    check(key, strict_yaml::integer_range_problem(v, lo, hi, note));
+  };
+  auto probability = [&](const char* key, double v) {
+    check(key, strict_yaml::real_range_problem(v, 0, true, 1, false));
+  };
+  auto positive = [&](const char* key, double v) {
+    check(key, strict_yaml::real_range_problem(v, 0, false, kInf, false));
+  };
+  if (vocab_from_tokenizer) {
+    integer("vocab_size", vocab_size, 0, 1 << 24, "0 = the tokenizer's size");
+  } else {
+    integer("vocab_size", vocab_size, 1, 1 << 24);
+  }
+  integer("hidden_size", hidden_size, 1, 1 << 16);
+  integer("num_hidden_layers", num_hidden_layers, 1, 1024);
+  integer("num_attention_heads", num_attention_heads, 1, 1024);
+  if (!found && hidden_size % num_attention_heads != 0) {
+    found = P{{prefix + "hidden_size", prefix + "num_attention_heads"},
+              prefix + "hidden_size (" + std::to_string(hidden_size) + ") must be divisible by " +
+                  prefix + "num_attention_heads (" + std::to_string(num_attention_heads) + ")"};
+  }
+  integer("intermediate_size", intermediate_size, 1, 1 << 18);
+  check("hidden_act",
+        hidden_act == "gelu" ? "" : "only \"gelu\" is supported, got \"" + hidden_act + "\"");
+  probability("hidden_dropout_prob", hidden_dropout_prob);
+  probability("attention_probs_dropout_prob", attention_probs_dropout_prob);
+  probability("embedding_dropout_prob", embedding_dropout_prob);
+  probability("ffn_dropout_prob", ffn_dropout_prob);
+  integer("max_position_embeddings", max_position_embeddings, 1, kMaxSize);
+  positive("layer_norm_eps", layer_norm_eps);
+  integer("type_vocab_size", type_vocab_size, 2, 1024, "role ids 0 and 1 are used");
+  positive("initializer_range", initializer_range);
+  integer("max_turns", max_turns, 1, kMaxSize);
+  integer("projection_dim", projection_dim, 1, 1 << 16);
+  if (!vocab_from_tokenizer) {
+    integer("pad_token_id", pad_token_id, 0, vocab_size - 1, "a row of the word table");
+    integer("cls_token_id", cls_token_id, 0, vocab_size - 1, "a row of the word table");
+  }
+  integer("num_labels", num_labels, 0, kMaxSize, "0 = no intent head");
+  integer("num_tags", num_tags, 0, kMaxSize, "0 = no tagger head");
+  check("projection_views", projection_views.empty() ? "must name at least one view" : "");
+  const auto& all = sts::view_name_list();
+  std::set<std::string> seen;
+  for (const auto& v : projection_views) {
+    if (std::find(all.begin(), all.end(), v) == all.end()) {
+      std::string list;
+      for (const auto& a : all) list += (list.empty() ? "'" : ", '") + a + "'";
+      check("projection_views", "must be one of " + list + ", got '" + v + "'");
+    } else if (!seen.insert(v).second) {
+      check("projection_views", "'" + v + "' is listed twice");
+    }
+  }
+  return found;
+}
+
+const std::vector<std::string>& encoder_config_keys() {
+  static const std::vector<std::string> keys(std::begin(kKeys), std::end(kKeys));
+  return keys;
+}
+
+const std::vector<std::string>& hf_bert_config_keys() {
+  static const std::vector<std::string> keys(std::begin(kKeys), std::begin(kKeys) + kHfBertKeys);
+  return keys;
+}
+
+bool is_task_head_tensor(const std::string& name) {
+  return name.rfind("intent_classifier.", 0) == 0 || name.rfind("token_classifier.", 0) == 0;
+}
+
 void EncoderConfig::validate() const {
-  if (auto p = find_problem(*this)) {
-    throw std::invalid_argument("config: " + p->first + ": " + p->second);
+  if (auto p = first_problem()) {
+    throw std::invalid_argument("config: " + p->keys.front() + ": " + p->message);
   }
 }
 
@@ -153,8 +177,8 @@ EncoderConfig encoder_config_from_json(const json& j, const std::string& file) {
   const JsonPlace place{file, ""};
   json_as_object(j, place, "(root)");
   for (const auto& item : j.items()) {
-    if (std::find_if(std::begin(kKeys), std::end(kKeys),
-                     [&](const char* k) { return item.key() == k; }) == std::end(kKeys)) {
+    const auto& keys = encoder_config_keys();
+    if (std::find(keys.begin(), keys.end(), item.key()) == keys.end()) {
       const std::string hint = closest_key(item.key());
       throw SchemaError(
           file, "", item.key(),
@@ -201,7 +225,7 @@ EncoderConfig encoder_config_from_json(const json& j, const std::string& file) {
   get_int("projection_dim", c.projection_dim);
   get_int("num_labels", c.num_labels);
   get_int("num_tags", c.num_tags);
-  if (auto p = find_problem(c)) throw DataError(file, "", p->first, p->second);
+  if (auto p = c.first_problem()) throw DataError(file, "", p->keys.front(), p->message);
   return c;
 }
 

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,8 +26,18 @@ namespace dialtree::model {
 /// File name of the architecture settings inside a bundle folder.
 inline constexpr const char* kEncoderConfigFile = "config.json";
 
-/// Architecture of the SPACE-2 encoder and its heads. Defaults are BERT-base with SPACE-2's
-/// extras (docs/method.md §1.1). All sizes are counts >= 1 unless noted.
+/// A broken rule of an EncoderConfig (EncoderConfig::first_problem).
+struct EncoderConfigProblem {
+  /// The keys the rule involves, as prefix + field name; a cross-field rule names two, and the
+  /// caller blames the one the user set (the last one when it cannot tell).
+  std::vector<std::string> keys;
+  std::string message;  ///< e.g. "must be in [0.0, 1.0), got 1.0"
+};
+
+/// Architecture of the SPACE-2 encoder and its heads: the one schema behind a bundle's
+/// config.json, HF imports and the `model:` section of the training YAML (trainer/config.h).
+/// Defaults are BERT-base with SPACE-2's extras (docs/method.md §1.1). All sizes are counts >= 1
+/// unless noted.
 struct EncoderConfig {
   std::int64_t vocab_size = 30522;             ///< rows of the word-embedding table
   std::int64_t hidden_size = 768;              ///< H; a multiple of num_attention_heads
@@ -60,11 +71,33 @@ struct EncoderConfig {
 
   std::int64_t head_dim() const { return hidden_size / num_attention_heads; }
 
-  /// Checks every range and cross-field rule (sizes >= 1, probabilities in [0, 1), eps > 0,
-  /// hidden_size % num_attention_heads == 0, ids inside their tables, views known and
-  /// distinct). @throws std::invalid_argument naming the key, e.g. "config: hidden_size: ...".
+  /// The first broken range or cross-field rule, or nullopt: sizes within their ranges (e.g.
+  /// hidden_size in [1, 65536]), probabilities in [0, 1), eps and initializer_range > 0,
+  /// type_vocab_size >= 2 (roles 0 and 1), hidden_size divisible by num_attention_heads, token
+  /// ids inside the word table, views known and distinct. Keys and messages name the fields as
+  /// `prefix` + name ("model." in the training YAML). With `vocab_from_tokenizer`, vocab_size 0
+  /// is allowed (the tokenizer decides it) and the token ids are not checked (they come from
+  /// the tokenizer too).
+  std::optional<EncoderConfigProblem> first_problem(const std::string& prefix = "",
+                                                    bool vocab_from_tokenizer = false) const;
+
+  /// first_problem() as an exception.
+  /// @throws std::invalid_argument naming the key, e.g. "config: hidden_size: ...".
   void validate() const;
 };
+
+/// Every config.json key, in the order of the struct; the first ones are those of HF's BertConfig
+/// with the same meaning (hf_bert_config_keys()).
+const std::vector<std::string>& encoder_config_keys();
+
+/// The config.json keys shared with HF's BertConfig, same name and meaning (vocab_size ...
+/// pad_token_id): what import-hf reads and export-hf writes (docs/hf-interop.md).
+const std::vector<std::string>& hf_bert_config_keys();
+
+/// True for a tensor of the task heads, `intent_classifier.*` (num_labels > 0) and
+/// `token_classifier.*` (num_tags > 0): the tensors that pretraining leaves out, fine-tuning
+/// initialises anew and HF BERT has no place for (docs/training.md "Model bundle").
+bool is_task_head_tensor(const std::string& name);
 
 /// JSON form of `config` (all keys, in the order of the struct).
 nlohmann::ordered_json encoder_config_to_json(const EncoderConfig& config);

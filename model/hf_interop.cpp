@@ -72,8 +72,7 @@ constexpr Special kSpecials[] = {
 
 /// dialtree parameters HF BERT has no place for (initialised on import, side file on export).
 bool is_space2_only(const std::string& name) {
-  return name == kTurnEmbeddings || starts_with(name, "projection.") ||
-         starts_with(name, "intent_classifier.") || starts_with(name, "token_classifier.");
+  return name == kTurnEmbeddings || starts_with(name, "projection.") || is_task_head_tensor(name);
 }
 
 std::string join(const std::vector<std::string>& items, std::size_t max_shown = 0) {
@@ -94,20 +93,6 @@ std::string shape_of(const torch::Tensor& t) {
 // ------------------------------------------------------------------------------------------
 // config.json keys.
 
-/// HF keys with the same meaning in EncoderConfig.
-constexpr std::string_view kBertKeys[] = {"vocab_size",
-                                          "hidden_size",
-                                          "num_hidden_layers",
-                                          "num_attention_heads",
-                                          "intermediate_size",
-                                          "hidden_act",
-                                          "hidden_dropout_prob",
-                                          "attention_probs_dropout_prob",
-                                          "max_position_embeddings",
-                                          "type_vocab_size",
-                                          "initializer_range",
-                                          "layer_norm_eps",
-                                          "pad_token_id"};
 /// Keys transformers writes that do not shape a BERT encoder's weights or forward pass
 /// (bookkeeping, generation settings, label maps of task heads, tokenizer hints).
 constexpr std::string_view kIgnoredKeys[] = {"architectures",
@@ -397,7 +382,7 @@ EncoderConfig encoder_config_from_hf(const json& j, const std::string& file,
     const std::string& key = item.key();
     const json& value = item.value();
     const auto is = [&](std::string_view k) { return key == k; };
-    if (std::any_of(std::begin(kBertKeys), std::end(kBertKeys), is)) {
+    if (std::any_of(hf_bert_config_keys().begin(), hf_bert_config_keys().end(), is)) {
       picked[key] = value;
     } else if (key == "model_type") {
       if (json_as_string(value, place, key) != "bert") {
@@ -432,7 +417,7 @@ nlohmann::ordered_json hf_config_from_encoder(const EncoderConfig& c,
   nlohmann::ordered_json out;
   out["architectures"] = architectures;
   out["model_type"] = "bert";
-  for (std::string_view key : kBertKeys) out[std::string(key)] = all.at(std::string(key));
+  for (const std::string& key : hf_bert_config_keys()) out[key] = all.at(key);
   out["position_embedding_type"] = "absolute";
   out["torch_dtype"] = "float32";
   return out;
@@ -489,7 +474,7 @@ HfImportReport import_hf(const std::string& from, const std::string& out,
     const EncoderConfig from_hf =
         encoder_config_from_hf(hf_config, config_file, side.config.cls_token_id);
     const nlohmann::ordered_json got = encoder_config_to_json(from_hf);
-    for (std::string_view key : kBertKeys) {
+    for (const std::string& key : hf_bert_config_keys()) {
       if (expect.at(std::string(key)) != got.at(std::string(key))) {
         throw DataError(config_file, "", std::string(key),
                         "is " + got.at(std::string(key)).dump() + " but " + side_file.string() +

@@ -434,35 +434,10 @@ void Validator::run() const {
   real("ddp_hang_timeout_factor", c_.ddp_hang_timeout_factor, 1, false, kInf, false);
   real("ddp_hang_timeout_min", c_.ddp_hang_timeout_min, 0, false, kInf, false);
 
-  // model:
-  integer("model.vocab_size", m.vocab_size, 0, 1 << 24, "0 = the tokenizer's size");
-  integer("model.hidden_size", m.hidden_size, 1, 1 << 16);
-  integer("model.num_hidden_layers", m.num_hidden_layers, 1, 1024);
-  integer("model.num_attention_heads", m.num_attention_heads, 1, 1024);
-  if (m.hidden_size % m.num_attention_heads != 0) {
-    fail_at(blame("model.hidden_size", "model.num_attention_heads"),
-            "model.hidden_size (" + std::to_string(m.hidden_size) +
-                ") must be divisible by model.num_attention_heads (" +
-                std::to_string(m.num_attention_heads) + ")");
-  }
-  integer("model.intermediate_size", m.intermediate_size, 1, 1 << 18);
-  real("model.hidden_dropout_prob", m.hidden_dropout_prob, 0, true, 1, false);
-  real("model.attention_probs_dropout_prob", m.attention_probs_dropout_prob, 0, true, 1, false);
-  real("model.embedding_dropout_prob", m.embedding_dropout_prob, 0, true, 1, false);
-  real("model.ffn_dropout_prob", m.ffn_dropout_prob, 0, true, 1, false);
-  integer("model.max_position_embeddings", m.max_position_embeddings, 1, kMaxSize);
-  real("model.layer_norm_eps", m.layer_norm_eps, 0, false, kInf, false);
-  integer("model.type_vocab_size", m.type_vocab_size, 2, 1024, "role ids 0 and 1 are used");
-  real("model.initializer_range", m.initializer_range, 0, false, kInf, false);
-  integer("model.max_turns", m.max_turns, 1, kMaxSize);
-  integer("model.projection_dim", m.projection_dim, 1, 1 << 16);
-  if (m.projection_views.empty()) fail_at("model.projection_views", "must name at least one view");
-  {
-    std::set<std::string> seen;
-    for (const auto& v : m.projection_views) {
-      one_of("model.projection_views", v, sts::view_name_list());
-      if (!seen.insert(v).second) fail_at("model.projection_views", "'" + v + "' is listed twice");
-    }
+  // model: the encoder schema's own rules (model/config.h).
+  if (const auto problem = m.first_problem("model.", /*vocab_from_tokenizer=*/true)) {
+    const auto& k = problem->keys;
+    fail_at(k.size() == 2 ? blame(k[0], k[1]) : k.front(), problem->message);
   }
 
   // data:
@@ -583,6 +558,16 @@ void emit(YAML::Emitter& out, const Target& target) {
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
+
+model::EncoderConfig pretraining_model_defaults() {
+  model::EncoderConfig m;
+  m.vocab_size = 0;
+  m.hidden_dropout_prob = 0.2;
+  m.attention_probs_dropout_prob = 0.2;
+  m.embedding_dropout_prob = 0.2;
+  m.ffn_dropout_prob = 0.2;
+  return m;
+}
 
 int available_cpus() {
   cpu_set_t set;

@@ -19,13 +19,15 @@
 // load_config() does not check that input files exist (so print-config works without data); call
 // check_inputs_exist() before training.
 //
-// Torch-free: this header and config.cpp need only yaml-cpp, common/ and sts/views.h.
+// Torch-free: this header and config.cpp need only yaml-cpp, common/, sts/views.h and the
+// encoder schema of model/config.h.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "model/config.h"
 #include "sts/views.h"
 
 namespace dialtree::trainer {
@@ -34,50 +36,14 @@ namespace dialtree::trainer {
 /// of PretrainConfig::threads.
 int available_cpus();
 
-/// `model:` — the encoder's shape, with the HF BERT config.json names where the concept exists
-/// (docs/method.md §1). Defaults are the paper's BERT-base sizes with SPACE-2's pretraining dropout
-/// 0.2.
-struct ModelConfig {
-  /// Rows of the token embedding table; 0 = take the tokenizer's vocabulary size.
-  int vocab_size = 0;
-  /// Width d of every hidden state; must be divisible by num_attention_heads.
-  int hidden_size = 768;
-  /// Number of transformer blocks.
-  int num_hidden_layers = 12;
-  /// Attention heads per block.
-  int num_attention_heads = 12;
-  /// Inner width of the feed-forward block (4·d in BERT).
-  int intermediate_size = 3072;
-  /// Dropout on the residual branches, in [0, 1); also the default of the embedding and FFN
-  /// dropouts below. SPACE-2: 0.2.
-  double hidden_dropout_prob = 0.2;
-  /// Dropout on the attention probabilities, in [0, 1). SPACE-2: 0.2.
-  double attention_probs_dropout_prob = 0.2;
-  /// Dropout on the summed embeddings (SPACE `embed_dropout`), in [0, 1); when absent it is
-  /// resolved to hidden_dropout_prob (SPACE-2 sets all four dropouts equal).
-  double embedding_dropout_prob = 0.2;
-  /// The extra dropout after the FFN's GELU (SPACE `ff_dropout`), in [0, 1); when absent it is
-  /// resolved to hidden_dropout_prob.
-  double ffn_dropout_prob = 0.2;
-  /// Rows of the position table. Positions restart in every utterance, so it must exceed
-  /// data.max_utt_len + 1 (the utterance plus its two role markers).
-  int max_position_embeddings = 512;
-  /// LayerNorm epsilon (> 0).
-  double layer_norm_eps = 1e-12;
-  /// Rows of the role (token-type) table; roles use ids 0 and 1, so at least 2.
-  int type_vocab_size = 2;
-  /// Standard deviation of the N(0, σ) initialisation of new parameters (> 0).
-  double initializer_range = 0.02;
-  /// Largest turn id: ids 1..max_turns count back from the current utterance and id 0 is padding,
-  /// so the turn table has max_turns + 1 rows (as in model/config.h); at least data.max_ctx_turn
-  /// (SPACE-2: 16, a 17-row table).
-  int max_turns = 16;
-  /// Projection views trained by the contrastive loss: a non-empty subset, without repeats, of
-  /// D, I, S, V, DI, IS, SV, DIS, ISV, DISV (docs/method.md §3.2); default all ten, in that order.
-  std::vector<std::string> projection_views = sts::view_name_list();
-  /// Output width of each view's projection (SPACE-2: 768 = hidden size).
-  int projection_dim = 768;
-};
+/// The defaults of the `model:` section: model::EncoderConfig (the one encoder schema, with the
+/// HF BERT config.json names) at the paper's BERT-base sizes, with SPACE-2's pretraining dropout
+/// 0.2 in all four places and vocab_size 0 (= take the tokenizer's vocabulary size). pad and
+/// [CLS] ids are not keys of the section: they come from the tokenizer. Further rules of the
+/// section, checked by load_config(): max_position_embeddings > data.max_utt_len + 1 (positions
+/// restart in every utterance, which has two role markers) and max_turns >= data.max_ctx_turn
+/// (docs/method.md §1).
+model::EncoderConfig pretraining_model_defaults();
 
 /// `data:` — inputs and dialog serialisation (docs/method.md §1.5, §4.5).
 struct DataConfig {
@@ -232,7 +198,7 @@ struct PretrainConfig {
   /// Lower bound of the hang timeout, seconds (> 0).
   double ddp_hang_timeout_min = 60.0;
   /// The encoder (`model:`).
-  ModelConfig model;
+  model::EncoderConfig model = pretraining_model_defaults();
   /// Inputs and serialisation (`data:`).
   DataConfig data;
   /// The objective (`loss:`).

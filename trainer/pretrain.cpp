@@ -9,6 +9,7 @@
 #include <fstream>
 #include <optional>
 #include <random>
+#include <set>
 #include <thread>
 
 #include <fmt/core.h>
@@ -71,25 +72,27 @@ std::size_t init_from_bundle(model::SpaceModelImpl& net, const model::EncoderCon
                              const std::string& dir) {
   const std::string config_file = (fs::path(dir) / model::kEncoderConfigFile).string();
   const model::EncoderConfig have = model::read_encoder_config(dir);
-  auto check = [&](const char* key, const auto& a, const auto& b) {
-    if (a != b) {
-      throw DataError(
-          config_file, "", std::string("model.") + key,
-          fmt::format("the config asks for {} but the model_name_or_path bundle has {}; "
-                      "set model.{} to the bundle's value",
-                      a, b, key));
-    }
-  };
-  check("vocab_size", want.vocab_size, have.vocab_size);
-  check("hidden_size", want.hidden_size, have.hidden_size);
-  check("num_hidden_layers", want.num_hidden_layers, have.num_hidden_layers);
-  check("num_attention_heads", want.num_attention_heads, have.num_attention_heads);
-  check("intermediate_size", want.intermediate_size, have.intermediate_size);
-  check("max_position_embeddings", want.max_position_embeddings, have.max_position_embeddings);
-  check("type_vocab_size", want.type_vocab_size, have.type_vocab_size);
-  check("max_turns", want.max_turns, have.max_turns);
-  check("projection_dim", want.projection_dim, have.projection_dim);
-  check("layer_norm_eps", want.layer_norm_eps, have.layer_norm_eps);
+  // Every key that shapes the weights must agree; dropouts and the initialisation may change,
+  // the views are matched below, the heads are left out and the ids come from the tokenizer.
+  static const std::set<std::string> kFree = {"hidden_dropout_prob",
+                                              "attention_probs_dropout_prob",
+                                              "embedding_dropout_prob",
+                                              "ffn_dropout_prob",
+                                              "initializer_range",
+                                              "projection_views",
+                                              "num_labels",
+                                              "num_tags",
+                                              "pad_token_id",
+                                              "cls_token_id"};
+  const auto want_json = model::encoder_config_to_json(want);
+  const auto have_json = model::encoder_config_to_json(have);
+  for (const std::string& key : model::encoder_config_keys()) {
+    if (kFree.count(key) != 0 || want_json.at(key) == have_json.at(key)) continue;
+    throw DataError(config_file, "", "model." + key,
+                    fmt::format("the config asks for {} but the model_name_or_path bundle has {}; "
+                                "set model.{} to the bundle's value",
+                                want_json.at(key).dump(), have_json.at(key).dump(), key));
+  }
   // The config may keep a subset of the bundle's views (SPACE-2's trigger_subspaces, e.g. "I"
   // alone in the intent stage, docs/training.md): their rows of the projection are copied.
   std::vector<std::int64_t> view_rows;  // the bundle's view index of each wanted view
@@ -115,8 +118,7 @@ std::size_t init_from_bundle(model::SpaceModelImpl& net, const model::EncoderCon
   model::NamedTensors kept;
   const bool same_views = want.projection_views == have.projection_views;
   for (auto& [name, tensor] : weights.tensors) {
-    if (name.rfind("intent_classifier.", 0) == 0 || name.rfind("token_classifier.", 0) == 0)
-      continue;
+    if (model::is_task_head_tensor(name)) continue;
     if (!same_views && name.rfind("projection.", 0) == 0) {
       // [K·P, H] weight or [K·P] bias: view k owns rows k·P .. (k+1)·P.
       std::vector<torch::Tensor> blocks;
@@ -136,37 +138,15 @@ std::size_t init_from_bundle(model::SpaceModelImpl& net, const model::EncoderCon
 // Configuration mapping
 
 model::EncoderConfig encoder_config(const PretrainConfig& c, const data::Tokenizer& tok) {
-  const ModelConfig& m = c.model;
-  model::EncoderConfig e;
-  e.vocab_size = m.vocab_size > 0 ? m.vocab_size : tok.vocab_size();
+  model::EncoderConfig e = c.model;
+  if (e.vocab_size == 0) e.vocab_size = tok.vocab_size();
   if (e.vocab_size < tok.vocab_size()) {
     throw DataError("", "", "model.vocab_size",
                     fmt::format("{} is smaller than the tokenizer's vocabulary ({})", e.vocab_size,
                                 tok.vocab_size()));
   }
-  e.hidden_size = m.hidden_size;
-  e.num_hidden_layers = m.num_hidden_layers;
-  e.num_attention_heads = m.num_attention_heads;
-  e.intermediate_size = m.intermediate_size;
-  e.hidden_dropout_prob = m.hidden_dropout_prob;
-  e.attention_probs_dropout_prob = m.attention_probs_dropout_prob;
-  e.embedding_dropout_prob = m.embedding_dropout_prob;
-  e.ffn_dropout_prob = m.ffn_dropout_prob;
-  e.max_position_embeddings = m.max_position_embeddings;
-  e.layer_norm_eps = m.layer_norm_eps;
-  e.type_vocab_size = m.type_vocab_size;
-  e.initializer_range = m.initializer_range;
-  e.max_turns = m.max_turns;
-  e.projection_views = m.projection_views;
-  e.projection_dim = m.projection_dim;
   e.pad_token_id = tok.special().pad;
   e.cls_token_id = tok.special().cls;
-  if (m.max_position_embeddings < c.data.max_utt_len + 2) {
-    throw DataError("", "", "model.max_position_embeddings",
-                    fmt::format("{} is too small: positions restart per utterance and reach "
-                                "data.max_utt_len + 2 = {}",
-                                m.max_position_embeddings, c.data.max_utt_len + 2));
-  }
   e.validate();
   return e;
 }

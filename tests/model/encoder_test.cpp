@@ -105,10 +105,10 @@ TEST(EncoderConfig, JsonRoundTripDefaultsAndErrorsNamingTheKey) {
   EXPECT_THAT(error_of({{"num_hidden_layers", 4.5}}), HasSubstr("num_hidden_layers"));
   EXPECT_THAT(error_of({{"layer_norm_eps", true}}), HasSubstr("layer_norm_eps"));
   EXPECT_THAT(error_of({{"hidden_size", 30}, {"num_attention_heads", 4}}),
-              AllOf(HasSubstr("hidden_size"), HasSubstr("multiple")));
+              AllOf(HasSubstr("hidden_size"), HasSubstr("divisible")));
   EXPECT_THAT(error_of({{"projection_views", {"I", "XX"}}}),
               AllOf(HasSubstr("projection_views"), HasSubstr("XX")));
-  EXPECT_THAT(error_of({{"projection_views", {"I", "I"}}}), HasSubstr("repeated"));
+  EXPECT_THAT(error_of({{"projection_views", {"I", "I"}}}), HasSubstr("listed twice"));
   EXPECT_THAT(error_of({{"projection_views", {"I", 3}}}), HasSubstr("projection_views[1]"));
   EXPECT_THAT(error_of({{"hidden_dropout_prob", 1.0}}), HasSubstr("hidden_dropout_prob"));
   EXPECT_THAT(error_of({{"cls_token_id", 30522}}), HasSubstr("cls_token_id"));
