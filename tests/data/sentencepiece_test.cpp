@@ -183,7 +183,9 @@ TEST_F(SentencePieceReal, OffsetsCoverEachPiecesInputBytes) {
     ids.push_back(spans[k].id);
     ASSERT_LE(spans[k].begin, spans[k].end);
     ASSERT_LE(spans[k].end, s.size());
-    if (k > 0) EXPECT_GE(spans[k].begin, spans[k - 1].end);  // in order, no overlap
+    if (k > 0) {
+      EXPECT_GE(spans[k].begin, spans[k - 1].end);  // in order, no overlap
+    }
     // A word-start piece "▁x" covers "x" of the input (its space is not part of it).
     std::string bare = pieces[k];
     if (bare.rfind("\xe2\x96\x81", 0) == 0) bare = bare.substr(3);
