@@ -320,6 +320,9 @@ void apply_override(const std::string& text, PretrainConfig& config, Origins& or
 
 using strict_yaml::format_real;
 
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr long long kMaxSize = 1LL << 20;  // upper bound of sizes and counts
+
 class Validator {
  public:
   Validator(const PretrainConfig& config, const Origins& origins, std::string file)
@@ -381,19 +384,19 @@ class Validator {
   void run() const;
 
  private:
+  void top_level() const;
+  void model_section() const;
+  void data_section() const;
+  void cross_section() const;
+  void loss_section() const;
+
   const PretrainConfig& c_;
   const Origins& origins_;
   std::string file_;
 };
 
-void Validator::run() const {
-  constexpr double kInf = std::numeric_limits<double>::infinity();
-  constexpr long long kMaxSize = 1LL << 20;
-  const auto& m = c_.model;
-  const auto& d = c_.data;
-  const auto& l = c_.loss;
-
-  // Top level.
+// Top-level keys.
+void Validator::top_level() const {
   required("output_dir", c_.output_dir, "the run directory");
   at_least("max_steps", c_.max_steps, 0, "0 = train for num_train_epochs");
   integer("num_train_epochs", c_.num_train_epochs, 1, 1000000);
@@ -433,14 +436,20 @@ void Validator::run() const {
   integer("ddp_straggler_windows", c_.ddp_straggler_windows, 1, 1000000);
   real("ddp_hang_timeout_factor", c_.ddp_hang_timeout_factor, 1, false, kInf, false);
   real("ddp_hang_timeout_min", c_.ddp_hang_timeout_min, 0, false, kInf, false);
+}
 
-  // model: the encoder schema's own rules (model/config.h).
+// `model:`: the encoder schema's own rules (model/config.h).
+void Validator::model_section() const {
+  const auto& m = c_.model;
   if (const auto problem = m.first_problem("model.", /*vocab_from_tokenizer=*/true)) {
     const auto& k = problem->keys;
     fail_at(k.size() == 2 ? blame(k[0], k[1]) : k.front(), problem->message);
   }
+}
 
-  // data:
+// `data:`.
+void Validator::data_section() const {
+  const auto& d = c_.data;
   required("data.tokenizer", d.tokenizer, "the tokenizer directory");
   paths("data.labelled", d.labelled);
   paths("data.unlabelled", d.unlabelled);
@@ -473,8 +482,12 @@ void Validator::run() const {
       }
     }
   }
+}
 
-  // Cross-section: tables large enough for the serialised ids (docs/method.md §1.2, §1.5).
+// Cross-section: tables large enough for the serialised ids (docs/method.md §1.2, §1.5).
+void Validator::cross_section() const {
+  const auto& m = c_.model;
+  const auto& d = c_.data;
   if (m.max_position_embeddings < d.max_utt_len + 2) {
     fail_at(blame("data.max_utt_len", "model.max_position_embeddings"),
             "model.max_position_embeddings (" + std::to_string(m.max_position_embeddings) +
@@ -487,8 +500,12 @@ void Validator::run() const {
                 ") must be at least data.max_ctx_turn (" + std::to_string(d.max_ctx_turn) +
                 "): every kept utterance needs a turn id");
   }
+}
 
-  // loss:
+// `loss:`.
+void Validator::loss_section() const {
+  const auto& d = c_.data;
+  const auto& l = c_.loss;
   real("loss.temperature", l.temperature, 0, false, kInf, false);
   real("loss.base_temperature", l.base_temperature, 0, false, kInf, false);
   real("loss.contrastive_weight", l.contrastive_weight, 0, true, kInf, false);
@@ -507,6 +524,16 @@ void Validator::run() const {
   if (!any_term) {
     fail_at("loss.mlm_weight", "every loss term has weight 0 for the given inputs");
   }
+}
+
+// Top level, model:, data:, the rules that span model: and data:, loss:; the first broken rule
+// fails.
+void Validator::run() const {
+  top_level();
+  model_section();
+  data_section();
+  cross_section();
+  loss_section();
 }
 
 // ---------------------------------------------------------------------------------------------
