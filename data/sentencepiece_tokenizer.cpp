@@ -509,23 +509,14 @@ void validate_sentencepiece_train_options(const SentencePieceTrainOptions& optio
   }
 }
 
-SentencePieceTrainResult train_sentencepiece(const SentencePieceTrainOptions& options) {
-  validate_sentencepiece_train_options(options);
+namespace {
+
+// Phase 1: counts the corpus's lines by kind before training (docs/failure-cases.md C15:
+// SentencePiece aborts when nothing is left), warns about skipped lines, and returns the number of
+// usable lines. @throws TokenizerError when no line is usable.
+std::size_t scan_corpus(const SentencePieceTrainOptions& options, const std::string& inputs,
+                        SentencePieceTrainResult& result) {
   const auto max_bytes = static_cast<std::size_t>(options.max_sentence_length);
-  const std::string inputs = join_inputs(options.inputs);
-
-  // Fail fast on an unusable --out, before the corpus is read: the bundle is written into a
-  // temporary folder beside it and swapped in as a whole on success.
-  check_replaceable_bundle(options.out_dir);
-  std::optional<AtomicDirectory> bundle;
-  try {
-    bundle.emplace(options.out_dir);
-  } catch (const std::exception& e) {
-    throw TokenizerError(std::string("cannot write the bundle to --out: ") + e.what());
-  }
-
-  // Scan the corpus first (docs/failure-cases.md C15): SentencePiece aborts when nothing is left.
-  SentencePieceTrainResult result;
   std::size_t usable = 0;
   {
     CorpusReader reader(options.inputs, max_bytes);
@@ -574,13 +565,20 @@ SentencePieceTrainResult train_sentencepiece(const SentencePieceTrainOptions& op
         result.lines_reserved);
   }
 
+  return usable;
+}
+
+// Phase 2: SentencePiece's trainer settings: the options, pad 0 and unk 1, then our control
+// symbols at the next ids, no bos/eos.
+std::unordered_map<std::string, std::string> trainer_kwargs(
+    const SentencePieceTrainOptions& options) {
   std::string specials;
   for (std::size_t k = 2; k < kSentencePieceSpecialPieces.size(); ++k) {
     specials += (specials.empty() ? "" : ",") + std::string(kSentencePieceSpecialPieces[k]);
   }
   std::ostringstream coverage;
   coverage << options.character_coverage;
-  const std::unordered_map<std::string, std::string> kwargs = {
+  return {
       {"vocab_size", std::to_string(options.vocab_size)},
       {"model_type", options.model_type},
       {"character_coverage", coverage.str()},
@@ -598,7 +596,66 @@ SentencePieceTrainResult train_sentencepiece(const SentencePieceTrainOptions& op
       {"input_sentence_size", "0"},
       {"minloglevel", options.verbose ? "0" : "1"},
   };
+}
 
+// Phase 3: the trained model's special pieces sit at their fixed ids.
+// @throws TokenizerError naming the misplaced piece.
+void check_special_ids(const SentencePieceTokenizer& tok) {
+  for (std::size_t k = 0; k < kSentencePieceSpecialPieces.size(); ++k) {
+    if (tok.token_to_id(kSentencePieceSpecialPieces[k]) != static_cast<std::int32_t>(k)) {
+      throw TokenizerError(std::string("train_sentencepiece: trained model has ") +
+                           kSentencePieceSpecialPieces[k] + " at id " +
+                           std::to_string(tok.token_to_id(kSentencePieceSpecialPieces[k])) +
+                           ", expected " + std::to_string(k));
+    }
+  }
+}
+
+// Phase 4: spm.model, spm.vocab and tokenizer_config.json into the bundle's temporary folder,
+// then the folder swapped in as a whole.
+void write_sentencepiece_bundle(AtomicDirectory& bundle, const std::string& serialized,
+                                const SentencePieceTokenizer& tok,
+                                const SentencePieceTrainOptions& options) {
+  write_file_atomic(bundle.file("spm.model"), serialized);
+  {
+    AtomicFile vocab(bundle.file("spm.vocab"));
+    for (std::int32_t id = 0; id < tok.vocab_size(); ++id) {
+      vocab.stream() << tok.id_to_token(id) << '\t' << tok.score(id) << '\n';
+    }
+    vocab.commit();
+  }
+  TokenizerConfig config;
+  config.type = "sentencepiece";
+  config.model_file = "spm.model";
+  config.lower_case = sentencepiece_normalization_lower_cases(options.normalization);
+  config.normalization = options.normalization;
+  config.special = sentencepiece_special_tokens();
+  bundle.file(kTokenizerConfigFile);  // registers it for removal on a signal
+  write_tokenizer_config(bundle.temp_path().string(), config);
+  bundle.commit();
+}
+
+}  // namespace
+
+SentencePieceTrainResult train_sentencepiece(const SentencePieceTrainOptions& options) {
+  validate_sentencepiece_train_options(options);
+  const auto max_bytes = static_cast<std::size_t>(options.max_sentence_length);
+  const std::string inputs = join_inputs(options.inputs);
+
+  // Fail fast on an unusable --out, before the corpus is read: the bundle is written into a
+  // temporary folder beside it and swapped in as a whole on success.
+  check_replaceable_bundle(options.out_dir);
+  std::optional<AtomicDirectory> bundle;
+  try {
+    bundle.emplace(options.out_dir);
+  } catch (const std::exception& e) {
+    throw TokenizerError(std::string("cannot write the bundle to --out: ") + e.what());
+  }
+
+  SentencePieceTrainResult result;
+  const std::size_t usable = scan_corpus(options, inputs, result);
+
+  const std::unordered_map<std::string, std::string> kwargs = trainer_kwargs(options);
   SampledIterator it(options.inputs, max_bytes, usable,
                      options.max_sentences > 0 ? options.max_sentences : usable, options.seed);
   std::string serialized;
@@ -616,34 +673,10 @@ SentencePieceTrainResult train_sentencepiece(const SentencePieceTrainOptions& op
   result.config_path = (dir / kTokenizerConfigFile).string();
 
   const SentencePieceTokenizer tok = SentencePieceTokenizer::from_serialized(serialized, inputs);
-  const SpecialTokens expected = sentencepiece_special_tokens();
-  for (std::size_t k = 0; k < kSentencePieceSpecialPieces.size(); ++k) {
-    if (tok.token_to_id(kSentencePieceSpecialPieces[k]) != static_cast<std::int32_t>(k)) {
-      throw TokenizerError(std::string("train_sentencepiece: trained model has ") +
-                           kSentencePieceSpecialPieces[k] + " at id " +
-                           std::to_string(tok.token_to_id(kSentencePieceSpecialPieces[k])) +
-                           ", expected " + std::to_string(k));
-    }
-  }
+  check_special_ids(tok);
   result.vocab_size = tok.vocab_size();
 
-  write_file_atomic(bundle->file("spm.model"), serialized);
-  {
-    AtomicFile vocab(bundle->file("spm.vocab"));
-    for (std::int32_t id = 0; id < tok.vocab_size(); ++id) {
-      vocab.stream() << tok.id_to_token(id) << '\t' << tok.score(id) << '\n';
-    }
-    vocab.commit();
-  }
-  TokenizerConfig config;
-  config.type = "sentencepiece";
-  config.model_file = "spm.model";
-  config.lower_case = sentencepiece_normalization_lower_cases(options.normalization);
-  config.normalization = options.normalization;
-  config.special = expected;
-  bundle->file(kTokenizerConfigFile);  // registers it for removal on a signal
-  write_tokenizer_config(bundle->temp_path().string(), config);
-  bundle->commit();
+  write_sentencepiece_bundle(*bundle, serialized, tok, options);
 
   // The caller reports the result; the library only logs it for debugging.
   spdlog::debug("train_sentencepiece: {} pieces from {} of {} lines -> {}", result.vocab_size,
