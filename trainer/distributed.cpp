@@ -175,16 +175,28 @@ struct DataParallelGroup::Impl {
   }
 
   void watch();
+
+ private:
+  // The watchdog's state and phases (watch() runs them once per poll).
+  struct WatchState {
+    std::vector<std::int64_t> last_beat;       // each rank's last beat seen
+    std::vector<Clock::time_point> beat_seen;  // when it changed
+    std::int64_t beat = 0;                     // this rank's beat counter
+    bool store_ok = true;                      // false after a failed publish
+  };
+  RankStatus publish_status(WatchState& w);
+  [[noreturn]] void store_gone(const RankStatus& me, const std::string& limit_text);
+  void diagnose_collective(WatchState& w, const RankStatus& me, const std::string& limit_text,
+                           double hang, double fixed);
 };
 
 // The hang watchdog (see set_hang_timeout() in the header). Publishes this rank's status every
 // poll; store failures stop the publishing (rank 0 may have finished) and count as a finding only
 // while this rank waits in a collective beyond its timeout.
 void DataParallelGroup::Impl::watch() {
-  std::vector<std::int64_t> last_beat(static_cast<std::size_t>(world), -1);
-  std::vector<Clock::time_point> beat_seen(static_cast<std::size_t>(world), Clock::now());
-  std::int64_t beat = 0;
-  bool store_ok = true;
+  WatchState w;
+  w.last_beat.assign(static_cast<std::size_t>(world), -1);
+  w.beat_seen.assign(static_cast<std::size_t>(world), Clock::now());
   auto thread_cpu = [] {
     timespec ts{};
     ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
@@ -203,19 +215,7 @@ void DataParallelGroup::Impl::watch() {
       quit_cv.wait_for(lock, std::chrono::duration<double>(poll), [&] { return quit.load(); });
     }
     if (quit) return;
-    RankStatus me;
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      me.beat = ++beat, me.seq = seq, me.kind = kind, me.label = label;
-      me.age = seconds_between(since, Clock::now());
-    }
-    if (store_ok) {
-      try {
-        store->set(health_key(rank), encode(me));
-      } catch (const std::exception&) {
-        store_ok = false;
-      }
-    }
+    const RankStatus me = publish_status(w);
     // A stalled compute phase waits twice the hang timeout, so that the ranks waiting for it
     // in a collective report first, naming it.
     const double limit = me.kind == PhaseKind::Exempt    ? fixed
@@ -233,64 +233,91 @@ void DataParallelGroup::Impl::watch() {
       abort_hang(fmt::format("this rank made no progress for {:.1f} s in {} ({})", me.age, me.label,
                              limit_text));
     }
-    auto store_gone = [&] {
-      abort_hang(
-          fmt::format("waited {:.1f} s in {} ({}), and the TCPStore that rank 0 hosts "
-                      "is unreachable: rank 0 ({}) has stopped",
-                      me.age, me.label, limit_text, hosts.empty() ? "?" : hosts[0]));
-    };
-    if (!store_ok) store_gone();
-    // Which ranks have not arrived at this collective, and are they stuck?
-    std::vector<std::string> stuck;
-    std::size_t missing = 0;
-    const auto now = Clock::now();
-    for (int s = 0; s < world; ++s) {
-      if (s == rank) continue;
-      std::optional<RankStatus> st;
-      try {
-        if (store->check({health_key(s)})) st = decode(store->get(health_key(s)));
-      } catch (const std::exception&) {
-        store_gone();
-      }
-      const auto us = static_cast<std::size_t>(s);
-      const std::string who = fmt::format("rank {} ({})", s, hosts[us]);
-      if (!st) {
-        ++missing;
-        stuck.push_back(who + " never published its status");
-        continue;
-      }
-      if (st->beat != last_beat[us]) last_beat[us] = st->beat, beat_seen[us] = now;
-      if (st->seq > me.seq || (st->seq == me.seq && st->kind == PhaseKind::Collective)) {
-        if (st->seq == me.seq && st->label != me.label) {
-          abort_hang(
-              fmt::format("{} is in collective '{}' while this rank is in '{}': the "
-                          "ranks disagree on the order of collectives",
-                          who, st->label, me.label));
-        }
-        continue;  // arrived (or already past it)
-      }
+    if (!w.store_ok) store_gone(me, limit_text);
+    diagnose_collective(w, me, limit_text, hang, fixed);
+  }
+}
+
+// This rank's status, published to the store (a failed publish stops publishing: rank 0 may
+// have finished).
+RankStatus DataParallelGroup::Impl::publish_status(WatchState& w) {
+  RankStatus me;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    me.beat = ++w.beat, me.seq = seq, me.kind = kind, me.label = label;
+    me.age = seconds_between(since, Clock::now());
+  }
+  if (w.store_ok) {
+    try {
+      store->set(health_key(rank), encode(me));
+    } catch (const std::exception&) {
+      w.store_ok = false;
+    }
+  }
+  return me;
+}
+
+void DataParallelGroup::Impl::store_gone(const RankStatus& me, const std::string& limit_text) {
+  abort_hang(
+      fmt::format("waited {:.1f} s in {} ({}), and the TCPStore that rank 0 hosts "
+                  "is unreachable: rank 0 ({}) has stopped",
+                  me.age, me.label, limit_text, hosts.empty() ? "?" : hosts[0]));
+}
+
+// This rank has waited in collective `me` beyond its limit: finds the ranks that have not
+// arrived and whether they are stuck, and aborts naming them (or returns while they still move).
+void DataParallelGroup::Impl::diagnose_collective(WatchState& w, const RankStatus& me,
+                                                  const std::string& limit_text, double hang,
+                                                  double fixed) {
+  std::vector<std::string> stuck;
+  std::size_t missing = 0;
+  const auto now = Clock::now();
+  for (int s = 0; s < world; ++s) {
+    if (s == rank) continue;
+    std::optional<RankStatus> st;
+    try {
+      if (store->check({health_key(s)})) st = decode(store->get(health_key(s)));
+    } catch (const std::exception&) {
+      store_gone(me, limit_text);
+    }
+    const auto us = static_cast<std::size_t>(s);
+    const std::string who = fmt::format("rank {} ({})", s, hosts[us]);
+    if (!st) {
       ++missing;
-      const double silent = seconds_between(beat_seen[us], now);
-      const double their_limit = st->kind == PhaseKind::Exempt ? fixed : hang;
-      if (silent > hang) {
-        stuck.push_back(
-            fmt::format("{} never arrived and has published nothing for {:.1f} s "
-                        "(dead or frozen; last seen in {})",
-                        who, silent, st->label));
-      } else if (st->age > their_limit) {
-        stuck.push_back(fmt::format("{} never arrived: it has been in {} for {:.1f} s", who,
-                                    st->label, st->age));
+      stuck.push_back(who + " never published its status");
+      continue;
+    }
+    if (st->beat != w.last_beat[us]) w.last_beat[us] = st->beat, w.beat_seen[us] = now;
+    if (st->seq > me.seq || (st->seq == me.seq && st->kind == PhaseKind::Collective)) {
+      if (st->seq == me.seq && st->label != me.label) {
+        abort_hang(
+            fmt::format("{} is in collective '{}' while this rank is in '{}': the "
+                        "ranks disagree on the order of collectives",
+                        who, st->label, me.label));
       }
+      continue;  // arrived (or already past it)
     }
-    if (missing == 0) {
-      abort_hang(fmt::format("every rank arrived at {}, but it did not complete in {:.1f} s ({})",
-                             me.label, me.age, limit_text));
+    ++missing;
+    const double silent = seconds_between(w.beat_seen[us], now);
+    const double their_limit = st->kind == PhaseKind::Exempt ? fixed : hang;
+    if (silent > hang) {
+      stuck.push_back(
+          fmt::format("{} never arrived and has published nothing for {:.1f} s "
+                      "(dead or frozen; last seen in {})",
+                      who, silent, st->label));
+    } else if (st->age > their_limit) {
+      stuck.push_back(
+          fmt::format("{} never arrived: it has been in {} for {:.1f} s", who, st->label, st->age));
     }
-    if (!stuck.empty()) {
-      std::string text;
-      for (const auto& s : stuck) text += (text.empty() ? "" : "; ") + s;
-      abort_hang(fmt::format("waited {:.1f} s in {} ({}): {}", me.age, me.label, limit_text, text));
-    }
+  }
+  if (missing == 0) {
+    abort_hang(fmt::format("every rank arrived at {}, but it did not complete in {:.1f} s ({})",
+                           me.label, me.age, limit_text));
+  }
+  if (!stuck.empty()) {
+    std::string text;
+    for (const auto& s : stuck) text += (text.empty() ? "" : "; ") + s;
+    abort_hang(fmt::format("waited {:.1f} s in {} ({}): {}", me.age, me.label, limit_text, text));
   }
 }
 
