@@ -30,4 +30,11 @@ struct BatchPlanLimits {
 std::vector<std::vector<std::size_t>> plan_batches(const std::vector<std::size_t>& lengths,
                                                    const BatchPlanLimits& limits);
 
+/// How many of `lengths`, taken in the given order, the first batch of
+/// plan_batches(lengths, limits with longest_first = false) holds, without planning the rest
+/// (the server's batcher asks this on every arrival). 0 for no inputs.
+/// @throws std::invalid_argument if max_batch_size is 0.
+std::size_t first_batch_size(const std::vector<std::size_t>& lengths,
+                             const BatchPlanLimits& limits);
+
 }  // namespace dialtree

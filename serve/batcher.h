@@ -90,18 +90,15 @@ class Batcher {
     Clock::time_point enqueued;
   };
 
-  // Number of queue-front items the next batch takes (the first batch that plan_batches cuts
-  // from the queue in arrival order, common/batching.h), and whether the budget is full (an
+  // Number of queue-front items the next batch takes (the first batch that plan_batches would
+  // cut from the queue in arrival order, common/batching.h), and whether the budget is full (an
   // item is left behind, or the count limit is reached). Caller holds mutex_.
   std::pair<std::size_t, bool> plan() const {
-    if (queue_.empty()) return {0, false};
     const std::size_t look = std::min(queue_.size(), limits_.max_batch_requests + 1);
-    std::vector<std::size_t> lengths(look);
-    for (std::size_t i = 0; i < look; ++i) lengths[i] = queue_[i].item.tokens;
+    lengths_.resize(look);
+    for (std::size_t i = 0; i < look; ++i) lengths_[i] = queue_[i].item.tokens;
     const std::size_t n =
-        plan_batches(lengths, {limits_.max_batch_requests, limits_.max_batch_tokens, false})
-            .front()
-            .size();
+        first_batch_size(lengths_, {limits_.max_batch_requests, limits_.max_batch_tokens, false});
     return {n, n < queue_.size() || n == limits_.max_batch_requests};
   }
 
@@ -143,6 +140,7 @@ class Batcher {
   mutable std::mutex mutex_;
   std::condition_variable cv_;
   std::deque<Queued> queue_;
+  mutable std::vector<std::size_t> lengths_;  // plan()'s scratch, guarded by mutex_
   bool stopping_ = false;
   std::thread thread_;
 };

@@ -32,6 +32,15 @@ TEST(PlanBatches, InInputOrderTheLongestSoFarSetsThePadding) {
   EXPECT_EQ(plan_batches({3, 10, 5, 10, 7}, {2, 0, false}), (Batches{{0, 1}, {2, 3}, {4}}));
 }
 
+TEST(PlanBatches, FirstBatchSizeIsTheFirstBatchInInputOrder) {
+  const std::vector<std::size_t> lengths = {3, 10, 5, 10, 7};
+  EXPECT_EQ(first_batch_size(lengths, {64, 25, false}), 2u);
+  EXPECT_EQ(first_batch_size(lengths, {64, 0, false}), 5u);
+  EXPECT_EQ(first_batch_size({100, 2}, {64, 15, false}), 1u);
+  EXPECT_EQ(first_batch_size({}, {64, 15, false}), 0u);
+  EXPECT_THROW(first_batch_size({1}, {0, 0, false}), std::invalid_argument);
+}
+
 TEST(PlanBatches, EmptyInputAndBadLimits) {
   EXPECT_TRUE(plan_batches({}, {}).empty());
   EXPECT_EQ(plan_batches({0, 0}, {}), (Batches{{0, 1}}));
