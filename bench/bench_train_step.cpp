@@ -32,6 +32,7 @@
 #include "losses/contrastive.h"
 #include "losses/objective.h"
 #include "model/collate.h"
+#include "model/device.h"
 #include "model/encoder.h"
 #include "trainer/step.h"
 
@@ -53,13 +54,16 @@ struct Options {
   std::int64_t batch = 32;       ///< per stream: labelled and unlabelled each
   std::int64_t shard_size = 16;  ///< data.contrastive_shard_size of pretrain-small.yaml
   std::uint64_t seed = 11;
-  double dropout = 0.1;  ///< every dropout of the model (0 makes the step deterministic)
+  double dropout = 0.1;        ///< every dropout of the model (0 makes the step deterministic)
+  std::string device = "cpu";  ///< model/device.h spelling: cpu, cuda, cuda:N, auto
+  bool base = false;           ///< BERT-base size (12 x 768) instead of pretrain-small's 4 x 256
 };
 
 [[noreturn]] void usage(const char* argv0) {
   std::fprintf(stderr,
                "usage: %s [--bf16] [--threads N] [--steps N] [--warmup N] [--seq-len L] "
-               "[--batch B] [--shard-size S] [--seed S] [--dropout P]\n",
+               "[--batch B] [--shard-size S] [--seed S] [--dropout P] [--device D] "
+               "[--model small|base]\n",
                argv0);
   std::exit(2);
 }
@@ -91,6 +95,14 @@ Options parse(int argc, char** argv) {
     } else if (a == "--dropout") {
       if (i + 1 >= argc) usage(argv[0]);
       o.dropout = std::stod(argv[++i]);
+    } else if (a == "--device") {
+      if (i + 1 >= argc) usage(argv[0]);
+      o.device = argv[++i];
+    } else if (a == "--model") {
+      if (i + 1 >= argc) usage(argv[0]);
+      const std::string m = argv[++i];
+      if (m != "small" && m != "base") usage(argv[0]);
+      o.base = m == "base";
     } else {
       usage(argv[0]);
     }
@@ -171,17 +183,27 @@ double forward_flops(const dialtree::model::EncoderConfig& c, std::int64_t b, st
   return 2 * per_stream + 2 * mlm_targets * h * (h + v);
 }
 
-/// Best GFLOP/s of torch::mm on 1024 x 1024 matrices of `dtype` over a few timed rounds.
-double gemm_peak(torch::ScalarType dtype) {
-  const std::int64_t n = 1024;
-  const torch::Tensor a = torch::randn({n, n}).to(dtype), b = torch::randn({n, n}).to(dtype);
-  const int reps = dtype == torch::kFloat32 ? 8 : 32;
+/// Waits for the device's queued kernels (a no-op on the CPU), so that wall-clock times cover
+/// the work.
+void sync(const torch::Device& device) {
+  if (device.is_cuda()) torch::cuda::synchronize(device.index());
+}
+
+/// Best GFLOP/s of torch::mm on n x n matrices of `dtype` on `device` over a few timed rounds
+/// (n = 1024 on the CPU, 8192 on a GPU, whose peak small products do not reach).
+double gemm_peak(torch::ScalarType dtype, const torch::Device& device) {
+  const std::int64_t n = device.is_cuda() ? 8192 : 1024;
+  const auto opts = torch::TensorOptions().dtype(dtype).device(device);
+  const torch::Tensor a = torch::randn({n, n}, opts), b = torch::randn({n, n}, opts);
+  const int reps = dtype == torch::kFloat32 && !device.is_cuda() ? 8 : 32;
   torch::Tensor c = torch::mm(a, b);
+  sync(device);
   double best = 0;
   for (int round = 0; round < 6; ++round) {
     const auto t0 = Clock::now();
     for (int i = 0; i < reps; ++i) c = torch::mm(a, b);
-    best = std::max(best, 2.0 * n * n * n * reps / seconds_since(t0) / 1e9);
+    sync(device);
+    best = std::max(best, 2.0 * static_cast<double>(n * n * n) * reps / seconds_since(t0) / 1e9);
   }
   return best;
 }
@@ -198,14 +220,30 @@ int main(int argc, char** argv) {
   const Options o = parse(argc, argv);
   at::set_num_threads(o.threads);
   torch::manual_seed(o.seed);
-  const model::EncoderConfig cfg = small_config(o.dropout);
+  const torch::Device device = model::resolve_device(o.device, "--device");
+  model::EncoderConfig cfg = small_config(o.dropout);
+  if (o.base) {  // BERT-base's shape (SPACE-2's size); positions cover the sequence
+    cfg.hidden_size = cfg.projection_dim = 768;
+    cfg.num_hidden_layers = 12;
+    cfg.num_attention_heads = 12;
+    cfg.intermediate_size = 3072;
+    cfg.max_position_embeddings = std::max<std::int64_t>(512, cfg.max_position_embeddings);
+    cfg.validate();
+  }
   model::SpaceModel net(cfg);
+  net->to(device);
   net->train();
   const auto views = static_cast<std::int64_t>(cfg.projection_views.size());
+  auto on_device = [&](dialtree::trainer::StreamBatch b) {
+    b.inputs = model::to_device(b.inputs, device);
+    b.masked = model::to_device(b.masked, device);
+    if (b.masks.defined()) b.masks = b.masks.to(device);
+    return b;
+  };
   const dialtree::trainer::StreamBatch lab =
-      make_batch(o.batch, o.seq_len, cfg.vocab_size, views, true);
+      on_device(make_batch(o.batch, o.seq_len, cfg.vocab_size, views, true));
   const dialtree::trainer::StreamBatch unl =
-      make_batch(o.batch, o.seq_len, cfg.vocab_size, views, false);
+      on_device(make_batch(o.batch, o.seq_len, cfg.vocab_size, views, false));
   const double targets =
       static_cast<double>(lab.masked.mlm_labels.ne(model::kIgnoreLabel).sum().item<std::int64_t>() +
                           unl.masked.mlm_labels.ne(model::kIgnoreLabel).sum().item<std::int64_t>());
@@ -242,6 +280,7 @@ int main(int argc, char** argv) {
     ph.clip = seconds_since(t);
     t = Clock::now();
     opt.step();
+    sync(device);
     ph.adamw = seconds_since(t);
     const double s = seconds_since(t0);
     const double c = process_cpu_seconds() - c0;
@@ -249,7 +288,8 @@ int main(int argc, char** argv) {
     if (step >= o.warmup) step_s.push_back(s), cpu_s.push_back(c), phases.push_back(ph);
   }
 
-  const double peak32 = gemm_peak(torch::kFloat32), peak16 = gemm_peak(torch::kBFloat16);
+  const double peak32 = gemm_peak(torch::kFloat32, device);
+  const double peak16 = gemm_peak(torch::kBFloat16, device);
   const double med = median(step_s);
   const double examples = 2.0 * static_cast<double>(o.batch);
   const double fwd = forward_flops(cfg, o.batch, o.seq_len, o.shard_size, targets);
@@ -288,12 +328,13 @@ int main(int argc, char** argv) {
   std::printf("examples/s: %.2f\n", examples / med);
   std::printf("GFLOP/step: %.1f (forward %.1f x 3)  achieved %.1f GFLOP/s\n", train / 1e9,
               fwd / 1e9, train / med / 1e9);
-  std::printf("GEMM peak (mm 1024^2): fp32 %.0f GFLOP/s  bf16 %.0f GFLOP/s  ->  MFU %.1f%%\n",
-              peak32, peak16, 100 * mfu);
+  std::printf("GEMM peak (mm %s, %s): fp32 %.0f GFLOP/s  bf16 %.0f GFLOP/s  ->  MFU %.1f%%\n",
+              device.is_cuda() ? "8192^2" : "1024^2", device.str().c_str(), peak32, peak16,
+              100 * mfu);
   std::printf(
       "RESULT impl=cpp mode=%s ex_s=%.3f step_s=%.4f cpu_s=%.4f gflop_step=%.2f peak_fp32=%.1f "
-      "peak_bf16=%.1f mfu=%.4f loss0=%.6f\n",
+      "peak_bf16=%.1f mfu=%.4f loss0=%.6f device=%s model=%s\n",
       o.bf16 ? "bf16" : "fp32", examples / med, med, median(cpu_s), train / 1e9, peak32, peak16,
-      mfu, first.total_value);
+      mfu, first.total_value, device.str().c_str(), o.base ? "base" : "small");
   return 0;
 }

@@ -17,6 +17,7 @@
 
 #include "cli/commands.h"
 #include "common/atomic_file.h"
+#include "common/device_spec.h"
 #include "common/error.h"
 #include "common/utf8.h"
 #include "serve/api.h"
@@ -31,6 +32,7 @@ struct EmbedArgs {
   std::size_t max_input_length = 256, batch_size = 64, max_batch_tokens = 16384;
   std::optional<std::int64_t> dimensions;
   int num_threads = 0;
+  std::string device = "auto";
 };
 
 // Reads every input; errors name the file and the 1-based line.
@@ -77,7 +79,7 @@ void run_embed(const EmbedArgs& a) {
     throw std::invalid_argument("--batch-size and --max-batch-tokens must be >= 1");
   }
   const std::vector<serve::Input> inputs = read_inputs(a);
-  serve::Embedder embedder(a.model, a.max_input_length);
+  serve::Embedder embedder(a.model, a.max_input_length, a.device);
   const std::string name = a.input == "-" ? "<stdin>" : a.input;
   std::vector<data::SerializedExample> examples;
   examples.reserve(inputs.size());
@@ -139,6 +141,9 @@ void register_embed(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--num-threads", a->num_threads, "LibTorch threads (0 = default)")
       ->envname("DIALTREE_NUM_THREADS");
+  cmd->add_option("--device", a->device, kDeviceHelp)
+      ->envname("DIALTREE_DEVICE")
+      ->capture_default_str();
   cmd->callback([a] { run_embed(*a); });
 }
 

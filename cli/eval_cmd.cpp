@@ -17,6 +17,7 @@
 
 #include "cli/commands.h"
 #include "common/atomic_file.h"
+#include "common/device_spec.h"
 #include "common/json_util.h"
 #include "eval/dialoglue.h"
 #include "eval/eval_config.h"
@@ -24,6 +25,7 @@
 #include "eval/probe_model.h"
 #include "eval/submission.h"
 #include "eval/tasks.h"
+#include "model/device.h"
 
 namespace dialtree::cli {
 
@@ -35,6 +37,7 @@ struct DialoglueArgs {
   std::string model, tasks = "banking,clinc,hwu", setting = "few", seeds = "1,2,3", out, data_dir,
                      config;
   std::vector<std::string> overrides;
+  std::string device;  // --device / DIALTREE_DEVICE: the recipe's device key, given last
   bool from_scratch = false;
   bool save_models = false;
   CLI::Option* config_option = nullptr;
@@ -98,8 +101,11 @@ void run_dialoglue_cmd(const DialoglueArgs& a) {
   if (a.config_given && a.config.empty()) {
     throw std::invalid_argument("--config: empty path (leave the flag out for the defaults)");
   }
-  run.options = a.config.empty() ? eval::parse_finetune_options("", "defaults", a.overrides)
-                                 : eval::load_finetune_options(a.config, a.overrides);
+  std::vector<std::string> overrides = a.overrides;
+  if (!a.device.empty()) overrides.push_back("device=" + a.device);
+  run.options = a.config.empty() ? eval::parse_finetune_options("", "defaults", overrides)
+                                 : eval::load_finetune_options(a.config, overrides);
+  model::resolve_device(run.options.device, "device");  // before any data is read
   // The output folder must be a folder: refuse a file before anything is trained.
   if (std::error_code ec; fs::exists(a.out, ec) && !fs::is_directory(a.out, ec)) {
     throw std::invalid_argument("--out: '" + a.out + "' exists and is not a folder");
@@ -164,6 +170,9 @@ void register_dialoglue(CLI::App& eval) {
   cmd->add_flag("--from-scratch", a->from_scratch,
                 "Re-initialise every weight (the from-scratch baseline: same architecture and "
                 "tokenizer, no pretraining)");
+  cmd->add_option("--device", a->device,
+                  std::string(kDeviceHelp) + " (the recipe's device key; default auto)")
+      ->envname("DIALTREE_DEVICE");
   cmd->add_option("overrides", a->overrides, "key=value overrides of the config's keys");
   cmd->callback([a] {
     a->config_given = a->config_option->count() > 0;
@@ -176,6 +185,7 @@ struct ProbeArgs {
                      data_dir, out, dump_dir, pooling = "cls";
   double c = 1.0;
   int max_iter = 100, batch_size = 128, max_utt_len = 64;
+  std::string device = "auto";
   bool as_json = false, bf16 = true;
   std::int64_t from_scratch_seed = -1;
 };
@@ -194,6 +204,7 @@ void run_probe_cmd(const ProbeArgs& a) {
   o.max_utt_len = a.max_utt_len;
   o.dump_dir = a.dump_dir;
   o.from_scratch_seed = a.from_scratch_seed;
+  o.device = a.device;
   std::vector<std::string> tasks = split_list(a.tasks);
   // Options, tasks and the data folder are checked before the bundle is loaded.
   eval::check_probe_options(o);
@@ -266,6 +277,9 @@ void register_probe(CLI::App& eval) {
                   "Re-initialise every weight with this torch seed before embedding: the "
                   "no-pretraining baseline with the bundle's architecture and tokenizer")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--device", a->device, kDeviceHelp)
+      ->envname("DIALTREE_DEVICE")
+      ->capture_default_str();
   cmd->callback([a] { run_probe_cmd(*a); });
 }
 

@@ -18,6 +18,7 @@
 #include "cli/commands.h"
 #include "common/error.h"
 #include "model/config.h"
+#include "model/device.h"
 #include "serve/server.h"
 
 namespace dialtree::cli {
@@ -73,6 +74,7 @@ void register_serve(CLI::App& app) {
   cmd->callback([o] {
     log_to_stderr(/*timestamps=*/true);
     o->validate();
+    model::resolve_device(o->device, "--device");  // a GPU that is not there, before binding
     // A missing folder or a broken config.json is bad usage (status 2) and is said before the
     // port is bound; the weights load in the background while /health answers 503.
     if (std::error_code ec; !std::filesystem::is_directory(o->model_dir, ec)) {

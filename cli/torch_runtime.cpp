@@ -45,6 +45,12 @@ void print_runtime_details() {
   fmt::print("cpu: {} (vendor {}, family {}, model {}), widest kernels {}\n", cpu.model_name,
              cpu.vendor, cpu.family, cpu.model, to_string(cpu_kernel_tier(cpu)));
   fmt::print("native bf16: {}\n", cpu_has_native_bf16() ? "yes" : "no");
+  // docs/gpu.md: what `device: auto` picks on this machine.
+  const bool cuda = torch::cuda::is_available();
+  fmt::print("cuda: {}, {} GPU{} visible; device auto = {}\n",
+             torch::hasCUDA() ? "built in" : "not in this LibTorch",
+             cuda ? torch::cuda::device_count() : 0,
+             cuda && torch::cuda::device_count() == 1 ? "" : "s", cuda ? "cuda:0" : "cpu");
   const auto x = torch::ones({2, 2});
   fmt::print("tensor check: sum(ones(2,2) @ ones(2,2)) = {}\n",
              torch::mm(x, x).sum().item<float>());

@@ -31,8 +31,27 @@ target_link_libraries(dialtree_libcsv INTERFACE ${CSV_LIBRARY})
 
 # LibTorch is needed only by the torch-using targets; it reports itself as 1.13.0 (docs/build.md P7).
 # The guard build (DIALTREE_TORCH=OFF) has none of them and does not need LibTorch installed.
+# DIALTREE_LIBTORCH switches to another LibTorch, e.g. a CUDA one (docs/gpu.md "Building
+# against a CUDA LibTorch"): a PyTorch installation's torch.utils.cmake_prefix_path, or the root of
+# an unpacked LibTorch archive. Empty: Debian's.
+set(DIALTREE_LIBTORCH "" CACHE PATH
+    "LibTorch to build against instead of Debian's (torch.utils.cmake_prefix_path, or an unpacked LibTorch archive)")
 if(DIALTREE_TORCH)
-  find_package(Torch 1.13 REQUIRED)
+  if(DIALTREE_LIBTORCH)
+    find_package(Torch REQUIRED CONFIG PATHS "${DIALTREE_LIBTORCH}" NO_DEFAULT_PATH)
+    # Every other dependency is a Debian 12 package built with the C++11 std::string ABI; a
+    # LibTorch built with the old one (PyTorch wheels before 2.7, "pre-cxx11 ABI" archives)
+    # cannot share a process with them.
+    if(TORCH_CXX_FLAGS MATCHES "_GLIBCXX_USE_CXX11_ABI=0")
+      message(FATAL_ERROR
+        "The LibTorch in ${DIALTREE_LIBTORCH} uses the pre-C++11 std::string ABI "
+        "(TORCH_CXX_FLAGS: ${TORCH_CXX_FLAGS}); dialtree's other libraries use the C++11 one. "
+        "Use PyTorch >= 2.7 or a 'cxx11 ABI' LibTorch archive (docs/gpu.md).")
+    endif()
+    message(STATUS "LibTorch ${Torch_VERSION} from ${DIALTREE_LIBTORCH}")
+  else()
+    find_package(Torch 1.13 REQUIRED)
+  endif()
 endif()
 
 # Private SentencePiece build (see scripts/build-sentencepiece.sh).

@@ -8,6 +8,7 @@
 #include <set>
 #include <variant>
 
+#include "common/device_spec.h"
 #include "common/error.h"
 #include "common/strict_yaml.h"
 #include "common/text_distance.h"
@@ -17,8 +18,8 @@ namespace {
 
 namespace sy = strict_yaml;
 
-using Member =
-    std::variant<int FinetuneOptions::*, double FinetuneOptions::*, bool FinetuneOptions::*>;
+using Member = std::variant<int FinetuneOptions::*, double FinetuneOptions::*,
+                            bool FinetuneOptions::*, std::string FinetuneOptions::*>;
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
@@ -32,6 +33,8 @@ struct Field {
   double hi = kInf;
   bool hi_closed = true;
   const char* note = "";
+  /// String keys: the problem with a value ("" = none).
+  std::string (*string_problem)(const std::string&) = nullptr;
 };
 
 const std::vector<Field>& fields() {
@@ -52,7 +55,8 @@ const std::vector<Field>& fields() {
       {"rdrop_weight", &O::rdrop_weight, 0},
       {"mlm_weight", &O::mlm_weight, 0},
       {"mlm_probability", &O::mlm_probability, 0, false, 1, false},
-      {"early_stopping_patience", &O::early_stopping_patience, 0, true, kInf, true, "0 = off"}};
+      {"early_stopping_patience", &O::early_stopping_patience, 0, true, kInf, true, "0 = off"},
+      {"device", &O::device, -kInf, true, kInf, true, "", &device_spec_problem}};
   return table;
 }
 
@@ -99,6 +103,8 @@ std::string problem(const Field& f, const FinetuneOptions& o) {
         using T = std::remove_cv_t<std::remove_reference_t<decltype(o.*member)>>;
         if constexpr (std::is_same_v<T, bool>) {
           return {};
+        } else if constexpr (std::is_same_v<T, std::string>) {
+          return f.string_problem != nullptr ? f.string_problem(o.*member) : std::string();
         } else if constexpr (std::is_same_v<T, int>) {
           const long long hi =
               std::isinf(f.hi) ? std::numeric_limits<long long>::max() : std::llround(f.hi);

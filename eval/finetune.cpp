@@ -14,12 +14,12 @@
 #include <torch/torch.h>
 
 #include "common/batching.h"
-#include "common/cpu_features.h"
 #include "data/masking.h"
 #include "data/serialize.h"
 #include "eval/eval_config.h"
 #include "model/bundle.h"
 #include "model/collate.h"
+#include "model/device.h"
 #include "model/encoder.h"
 #include "trainer/step.h"
 
@@ -84,13 +84,14 @@ void for_each_eval_batch(
   net->eval();
   torch::InferenceMode guard;
   for (const auto& part : plan_batches(lengths, {static_cast<std::size_t>(batch_size), 0})) {
-    run(part, model::collate(pick(xs, part)));
+    run(part, model::to_device(model::collate(pick(xs, part)), model::module_device(*net)));
   }
 }
 
-/// Arg-max along the last axis as int64 values, contiguous.
+/// Arg-max along the last axis as int64 values, contiguous, copied to the CPU.
 std::vector<std::int64_t> argmax_ids(const torch::Tensor& logits) {
-  const torch::Tensor a = logits.to(torch::kFloat32).argmax(-1).to(torch::kInt64).contiguous();
+  const torch::Tensor a =
+      logits.to(torch::kFloat32).argmax(-1).to(torch::kCPU, torch::kInt64).contiguous();
   return {a.data_ptr<std::int64_t>(), a.data_ptr<std::int64_t>() + a.numel()};
 }
 
@@ -278,7 +279,7 @@ torch::Tensor intent_batch_loss(model::SpaceModel& net, const model::EncoderInpu
   const bool rdrop = terms.rdrop_weight > 0;
   torch::Tensor logits, mlm;
   {
-    trainer::AutocastScope autocast(bf16);
+    model::AutocastScope autocast(bf16, inputs.input_ids.device().type());
     const torch::Tensor hidden = net->forward(rdrop ? trainer::doubled(inputs) : inputs, true);
     logits = net->intent_logits(model::SpaceModelImpl::cls_vector(hidden)).to(torch::kFloat32);
     if (terms.mlm_weight > 0) mlm = trainer::masked_lm_loss(net, *terms.masked).to(torch::kFloat32);
@@ -299,7 +300,7 @@ torch::Tensor intent_batch_loss(model::SpaceModel& net, const model::EncoderInpu
 
 std::vector<std::int64_t> predict_intent_batch(model::SpaceModel& net,
                                                const model::EncoderInputs& inputs, bool bf16) {
-  trainer::AutocastScope autocast(bf16);
+  model::AutocastScope autocast(bf16, inputs.input_ids.device().type());
   return argmax_ids(net->intent_logits(net->forward_cls(inputs)));
 }
 
@@ -308,10 +309,12 @@ IntentRunResult finetune_intent(const std::string& bundle_dir, const IntentTask&
                                 const std::function<void(const EpochInfo&)>& on_epoch,
                                 const std::string& save_dir) {
   check_options(o);
-  const bool bf16 = effective_bf16(o.bf16);
+  const torch::Device device = model::resolve_device(o.device, "device");
+  const bool bf16 = model::effective_bf16(device, o.bf16);
   const model::LoadedBundle base = model::load_bundle(bundle_dir);
   torch::manual_seed(seed);
   model::SpaceModel net = build_model(base, static_cast<std::int64_t>(task.labels.size()), 0, o);
+  net->to(device);
   const data::Tokenizer& tok = *base.tokenizer;
   const auto train = serialize_texts(task.train.texts, tok, net->config(), o.max_utt_len);
   const auto val = serialize_texts(task.val.texts, tok, net->config(), o.max_utt_len);
@@ -336,11 +339,11 @@ IntentRunResult finetune_intent(const std::string& bundle_dir, const IntentTask&
         x.input_ids = std::move(m.input_ids);
         targets.push_back(std::move(m.labels));
       }
-      masked = model::collate(copies, targets);
+      masked = model::to_device(model::collate(copies, targets), device);
       terms.masked = &masked;
     }
-    return intent_batch_loss(net, model::collate(examples), torch::tensor(labels, torch::kInt64),
-                             bf16, terms);
+    return intent_batch_loss(net, model::to_device(model::collate(examples), device),
+                             torch::tensor(labels, torch::kInt64).to(device), bf16, terms);
   };
   auto validate = [&] {
     const std::vector<int> pred = predict_intents(net, val, o.per_device_eval_batch_size, bf16);
@@ -375,12 +378,14 @@ TaggingRunResult finetune_tagging(const std::string& bundle_dir, const TaggingTa
                                   const TaggingScorer& val_score,
                                   const std::function<void(const EpochInfo&)>& on_epoch) {
   check_options(o);
-  const bool bf16 = effective_bf16(o.bf16);
+  const torch::Device device = model::resolve_device(o.device, "device");
+  const bool bf16 = model::effective_bf16(device, o.bf16);
   const bool top = !task.intent_labels.empty();
   const model::LoadedBundle base = model::load_bundle(bundle_dir);
   torch::manual_seed(seed);
   model::SpaceModel net = build_model(base, static_cast<std::int64_t>(task.intent_labels.size()),
                                       static_cast<std::int64_t>(task.tag_labels.size()), o);
+  net->to(device);
   const data::Tokenizer& tok = *base.tokenizer;
   const data::SerializeOptions so = single_turn(net->config(), o.max_utt_len);
   auto encode = [&](const std::vector<TaggingExample>& xs) {
@@ -399,7 +404,7 @@ TaggingRunResult finetune_tagging(const std::string& bundle_dir, const TaggingTa
   const auto train_in = inputs(train), val_in = inputs(val), test_in = inputs(test);
 
   auto batch_loss = [&](const std::vector<std::size_t>& batch) {
-    const model::EncoderInputs in = model::collate(pick(train_in, batch));
+    const model::EncoderInputs in = model::to_device(model::collate(pick(train_in, batch)), device);
     // Tag targets on the rows of each word's first sub-word, -100 elsewhere.
     torch::Tensor targets = torch::full({in.input_ids.size(0), in.input_ids.size(1) + 1},
                                         model::kIgnoreLabel, torch::kInt64);
@@ -419,18 +424,19 @@ TaggingRunResult finetune_tagging(const std::string& bundle_dir, const TaggingTa
     }
     torch::Tensor tag_logits, intent_logits;
     {
-      trainer::AutocastScope autocast(bf16);
+      model::AutocastScope autocast(bf16, device.type());
       const torch::Tensor hidden = net->forward(in, true);
       tag_logits = net->tag_logits(hidden);
       if (top) intent_logits = net->intent_logits(model::SpaceModelImpl::cls_vector(hidden));
     }
     namespace F = torch::nn::functional;
-    torch::Tensor loss = F::cross_entropy(
-        tag_logits.to(torch::kFloat32).reshape({-1, tag_logits.size(-1)}), targets.reshape({-1}),
-        F::CrossEntropyFuncOptions().ignore_index(model::kIgnoreLabel));
+    torch::Tensor loss =
+        F::cross_entropy(tag_logits.to(torch::kFloat32).reshape({-1, tag_logits.size(-1)}),
+                         targets.to(device).reshape({-1}),
+                         F::CrossEntropyFuncOptions().ignore_index(model::kIgnoreLabel));
     if (top) {
       loss = loss + F::cross_entropy(intent_logits.to(torch::kFloat32),
-                                     torch::tensor(intents, torch::kInt64));
+                                     torch::tensor(intents, torch::kInt64).to(device));
     }
     return loss;
   };
@@ -444,7 +450,7 @@ TaggingRunResult finetune_tagging(const std::string& bundle_dir, const TaggingTa
         net, xs_in, o.per_device_eval_batch_size,
         [&](const std::vector<std::size_t>& part, const model::EncoderInputs& in) {
           const torch::Tensor hidden = [&] {
-            trainer::AutocastScope autocast(bf16);
+            model::AutocastScope autocast(bf16, device.type());
             return net->forward(in, true);
           }();
           const auto tag_ids = argmax_ids(net->tag_logits(hidden));

@@ -31,9 +31,12 @@ struct FinetuneOptions {
   /// fine-tunes intent tasks with 0.25); < 0 keeps the bundle's values.
   double dropout = 0.25;
   int max_utt_len = 64;  ///< sub-word ids kept per utterance (its last ones, docs/method.md §1.5)
-  /// CPU bf16 autocast for forward passes (weights stay fp32); only where the CPU has native
-  /// bf16 (common/cpu_features.h), fp32 otherwise.
+  /// bf16 autocast for forward passes (weights stay fp32): always on CUDA, on the CPU only
+  /// where it has native bf16 (common/cpu_features.h), fp32 otherwise.
   bool bf16 = true;
+  /// Where fine-tuning runs: auto (the first GPU when LibTorch sees one, else the CPU), cpu,
+  /// cuda or cuda:N (common/device_spec.h, docs/gpu.md).
+  std::string device = "auto";
   /// Re-initialise every weight (HF BERT initialisation) instead of starting from the bundle's:
   /// the "from scratch" baseline with the same architecture and tokenizer.
   bool from_scratch = false;

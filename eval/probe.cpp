@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/atomic_file.h"
+#include "common/device_spec.h"
 #include "common/error.h"
 #include "common/json_util.h"
 
@@ -760,6 +761,7 @@ void check_probe_options(const ProbeOptions& o) {
   if (o.mteb_per_label < 1) bad("mteb_per_label must be >= 1");
   if (o.threads < 0) bad("threads must be >= 0");
   if (o.protocols.empty()) bad("no protocol");
+  if (const std::string p = device_spec_problem(o.device); !p.empty()) bad("device " + p);
 }
 
 MeanStd mean_std(const std::vector<double>& v) {
@@ -959,6 +961,7 @@ nlohmann::json ProbeReport::to_json() const {
             {"batch_size", options.batch_size},
             {"pooling", probe_pooling_name(options.pooling)},
             {"bf16", options.bf16},
+            {"device", options.device},
             {"max_utt_len", options.max_utt_len},
             {"mteb_draws", options.mteb_draws},
             {"mteb_per_label", options.mteb_per_label},

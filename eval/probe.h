@@ -221,6 +221,9 @@ struct ProbeOptions {
   /// from_scratch_seed) before embedding: the no-pretraining baseline with the bundle's
   /// architecture and tokenizer, as `eval dialoglue --from-scratch`. -1 = the bundle's weights.
   std::int64_t from_scratch_seed = -1;
+  /// Bundle runs only: where the bundle is embedded: auto, cpu, cuda or cuda:N
+  /// (common/device_spec.h, docs/gpu.md). Runs on a given model keep the model's device.
+  std::string device = "auto";
 };
 
 /// @throws std::invalid_argument naming the field: split not test/val, C <= 0, max_iter,

@@ -11,11 +11,11 @@
 #include <nlohmann/json.hpp>
 
 #include "common/atomic_file.h"
-#include "common/cpu_features.h"
 #include "eval/intent_inputs.h"
 #include "eval/tasks.h"
 #include "model/bundle.h"
 #include "model/collate.h"
+#include "model/device.h"
 #include "model/encoder.h"
 
 namespace dialtree::eval {
@@ -27,23 +27,21 @@ double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-/// Puts the model in eval mode with CPU bf16 autocast on or off as asked, and restores the mode
-/// and the caller's autocast state on destruction (a pretraining loop may call the probe
-/// between training steps, inside or outside its own autocast).
+/// Puts the model in eval mode with bf16 autocast on or off as asked (on the model's device
+/// type), and restores the mode and the caller's autocast state on destruction (a pretraining
+/// loop may call the probe between training steps, inside or outside its own autocast).
 class EvalModeScope {
  public:
   EvalModeScope(model::SpaceModelImpl& net, bool bf16)
       : net_(net),
         was_training_(net.is_training()),
-        autocast_(at::autocast::is_cpu_enabled()),
-        dtype_(at::autocast::get_autocast_cpu_dtype()) {
+        type_(model::module_device(net).type()),
+        autocast_(model::autocast_enabled(type_)) {
     net_.eval();
-    at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
-    at::autocast::set_cpu_enabled(bf16);
+    model::set_autocast(type_, bf16);
   }
   ~EvalModeScope() {
-    at::autocast::set_cpu_enabled(autocast_);
-    at::autocast::set_autocast_cpu_dtype(dtype_);
+    model::set_autocast(type_, autocast_);
     at::autocast::clear_cache();
     if (was_training_) net_.train();
   }
@@ -52,8 +50,9 @@ class EvalModeScope {
 
  private:
   model::SpaceModelImpl& net_;
-  bool was_training_, autocast_;
-  at::ScalarType dtype_;
+  bool was_training_;
+  torch::DeviceType type_;
+  bool autocast_;
 };
 
 /// Writes one split of a task below options.dump_dir (no-op when it is empty).
@@ -104,7 +103,8 @@ ProbeMatrix embed_texts(model::SpaceModelImpl& net, const data::Tokenizer& tok,
     std::vector<data::SerializedExample> batch;
     batch.reserve(e - b);
     for (std::size_t i = b; i < e; ++i) batch.push_back(xs[order[i]]);
-    const model::EncoderInputs inputs = model::collate(batch);
+    const model::EncoderInputs inputs =
+        model::to_device(model::collate(batch), model::module_device(net));
     torch::Tensor v;
     if (pooling == ProbePooling::Cls) {
       v = net.forward_cls(inputs).to(torch::kFloat32).contiguous();
@@ -114,6 +114,7 @@ ProbeMatrix embed_texts(model::SpaceModelImpl& net, const data::Tokenizer& tok,
       const torch::Tensor mask = inputs.attention_mask.to(torch::kFloat32).unsqueeze(-1);
       v = ((tokens * mask).sum(1) / mask.sum(1).clamp_min(1.0)).contiguous();
     }
+    v = v.to(torch::kCPU);
     const float* p = v.data_ptr<float>();
     for (std::size_t i = b; i < e; ++i, p += hidden) {
       out.row(static_cast<Eigen::Index>(order[i])) =
@@ -131,7 +132,7 @@ ProbeReport run_probe(model::SpaceModelImpl& net, const data::Tokenizer& tok,
   const auto t_run = Clock::now();
   ProbeOptions o = options;
   if (o.threads == 0) o.threads = at::get_num_threads();
-  o.bf16 = effective_bf16(o.bf16);
+  o.bf16 = model::effective_bf16(model::module_device(net), o.bf16);
   ProbeReport report;
   report.data_dir = data_dir;
   report.options = o;
@@ -209,6 +210,7 @@ ProbeReport run_probe(const std::string& bundle_dir, const std::string& data_dir
     torch::manual_seed(static_cast<std::uint64_t>(options.from_scratch_seed));
     bundle.model->reset_parameters();
   }
+  bundle.model->to(model::resolve_device(options.device, "device"));
   ProbeReport report = run_probe(*bundle.model, *bundle.tokenizer, data_dir, tasks, options);
   report.model = bundle_dir;
   report.seconds = seconds_since(t);

@@ -8,7 +8,8 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
-#include <ATen/autocast_mode.h>
+
+#include "model/device.h"
 
 namespace dialtree::model {
 namespace {
@@ -65,6 +66,8 @@ torch::Tensor dropout_threads(const torch::Tensor& x, double p, bool train) {
     throw std::invalid_argument(msg.str());
   }
   if (!train || p == 0.0 || x.numel() == 0) return x;
+  // Off the CPU, the device's own dropout kernel (one fused launch) is the fast one.
+  if (!x.is_cpu()) return torch::dropout(x, p, train);
   const std::uint64_t seed = draw_seed();
   const auto threshold = static_cast<std::uint64_t>(p * static_cast<double>(1 << 24));
   torch::Tensor mask =
@@ -91,9 +94,10 @@ torch::Tensor bmm_threads(const torch::Tensor& a, const torch::Tensor& b) {
         << a.sizes() << " and " << b.scalar_type() << " " << b.sizes();
     throw std::invalid_argument(msg.str());
   }
-  // Under autocast (or for other dtypes) the stock product keeps autocast's casting rules.
-  if (a.scalar_type() != torch::kFloat32 || b.scalar_type() != torch::kFloat32 ||
-      at::autocast::is_cpu_enabled()) {
+  // Under autocast (or for other dtypes, or off the CPU) the stock product keeps autocast's
+  // casting rules and the device's batched kernel.
+  if (!a.is_cpu() || a.scalar_type() != torch::kFloat32 || b.scalar_type() != torch::kFloat32 ||
+      autocast_enabled(torch::kCPU)) {
     return torch::matmul(a, b);
   }
   return ThreadedBmm::apply(a, b);

@@ -19,14 +19,15 @@ namespace dialtree::model {
 /// generator (so torch::manual_seed and saved RNG states govern it) and element i is kept iff
 /// the top 24 bits of splitmix64(seed + i) are >= p·2^24. Works on any dtype (the scale is
 /// applied in x's dtype) and on non-contiguous x (the mask follows x's logical order).
+/// Off the CPU (CUDA) it is torch::dropout itself.
 /// @throws std::invalid_argument unless 0 <= p < 1.
 torch::Tensor dropout_threads(const torch::Tensor& x, double p, bool train);
 
 /// Batched matrix product out[i] = a[i] · b[i]: a [N, M, K], b [N, K, P] -> [N, M, P], any
 /// strides (transposed views are passed to BLAS without copies). Slices run in parallel over
 /// torch's intra-op threads, one single-threaded GEMM each. Differentiable: the backward pass
-/// is two more bmm_threads calls (grad·bᵀ and aᵀ·grad). Only for two fp32 operands outside CPU
-/// autocast; otherwise it is torch::matmul (autocast's casts and kernels).
+/// is two more bmm_threads calls (grad·bᵀ and aᵀ·grad). Only for two fp32 CPU operands outside
+/// CPU autocast; otherwise it is torch::matmul (autocast's casts and the device's kernels).
 /// @throws std::invalid_argument if the shapes do not match as above.
 torch::Tensor bmm_threads(const torch::Tensor& a, const torch::Tensor& b);
 

@@ -8,6 +8,7 @@
 
 #include "model/bundle.h"
 #include "model/collate.h"
+#include "model/device.h"
 
 namespace dialtree::serve {
 
@@ -15,7 +16,8 @@ struct Embedder::Impl {
   model::LoadedBundle bundle;
 };
 
-Embedder::Embedder(const std::string& model_dir, std::size_t max_input_length)
+Embedder::Embedder(const std::string& model_dir, std::size_t max_input_length,
+                   const std::string& device)
     : impl_(std::make_unique<Impl>()), model_dir_(model_dir) {
   if (max_input_length < 3) {
     throw std::invalid_argument(
@@ -23,7 +25,9 @@ Embedder::Embedder(const std::string& model_dir, std::size_t max_input_length)
         "markers), got " +
         std::to_string(max_input_length));
   }
+  const torch::Device where = model::resolve_device(device, "device");
   impl_->bundle = model::load_bundle(model_dir);
+  impl_->bundle.model->to(where);
   const auto& cfg = impl_->bundle.model->config();
   limits_.max_input_length = max_input_length;
   limits_.max_utterance_length =
@@ -34,6 +38,10 @@ Embedder::Embedder(const std::string& model_dir, std::size_t max_input_length)
 }
 
 Embedder::~Embedder() = default;
+
+std::string Embedder::device() const {
+  return model::module_device(*impl_->bundle.model).str();
+}
 
 const data::Tokenizer& Embedder::tokenizer() const {
   return *impl_->bundle.tokenizer;
@@ -139,16 +147,19 @@ ForwardOutputs Embedder::forward(const std::vector<const data::SerializedExample
 
   torch::InferenceMode guard;
   model::SpaceModel& net = impl_->bundle.model;
-  const model::EncoderInputs inputs = model::collate(examples);
-  const torch::Tensor cls = net->forward_cls(inputs).to(torch::kFloat32).contiguous();
+  const model::EncoderInputs inputs =
+      model::to_device(model::collate(examples), model::module_device(*net));
+  const torch::Tensor cls = net->forward_cls(inputs).to(torch::kFloat32);
+  const torch::Tensor cls_host = cls.to(torch::kCPU).contiguous();
   const auto rows = cls.size(0), dims = cls.size(1);
   out.pooled.resize(static_cast<std::size_t>(rows));
-  const float* p = cls.data_ptr<float>();
+  const float* p = cls_host.data_ptr<float>();
   for (std::int64_t r = 0; r < rows; ++r) {
     out.pooled[static_cast<std::size_t>(r)].assign(p + r * dims, p + (r + 1) * dims);
   }
   if (with_probs && net->has_intent_head()) {
-    const torch::Tensor probs = torch::softmax(net->intent_logits(cls), -1).contiguous();
+    const torch::Tensor probs =
+        torch::softmax(net->intent_logits(cls), -1).to(torch::kCPU).contiguous();
     const auto classes = probs.size(1);
     const float* q = probs.data_ptr<float>();
     out.probs.resize(static_cast<std::size_t>(rows));

@@ -33,16 +33,20 @@ struct InputLimits {
   std::size_t max_turns = 0;             ///< utterances kept; derived (the turn table's size)
 };
 
-/// A bundle on the CPU in eval mode. forward() is not re-entrant: call it from one thread at a
+/// A bundle on one device in eval mode. forward() is not re-entrant: call it from one thread at a
 /// time (the server's single inference worker); prepare() is thread-safe.
 class Embedder {
  public:
   /// Loads the bundle at `model_dir` (model/bundle.h) and derives the limits: utterances keep
   /// min(max_input_length, max_position_embeddings) - 2 sub-words (the markers take two
   /// positions), dialogs keep the last max_turns utterances.
-  /// @throws DataError naming the bundle file at fault; std::invalid_argument if
-  ///   max_input_length < 3 (one sub-word and two markers).
-  Embedder(const std::string& model_dir, std::size_t max_input_length);
+  /// `device` (auto, cpu, cuda, cuda:N: common/device_spec.h) is where the weights and every
+  /// forward pass live; results come back to the host.
+  /// @throws DataError naming the bundle file at fault, or `device` when it is not a device or
+  ///   not on this machine; std::invalid_argument if max_input_length < 3 (one sub-word and two
+  ///   markers).
+  Embedder(const std::string& model_dir, std::size_t max_input_length,
+           const std::string& device = "cpu");
   ~Embedder();
   Embedder(const Embedder&) = delete;
   Embedder& operator=(const Embedder&) = delete;
@@ -75,6 +79,8 @@ class Embedder {
   const std::vector<std::string>& intent_labels() const;
   /// Model dtype name, "float32".
   std::string dtype() const { return "float32"; }
+  /// Where the model runs: "cpu" or "cuda:N".
+  std::string device() const;
   const std::string& model_dir() const { return model_dir_; }
 
  private:

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/check.h"
+#include "common/device_spec.h"
 #include "common/strict_yaml.h"
 #include "common/text_distance.h"
 #include "common/utf8.h"
@@ -214,6 +215,7 @@ void ServerOptions::validate() const {
   if (!(max_wait_ms >= 0.0 && max_wait_ms <= 10000.0)) {
     bad("max-wait-ms", "must be in [0, 10000]");
   }
+  if (const std::string p = device_spec_problem(device); !p.empty()) bad("device", p);
   if (max_input_length < 3)
     bad("max-input-length", "must be >= 3 (one token and two role markers)");
   if (max_request_bytes < 1) {
@@ -704,7 +706,8 @@ struct Server::Impl {
   void load() {
     try {
       const auto t0 = Clock::now();
-      embedder = std::make_unique<Embedder>(options.model_dir, options.max_input_length);
+      embedder =
+          std::make_unique<Embedder>(options.model_dir, options.max_input_length, options.device);
       BatchLimits limits;
       limits.max_batch_tokens = options.max_batch_tokens;
       limits.max_batch_requests = options.max_batch_requests;

@@ -10,6 +10,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "common/device_spec.h"
+
 namespace dialtree::serve {
 
 /// Every setting of the server. Each has a `--flag` and a `DIALTREE_*` environment twin
@@ -33,6 +35,7 @@ struct ServerOptions {
   int keep_alive_timeout_s = 5;               ///< idle keep-alive connections close after this
   int request_timeout_s = 30;                 ///< headers + body of one request, in total (408)
   int num_threads = 0;                        ///< LibTorch intra-op threads; 0 = leave as is
+  std::string device = "auto";                ///< auto, cpu, cuda, cuda:N (docs/gpu.md)
 
   /// Calls `v(flag, member, help)` for every setting, in `dialtree serve --help` order: the one
   /// list behind the flags, their DIALTREE_* environment twins (cli/serve_cmd.cpp) and
@@ -69,6 +72,7 @@ struct ServerOptions {
     v("num-threads", o.num_threads,
       "LibTorch threads of the inference worker, in [1, CPUs] (0 = DIALTREE_NUM_THREADS or all "
       "CPUs)");
+    v("device", o.device, kDeviceHelp);
   }
 
   /// Checks ranges (counts >= 1, port 0..65535, max_wait_ms in [0, 10000], threads in

@@ -23,6 +23,7 @@
 #include <type_traits>
 #include <variant>
 
+#include "common/device_spec.h"
 #include "common/error.h"
 #include "common/strict_yaml.h"
 #include "common/text_distance.h"
@@ -80,6 +81,7 @@ const std::vector<FieldSpec>& specs() {
       DT_TOP(model_name_or_path),
       DT_TOP(resume_from_checkpoint),
       DT_TOP(bf16),
+      DT_TOP(device),
       DT_TOP(padding_free),
       DT_TOP(threads),
       DT_TOP(ddp_backend),
@@ -429,6 +431,7 @@ void Validator::top_level() const {
   const int cpus = available_cpus();
   integer("threads", c_.threads, 1, cpus,
           "this process may use " + std::to_string(cpus) + " CPU" + (cpus == 1 ? "" : "s"));
+  if (const std::string p = device_spec_problem(c_.device); !p.empty()) fail_at("device", p);
   one_of("ddp_backend", c_.ddp_backend, {"gloo"});
   at_least("ddp_timeout", c_.ddp_timeout, 1, "seconds");
   integer("ddp_bucket_cap_mb", c_.ddp_bucket_cap_mb, 1, 1 << 16);

@@ -169,6 +169,9 @@ struct PretrainConfig {
   std::string resume_from_checkpoint;
   /// Compute matrix products in bfloat16 (autocast); weights and optimiser state stay fp32.
   bool bf16 = false;
+  /// Where the model trains: auto (the first GPU when LibTorch sees one, else the CPU), cpu,
+  /// cuda or cuda:N (common/device_spec.h, docs/gpu.md). Data-parallel ranks need cpu.
+  std::string device = "auto";
   /// Run the encoder padding-free (TRL's name): the blocks compute only the real tokens of each
   /// batch and attention pads per bucket of similar lengths (docs/performance.md "Padding-free
   /// batches"). Same losses and gradients as padded batches up to float rounding; false pads

@@ -28,6 +28,7 @@
 #include "losses/objective.h"
 #include "model/bundle.h"
 #include "model/collate.h"
+#include "model/device.h"
 #include "model/encoder.h"
 #include "trainer/batching.h"
 #include "trainer/distributed.h"
@@ -324,7 +325,8 @@ struct Run {
   std::int64_t step = 0, total = 0, warmup = 0, steps_per_epoch = 0;
   LogWindow window;
   std::string last_checkpoint;
-  bool bf16 = false;  // config bf16 and native bf16 on this CPU (common/cpu_features.h)
+  torch::Device device{torch::kCPU};  // config device, resolved (model/device.h)
+  bool bf16 = false;  // config bf16, where the device has native bf16 (model::effective_bf16)
   explicit Run(const PretrainConfig& c) : cfg(c) {}
 };
 
@@ -435,7 +437,8 @@ void load_checkpoint(Run& r, const std::string& dir) {
   const model::SafetensorsContents weights =
       model::load_safetensors((d / model::kWeightsFile).string());
   model::load_model_tensors(*r.net, weights.tensors, (d / model::kWeightsFile).string());
-  torch::load(*r.opt, (d / "optimizer.pt").string());
+  // Optimiser state is mapped onto this run's device: a checkpoint resumes on either.
+  torch::load(*r.opt, (d / "optimizer.pt").string(), r.device);
   r.step = json_as_int(json_require(state, "global_step", place, ""), place, "global_step");
   if (r.lab.active()) r.lab.batches->seek(position_from(state.at("labelled_position")));
   if (r.unl.active()) r.unl.batches->seek(position_from(state.at("unlabelled_position")));
@@ -481,6 +484,7 @@ void write_env(const Run& r) {
                     {"blas_threads", blas.num_threads},
                     {"blas_kernel_choice", choice != nullptr ? choice : ""},
                     {"world_size", r.world},
+                    {"device", r.device.str()},
                     {"bf16", r.cfg.bf16},
                     {"bf16_effective", r.bf16},
                     {"model_parameters", [&] {
@@ -527,6 +531,11 @@ StreamBatch rank_batch(Run& r, const Stream& s, const std::vector<BatchRef>& ref
   torch::Tensor masks;
   if (s.labelled) masks = soft_masks(gather ? all : own, r.views, c.loss.score_mode);
   StreamBatch b = prepare_batch(own, masks, c, *r.tok, rng, s.labelled);
+  if (r.device != b.inputs.input_ids.device()) {
+    b.inputs = model::to_device(b.inputs, r.device, /*non_blocking=*/true);
+    b.masked = model::to_device(b.masked, r.device, /*non_blocking=*/true);
+    if (b.masks.defined()) b.masks = b.masks.to(r.device);
+  }
   if (gather) {
     b.gather_group = r.group;
     b.gather_rows = std::move(rows);
@@ -561,8 +570,16 @@ PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<b
   at::set_num_threads(config.threads);
   torch::manual_seed(static_cast<std::uint64_t>(config.seed));
 
+  r.device = model::resolve_device(config.device, "device");
+  if (r.device.is_cuda() && r.world > 1) {
+    throw DataError("device", "", "",
+                    fmt::format("\"{}\" with {} data-parallel processes: data-parallel training "
+                                "runs on the CPU (Gloo) only in this version; NCCL across GPUs is "
+                                "not built yet (docs/gpu.md). Use device: cpu, or one process",
+                                config.device, r.world));
+  }
   std::string bf16_note;
-  r.bf16 = effective_bf16(config.bf16, &bf16_note);
+  r.bf16 = model::effective_bf16(r.device, config.bf16, &bf16_note);
   if (!bf16_note.empty()) say("warning: " + bf16_note);
   r.tok = data::load_tokenizer(config.data.tokenizer);
   r.ecfg = encoder_config(config, *r.tok);
@@ -571,6 +588,7 @@ PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<b
     const std::size_t n = init_from_bundle(*r.net, r.ecfg, config.model_name_or_path);
     say(fmt::format("initialised {} tensors from {}", n, config.model_name_or_path));
   }
+  r.net->to(r.device);  // before the optimiser is made, so its state lives there too
   r.net->train();
   r.net->encoder()->set_padding_free(config.padding_free);
   r.views = view_indices(r.ecfg.projection_views);
@@ -641,11 +659,12 @@ PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<b
     truncate_metrics(metrics_path, r.step);
     metrics.open(metrics_path, std::ios::app);
   }
-  say(fmt::format(
-      "model: {} layers x {} hidden, vocab {}; {} steps ({} per epoch), warm-up {}, "
-      "{} threads, bf16 {}, {} process{}",
-      r.ecfg.num_hidden_layers, r.ecfg.hidden_size, r.ecfg.vocab_size, r.total, r.steps_per_epoch,
-      r.warmup, at::get_num_threads(), r.bf16 ? "on" : "off", r.world, r.world == 1 ? "" : "es"));
+  say(
+      fmt::format("model: {} layers x {} hidden, vocab {}; {} steps ({} per epoch), warm-up {}, "
+                  "{} threads, device {}, bf16 {}, {} process{}",
+                  r.ecfg.num_hidden_layers, r.ecfg.hidden_size, r.ecfg.vocab_size, r.total,
+                  r.steps_per_epoch, r.warmup, at::get_num_threads(), r.device.str(),
+                  r.bf16 ? "on" : "off", r.world, r.world == 1 ? "" : "es"));
   if (const BlasRuntime blas = inspect_loaded_blas(); blas.openblas) {
     const char* choice = std::getenv(kBlasDecisionEnv);
     say(fmt::format(

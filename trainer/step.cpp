@@ -4,8 +4,6 @@
 #include <chrono>
 #include <stdexcept>
 
-#include <ATen/autocast_mode.h>
-
 #include "losses/mlm.h"
 
 namespace dialtree::trainer {
@@ -28,20 +26,6 @@ torch::Tensor masked_lm_loss(model::SpaceModel& net, const model::CollatedBatch&
   const torch::Tensor targets = masked.mlm_labels.ne(model::kIgnoreLabel);
   const torch::Tensor rows = plain.index({targets});  // [N, H]: only the MLM targets
   return losses::mlm_loss(net->mlm_logits(rows), masked.mlm_labels.index({targets}));
-}
-
-AutocastScope::AutocastScope(bool on) : on_(on) {
-  if (on_) {
-    at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
-    at::autocast::set_cpu_enabled(true);
-  }
-}
-
-AutocastScope::~AutocastScope() {
-  if (on_) {
-    at::autocast::set_cpu_enabled(false);
-    at::autocast::clear_cache();
-  }
 }
 
 std::unique_ptr<torch::optim::AdamW> make_adamw(model::SpaceModel& net, double lr,
@@ -81,8 +65,7 @@ StreamLosses stream_losses(model::SpaceModel& net, const StreamBatch& batch,
     // Only the [CLS] row of the last block feeds the loss: forward_cls skips the other rows'
     // queries, output projection and feed-forward there (same values and gradients).
     const torch::Tensor cls = net->forward_cls(doubled(batch.inputs));
-    const bool was_on = at::autocast::is_cpu_enabled();
-    at::autocast::set_cpu_enabled(false);
+    model::AutocastOff fp32_head(cls.device().type());
     const torch::Tensor proj = net->project(cls.to(torch::kFloat32));
     torch::Tensor view1 = proj.slice(0, 0, b), view2 = proj.slice(0, b, 2 * b);
     DataParallelGroup* group = batch.gather_group;
@@ -104,7 +87,6 @@ StreamLosses stream_losses(model::SpaceModel& net, const StreamBatch& batch,
       const double w = group->world_size();
       out.contrastive = out.contrastive * w - out.contrastive.detach() * (w - 1);
     }
-    at::autocast::set_cpu_enabled(was_on);
   }
   out.mlm = masked_lm_loss(net, batch.masked);
   return out;
@@ -120,7 +102,7 @@ losses::Objective forward_backward(model::SpaceModel& net, const StreamBatch* la
   StepPhases local;
   losses::ObjectiveParts parts;
   {
-    AutocastScope autocast(bf16);
+    model::AutocastScope autocast(bf16, model::module_device(*net).type());
     auto t = std::chrono::steady_clock::now();
     if (labelled != nullptr) {
       const StreamLosses l = stream_losses(net, *labelled, options, weights.contrastive_weight > 0);

@@ -14,6 +14,7 @@
 #include "losses/contrastive.h"
 #include "losses/objective.h"
 #include "model/collate.h"
+#include "model/device.h"
 #include "model/encoder.h"
 #include "trainer/distributed.h"
 
@@ -70,9 +71,10 @@ struct StepPhases {
 
 /// One micro-step: stream_losses() of the labelled and/or unlabelled batch (null = stream
 /// absent; a contrastive pass whose weight is 0 is skipped, not computed and multiplied by 0)
-/// under bf16 autocast when `bf16`, combine_objective(), then backward of
-/// total · loss_scale (1 / gradient_accumulation_steps). Gradients accumulate into the
-/// parameters' .grad(); the caller zeroes them, clips and steps the optimiser.
+/// under bf16 autocast (on the model's device type, model::AutocastScope) when `bf16`,
+/// combine_objective(), then backward of total · loss_scale (1 / gradient_accumulation_steps).
+/// Gradients accumulate into the parameters' .grad(); the caller zeroes them, clips and steps the
+/// optimiser.
 /// @param phases if not null, receives the phase times of this call
 /// @throws std::invalid_argument if both batches are null, or as stream_losses().
 losses::Objective forward_backward(model::SpaceModel& net, const StreamBatch* labelled,
@@ -94,18 +96,5 @@ double lr_factor(std::int64_t step, std::int64_t warmup, std::int64_t total);
 
 /// Sets the learning rate of every parameter group of `opt`.
 void set_lr(torch::optim::AdamW& opt, double lr);
-
-/// RAII: CPU bf16 autocast for the forward pass while alive (docs/build.md; weights stay fp32);
-/// a no-op when constructed with false. Clears autocast's weight-cast cache on exit.
-class AutocastScope {
- public:
-  explicit AutocastScope(bool on);
-  ~AutocastScope();
-  AutocastScope(const AutocastScope&) = delete;
-  AutocastScope& operator=(const AutocastScope&) = delete;
-
- private:
-  bool on_;
-};
 
 }  // namespace dialtree::trainer

@@ -106,6 +106,14 @@ TEST(FinetuneConfig, RangesAreCheckedAtLoadTimeWithTheLine) {
               HasSubstr("must be >= 0 (0 = off), got -1"));
   EXPECT_THAT(error_of("", {"weight_decay=-0.1"}),
               AllOf(HasSubstr("override 'weight_decay=-0.1'"), HasSubstr("must be >= 0.0")));
+  // The device is checked at load time, with its line; every device spelling is accepted.
+  EXPECT_THAT(error_of("bf16: true\ndevice: gpu\n"),
+              AllOf(HasSubstr("line 2"), HasSubstr("device"),
+                    HasSubstr("\"gpu\" is not a device: use auto, cpu, cuda or cuda:N")));
+  EXPECT_THAT(error_of("", {"device=cuda:x"}), HasSubstr("override 'device=cuda:x'"));
+  EXPECT_EQ(parse_finetune_options("device: cuda:1\n", "eval.yaml").device, "cuda:1");
+  EXPECT_EQ(parse_finetune_options("", "eval.yaml", {"device=cpu"}).device, "cpu");
+  EXPECT_EQ(FinetuneOptions{}.device, "auto");
   // dropout < 0 keeps the bundle's values: allowed.
   EXPECT_DOUBLE_EQ(parse_finetune_options("dropout: -1\n", "eval.yaml").dropout, -1.0);
   // Options built in code are checked by the same table.

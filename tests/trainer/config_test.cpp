@@ -263,6 +263,10 @@ TEST(Config, BadInputsAreErrorsNamingFileLineKeyAndType) {
       in_file("beta2 1", "adam_beta2: 1.0\n", 5, "adam_beta2", {"must be in [0.0, 1.0), got 1.0"}),
       in_file("zero batch", "per_device_train_batch_size: 0\n", 5, "per_device_train_batch_size",
               {"must be in [1, "}),
+      in_file("unknown device", "device: gpu\n", 5, "device",
+              {"\"gpu\" is not a device: use auto, cpu, cuda or cuda:N"}),
+      in_file("device ordinal with a leading zero", "device: cuda:01\n", 5, "device",
+              {"\"cuda:01\" is not a device"}),
       in_file("unknown scheduler", "lr_scheduler_type: cosine\n", 5, "lr_scheduler_type",
               {"must be one of 'linear', got 'cosine'"}),
       in_file("unknown score mode", "loss:\n  score_mode: mean\n", 6, "loss.score_mode",
@@ -450,7 +454,7 @@ TEST(Config, OverridesDefaultsAndResolution) {
         dot == std::string::npos ? node[key] : node[key.substr(0, dot)][key.substr(dot + 1)];
     EXPECT_TRUE(v.IsDefined()) << key;
   }
-  EXPECT_EQ(config_keys().size(), 70u);
+  EXPECT_EQ(config_keys().size(), 71u);
 
   // Paths stay as written (relative to the working directory), and inputs are checked on demand.
   testing::TempDir dir;

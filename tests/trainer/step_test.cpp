@@ -8,6 +8,7 @@
 #include <torch/torch.h>
 
 #include "model/collate.h"
+#include "model/device.h"
 #include "model/encoder.h"
 #include "serve/tiny_bundle.h"
 #include "trainer/step.h"
@@ -124,6 +125,48 @@ TEST(PaddingFree, SameLossesAndGradientsAsPaddedBatchesWithDropoutZero) {
     EXPECT_LT((a - b).abs().max().item<double>() / scale, 1e-4) << params[i].key();
   }
   EXPECT_GT(largest, 1e-3);  // gradients are really there
+}
+
+/// `b` with every tensor on `device`.
+StreamBatch on(const StreamBatch& b, const torch::Device& device) {
+  StreamBatch out = b;
+  out.inputs = model::to_device(b.inputs, device);
+  out.masked = model::to_device(b.masked, device);
+  out.masks = b.masks.to(device);
+  return out;
+}
+
+TEST(Cuda, StepZeroLossesAndGradientsMatchTheCpuWithDropoutZero) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no GPU visible to LibTorch";
+  const torch::Device cuda = model::resolve_device("cuda", "test");
+  torch::manual_seed(11);
+  model::SpaceModel cpu(tiny_config());
+  model::SpaceModel gpu(tiny_config());
+  {
+    torch::NoGradGuard no_grad;
+    const auto a = cpu->parameters();
+    const auto b = gpu->parameters();
+    for (std::size_t i = 0; i < a.size(); ++i) b[i].copy_(a[i]);
+  }
+  gpu->to(cuda);
+  cpu->train();
+  gpu->train();
+  const StreamBatch lab = mixed_batch({3, 30, 5, 12, 4, 27, 8}, 1);
+  const StreamBatch unl = mixed_batch({9, 2, 2, 31, 6, 6, 18}, 50);
+  for (const bool padding_free : {false, true}) {
+    const StepResult want = run_step(cpu, padding_free, lab, unl);
+    const StepResult got = run_step(gpu, padding_free, on(lab, cuda), on(unl, cuda));
+    EXPECT_NEAR(got.objective.total_value, want.objective.total_value, 1e-4) << padding_free;
+    EXPECT_NEAR(got.objective.sup, want.objective.sup, 1e-4);
+    EXPECT_NEAR(got.objective.mlm_labelled, want.objective.mlm_labelled, 1e-4);
+    const auto params = cpu->named_parameters();
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      const double scale = std::max(1e-3, want.grads[i].abs().max().item<double>());
+      EXPECT_LT((got.grads[i].to(torch::kCPU) - want.grads[i]).abs().max().item<double>() / scale,
+                1e-3)
+          << params[i].key() << (padding_free ? " padding-free" : " padded");
+    }
+  }
 }
 
 TEST(ContrastivePass, ClsOnlyLastBlockGivesTheFullForwardsLossAndGradients) {
