@@ -169,5 +169,11 @@ for m in small base; do
       grep -E "^RESULT|GEMM peak"
   done
 done
+section "transformers reads the HF interop fixture as dialtree does"
+rm -rf "$work/hf-tiny"
+DIALTREE_KEEP_HF_FIXTURE="$work/hf-tiny" "$build/tests/test_model" \
+  --gtest_filter='ImportHf.ForwardMatchesIndependentReference' 2>&1 | grep -E "^\[ +(OK|FAILED) +\]"
+python3 tests/fixtures/hf/check_with_transformers.py "$work/hf-tiny" 2>&1 | tail -3
+
 rm -rf "$work"
 section "done"
