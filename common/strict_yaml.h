@@ -7,6 +7,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <utility>
@@ -19,6 +20,13 @@ struct Origin {
   std::string file;   ///< the config file, or "<command line>" for an override
   std::string where;  ///< "line N", "override 'k=v'", or "" when unknown
 };
+
+/// An open upper bound of a real range ("> 0" is (0, kInf)).
+inline constexpr double kInf = std::numeric_limits<double>::infinity();
+
+/// The upper bound of every size and count in a config (batch sizes, widths, table sizes): far
+/// beyond any real value, low enough that products of two stay in 64 bits.
+inline constexpr long long kMaxSize = 1LL << 20;
 
 /// The file name overrides are reported against.
 inline constexpr char kCommandLine[] = "<command line>";

@@ -21,7 +21,7 @@ namespace sy = strict_yaml;
 using Member = std::variant<int FinetuneOptions::*, double FinetuneOptions::*,
                             bool FinetuneOptions::*, std::string FinetuneOptions::*>;
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
+using strict_yaml::kInf;
 
 // One row per key: its member and its allowed range (integers use lo and hi as bounds with
 // both ends closed; booleans ignore the range).

@@ -7,19 +7,11 @@
 
 #include <ATen/ATen.h>
 
+#include "common/shape_text.h"
+
 namespace dialtree::losses {
 
 namespace {
-
-std::string shape_of(const at::Tensor& t) {
-  if (!t.defined()) return "undefined";
-  std::string s = "[";
-  for (int64_t d = 0; d < t.dim(); ++d) {
-    if (d > 0) s += ", ";
-    s += std::to_string(t.size(d));
-  }
-  return s + "]";
-}
 
 bool positive_finite(double x) {
   return std::isfinite(x) && x > 0.0;
@@ -85,8 +77,8 @@ void check_features(const at::Tensor& a, const at::Tensor& b, int64_t rank, cons
                     const char* what) {
   if (!a.defined() || !b.defined() || a.dim() != rank || a.sizes() != b.sizes() || a.numel() == 0) {
     throw std::invalid_argument(std::string(fn) + ": the two views must be non-empty " + what +
-                                " tensors of the same shape, got " + shape_of(a) + " and " +
-                                shape_of(b));
+                                " tensors of the same shape, got " + shape_text(a) + " and " +
+                                shape_text(b));
   }
   if (!at::isFloatingType(a.scalar_type()) || !at::isFloatingType(b.scalar_type())) {
     throw std::invalid_argument(std::string(fn) + ": the views must be floating point");
@@ -102,7 +94,7 @@ at::Tensor view_masks(const at::Tensor& masks, int64_t k, int64_t b, const at::T
   if (!ok) {
     throw std::invalid_argument(std::string(fn) + ": masks must be [K, B, B] = [" +
                                 std::to_string(k) + ", " + std::to_string(b) + ", " +
-                                std::to_string(b) + "] or [B, B], got " + shape_of(masks));
+                                std::to_string(b) + "] or [B, B], got " + shape_text(masks));
   }
   const at::Tensor m = masks.to(like.options());
   return m.dim() == 2 ? m.expand({k, b, b}) : m;
@@ -123,7 +115,7 @@ at::Tensor supcon_loss(const at::Tensor& z1, const at::Tensor& z2, const at::Ten
       (soft_mask.dim() != 2 || soft_mask.size(0) != n || soft_mask.size(1) != n)) {
     throw std::invalid_argument(std::string(fn) + ": soft_mask must be [B, B] = [" +
                                 std::to_string(n) + ", " + std::to_string(n) + "], got " +
-                                shape_of(soft_mask));
+                                shape_text(soft_mask));
   }
   return sharded_losses(a, b, view_masks(soft_mask, 1, n, a, fn), options).squeeze(0);
 }
@@ -151,7 +143,7 @@ at::Tensor multi_view_supcon_loss(const at::Tensor& p1, const at::Tensor& p2,
   for (const at::Tensor& m : masks) {
     if (!m.defined() || m.sizes() != masks.front().sizes()) {
       throw std::invalid_argument("multi_view_supcon_loss: masks differ in shape: " +
-                                  shape_of(masks.front()) + " and " + shape_of(m));
+                                  shape_text(masks.front()) + " and " + shape_text(m));
     }
   }
   std::vector<at::Tensor> same_device;

@@ -5,21 +5,9 @@
 
 #include <ATen/ATen.h>
 
+#include "common/shape_text.h"
+
 namespace dialtree::losses {
-
-namespace {
-
-std::string shape_of(const at::Tensor& t) {
-  if (!t.defined()) return "undefined";
-  std::string s = "[";
-  for (int64_t d = 0; d < t.dim(); ++d) {
-    if (d > 0) s += ", ";
-    s += std::to_string(t.size(d));
-  }
-  return s + "]";
-}
-
-}  // namespace
 
 MlmLossParts mlm_loss_parts(const at::Tensor& logits, const at::Tensor& labels,
                             std::int64_t ignore_index) {
@@ -31,7 +19,7 @@ MlmLossParts mlm_loss_parts(const at::Tensor& logits, const at::Tensor& labels,
     throw std::invalid_argument(
         "mlm_loss: logits must be [B, L, V] with labels [B, L], or [N, V] "
         "with labels [N]; got logits " +
-        shape_of(logits) + " and labels " + shape_of(labels));
+        shape_text(logits) + " and labels " + shape_text(labels));
   }
   if (!at::isFloatingType(logits.scalar_type())) {
     throw std::invalid_argument("mlm_loss: logits must be floating point");

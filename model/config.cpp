@@ -64,8 +64,8 @@ double as_number(const json& v, const JsonPlace& place, const std::string& key) 
 std::optional<EncoderConfigProblem> EncoderConfig::first_problem(const std::string& prefix,
                                                                  bool vocab_from_tokenizer) const {
   using P = EncoderConfigProblem;
-  constexpr double kInf = std::numeric_limits<double>::infinity();
-  constexpr long long kMaxSize = 1LL << 20;
+  using strict_yaml::kInf;
+  using strict_yaml::kMaxSize;
   std::optional<P> found;
   auto check = [&](const char* key, const std::string& problem) {
     if (!found && !problem.empty()) found = P{{prefix + key}, problem};

@@ -16,6 +16,7 @@
 #include "common/atomic_file.h"
 #include "common/error.h"
 #include "common/json_util.h"
+#include "common/shape_text.h"
 #include "data/tokenizer_factory.h"
 #include "data/wordpiece.h"
 #include "model/bundle.h"
@@ -82,12 +83,6 @@ std::string join(const std::vector<std::string>& items, std::size_t max_shown = 
     out += (i ? ", " : "") + items[i];
   }
   return out;
-}
-
-std::string shape_of(const torch::Tensor& t) {
-  std::ostringstream s;
-  s << t.sizes();
-  return s.str();
 }
 
 // ------------------------------------------------------------------------------------------
@@ -321,7 +316,7 @@ HfTensorMapping map_hf_tensors(const NamedTensors& hf, const std::string& source
         out.notes.push_back(name + ": ignored (" + r.reason + ")");
         break;
       case HfTensorAction::kDrop:
-        out.notes.push_back(name + " " + shape_of(t) + ": dropped (" + r.reason + ")");
+        out.notes.push_back(name + " " + shape_text(t) + ": dropped (" + r.reason + ")");
         break;
       case HfTensorAction::kTiedDecoder:
         decoder = &t, decoder_name = name;
@@ -341,7 +336,7 @@ HfTensorMapping map_hf_tensors(const NamedTensors& hf, const std::string& source
                          const std::string& b_name) {
     if (a.sizes() != b.sizes()) {
       throw DataError(source, "tensor '" + a_name + "'", "",
-                      "has shape " + shape_of(a) + " but '" + b_name + "' has " + shape_of(b) +
+                      "has shape " + shape_text(a) + " but '" + b_name + "' has " + shape_text(b) +
                           "; dialtree ties them, so they must be equal");
     }
     const torch::Tensor fa = a.to(torch::kFloat64), fb = b.to(torch::kFloat64);

@@ -321,9 +321,8 @@ void apply_override(const std::string& text, PretrainConfig& config, Origins& or
 // Validation.
 
 using strict_yaml::format_real;
-
-constexpr double kInf = std::numeric_limits<double>::infinity();
-constexpr long long kMaxSize = 1LL << 20;  // upper bound of sizes and counts
+using strict_yaml::kInf;
+using strict_yaml::kMaxSize;
 
 class Validator {
  public:
