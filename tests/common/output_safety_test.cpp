@@ -19,6 +19,7 @@
 #include "common/json_util.h"
 #include "common/simdjson_util.h"
 #include "common/temp_cleanup.h"
+#include "expect_error.h"
 #include "test_paths.h"
 
 namespace dialtree {
@@ -46,19 +47,7 @@ std::vector<std::string> names_in(const fs::path& dir) {
   return out;
 }
 
-template <typename E, typename Fn>
-std::string error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const E& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "unexpected exception type: " << e.what();
-    return "";
-  }
-  ADD_FAILURE() << "no exception thrown";
-  return "";
-}
+using dialtree::testing::error_of;
 
 // ---- bug 9: quoting user data in messages ----------------------------------------------------
 

@@ -17,6 +17,7 @@
 #include "data/sentencepiece_tokenizer.h"
 #include "data/tokenizer_factory.h"
 #include "data/wordpiece.h"
+#include "expect_error.h"
 #include "test_paths.h"
 
 namespace dialtree::data {
@@ -37,19 +38,7 @@ std::string slurp(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-template <typename E, typename Fn>
-std::string error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const E& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "unexpected exception type: " << e.what();
-    return "";
-  }
-  ADD_FAILURE() << "no exception thrown";
-  return "";
-}
+using dialtree::testing::error_of;
 
 /// A hand-written WordPiece bundle in `dir`: `vocab` copied to vocab.txt, tokenizer.json with
 /// BERT's ids and the given casing, plus `extra` merged into the JSON.

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "common/json_util.h"
+#include "expect_error.h"
 
 namespace dialtree::testing {
 
@@ -15,22 +16,6 @@ inline void write_bytes(const std::string& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary);
   out << bytes;
   ASSERT_TRUE(out.good()) << "cannot write " << path;
-}
-
-/// Runs `fn`, which must throw exactly an `E` (or a subclass); returns what(). Fails the test
-/// and returns "" if nothing or something else is thrown.
-template <typename E, typename Fn>
-std::string error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const E& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "unexpected exception type: " << e.what();
-    return "";
-  }
-  ADD_FAILURE() << "no exception thrown";
-  return "";
 }
 
 /// `text` with the first occurrence of `from` replaced by `to`; fails the test if absent.

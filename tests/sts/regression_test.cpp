@@ -13,6 +13,7 @@
 
 #include "common/error.h"
 #include "common/utf8.h"
+#include "expect_error.h"
 #include "sts/convert.h"
 #include "sts/format.h"
 #include "sts/score.h"
@@ -30,19 +31,7 @@ void write(const std::string& path, const std::string& content) {
   f << content;
 }
 
-template <typename E, typename Fn>
-std::string error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const E& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "unexpected exception type: " << e.what();
-    return "";
-  }
-  ADD_FAILURE() << "no exception thrown";
-  return "";
-}
+using dialtree::testing::error_of;
 
 // ---- bug 2: linear-time conversion -------------------------------------------------------------
 
