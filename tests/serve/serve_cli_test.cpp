@@ -15,6 +15,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <torch/torch.h>
 #include <nlohmann/json.hpp>
 
 #include "process_util.h"
@@ -184,6 +185,33 @@ TEST_F(ServeCli, BadFlagsAndBadInputLinesExitWithStatus2) {
   EXPECT_EQ(r.status, 2);
   EXPECT_THAT(r.err, HasSubstr("line 2"));
   EXPECT_THAT(r.err, HasSubstr("role"));
+}
+
+TEST_F(ServeCli, ADeviceThatIsNotThereStopsServeAndEmbedWithStatus2) {
+  // docs/gpu.md: a bad spelling, from the flag or its environment twin, and a GPU that this
+  // machine or this LibTorch does not have, stop the command before a port is bound.
+  const std::string cwd = tmp_.path().string();
+  Result r = run({"serve", "--model", bundle_, "--port", "0", "--device", "gpu"}, cwd);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("--device: \"gpu\" is not a device: use auto, cpu, cuda"));
+  ::setenv("DIALTREE_DEVICE", "cuda:99", 1);
+  r = run({"serve", "--model", bundle_, "--port", "0"}, cwd);
+  ::unsetenv("DIALTREE_DEVICE");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("\"cuda:99\""));
+  EXPECT_THAT(r.err, Not(HasSubstr("listening")));
+  spit(tmp_.file("one.txt"), "hello\n");
+  r = run({"embed", "--model", bundle_, "--input", tmp_.file("one.txt"), "--device", "cuda:99"},
+          cwd);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("\"cuda:99\""));
+  // cpu always works, and gives the same vector as the default (auto = cpu without a GPU).
+  r = run({"embed", "--model", bundle_, "--input", tmp_.file("one.txt"), "--device", "cpu"}, cwd);
+  EXPECT_EQ(r.status, 0) << r.err;
+  const Result automatic = run({"embed", "--model", bundle_, "--input", tmp_.file("one.txt")}, cwd);
+  EXPECT_EQ(automatic.status, 0) << automatic.err;
+  if (!torch::cuda::is_available()) EXPECT_EQ(r.out, automatic.out);
+  EXPECT_THAT(r.out, HasSubstr("["));
 }
 
 }  // namespace
