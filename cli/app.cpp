@@ -120,6 +120,15 @@ Route route_for(const std::vector<std::string>& args) {
   return Route::Torch;
 }
 
+std::string server_spin_count(const std::vector<std::string>& args,
+                              const std::function<const char*(const char*)>& getenv_fn) {
+  if (args.empty() || args[0] != "serve") return "";
+  for (const char* var : {"GOMP_SPINCOUNT", "OMP_WAIT_POLICY"}) {
+    if (getenv_fn(var) != nullptr) return "";
+  }
+  return "10000";
+}
+
 int exec_torch_binary(char** argv) {
   char self[PATH_MAX];
   const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
@@ -135,6 +144,11 @@ int exec_torch_binary(char** argv) {
   // A choice already made (DIALTREE_BLAS_KERNELS set, e.g. by the dialtree that started this
   // one) stands, as in ensure_blas_kernels().
   choose_blas_kernels([] { return load_and_inspect_blas().corename; });
+  std::vector<std::string> args;
+  for (char** a = argv + 1; *a != nullptr; ++a) args.emplace_back(*a);
+  const std::string spin =
+      server_spin_count(args, [](const char* name) { return std::getenv(name); });
+  if (!spin.empty()) ::setenv("GOMP_SPINCOUNT", spin.c_str(), /*overwrite=*/0);
 
   ::execv(path.c_str(), argv);
   std::fprintf(stderr,

@@ -57,8 +57,18 @@ Route route_for(const std::vector<std::string>& args);
 /// loaded and asked which core it chose), exports OPENBLAS_CORETYPE when it should change and
 /// the decision's reason in DIALTREE_BLAS_KERNELS. Then replaces this process by
 /// `dialtree-torch` from the same folder as this executable, with the same arguments.
+/// Before that, server_spin_count() may set GOMP_SPINCOUNT for `serve`.
 /// Returns only on failure, with exit status 1 after printing "error: ..." to stderr.
 int exec_torch_binary(char** argv);
+
+/// The GOMP_SPINCOUNT that `dialtree serve` runs with when the user set neither it nor
+/// OMP_WAIT_POLICY: "10000" (OpenMP threads of a finished parallel region spin 30x shorter than
+/// libgomp's default before sleeping, which leaves the CPUs to the HTTP threads between forward
+/// passes: bench/README.md, server). Empty for every other command line and when the user chose.
+/// libgomp reads the variable only when it loads, hence the light executable sets it.
+/// @param args argv without argv[0]; @param getenv_fn the environment to read (std::getenv)
+std::string server_spin_count(const std::vector<std::string>& args,
+                              const std::function<const char*(const char*)>& getenv_fn);
 
 }  // namespace dialtree::cli
 

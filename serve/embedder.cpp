@@ -14,6 +14,7 @@ namespace dialtree::serve {
 
 struct Embedder::Impl {
   model::LoadedBundle bundle;
+  torch::Device device{torch::kCPU};  ///< where the bundle's weights live
 };
 
 Embedder::Embedder(const std::string& model_dir, std::size_t max_input_length,
@@ -25,9 +26,9 @@ Embedder::Embedder(const std::string& model_dir, std::size_t max_input_length,
         "markers), got " +
         std::to_string(max_input_length));
   }
-  const torch::Device where = model::resolve_device(device, "device");
+  impl_->device = model::resolve_device(device, "device");
   impl_->bundle = model::load_bundle(model_dir);
-  impl_->bundle.model->to(where);
+  impl_->bundle.model->to(impl_->device);
   const auto& cfg = impl_->bundle.model->config();
   limits_.max_input_length = max_input_length;
   limits_.max_utterance_length =
@@ -40,7 +41,7 @@ Embedder::Embedder(const std::string& model_dir, std::size_t max_input_length,
 Embedder::~Embedder() = default;
 
 std::string Embedder::device() const {
-  return model::module_device(*impl_->bundle.model).str();
+  return impl_->device.str();
 }
 
 const data::Tokenizer& Embedder::tokenizer() const {
@@ -147,8 +148,7 @@ ForwardOutputs Embedder::forward(const std::vector<const data::SerializedExample
 
   torch::InferenceMode guard;
   model::SpaceModel& net = impl_->bundle.model;
-  const model::EncoderInputs inputs =
-      model::to_device(model::collate(examples), model::module_device(*net));
+  const model::EncoderInputs inputs = model::to_device(model::collate(examples), impl_->device);
   const torch::Tensor cls = net->forward_cls(inputs).to(torch::kFloat32);
   const torch::Tensor cls_host = cls.to(torch::kCPU).contiguous();
   const auto rows = cls.size(0), dims = cls.size(1);

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <regex>
 #include <string>
@@ -72,14 +73,31 @@ TEST(Launcher, RoutesTorchFreeCommandLinesToItself) {
         V{"plot", "runs/x"}, V{"eval", "score", "--task", "hwu"}, V{"version"}, V{"--version"}}) {
     EXPECT_EQ(route_for(light), Route::Light) << ::testing::PrintToString(light);
   }
-  for (const V& torch :
-       {V{"train", "c.yaml"}, V{"embed"}, V{"serve"}, V{"export"}, V{"import-hf"},
-        V{"eval", "dialoglue"}, V{"eval", "probe"}, V{"eval"}, V{"eval", "--help"},
-        V{"version", "--verbose"}, V{"version", "-v"}, V{"version", "-vv"},
-        V{"version", "--verbose=true"}, V{"version", "--verbose=1"}, V{"version", "--bogus"},
-        V{"--help"}, V{"-h"}, V{"trian"}}) {
+  for (const V& torch : {V{"train", "c.yaml"}, V{"embed"}, V{"serve"}, V{"export"}, V{"import-hf"},
+                         V{"eval", "dialoglue"}, V{"eval", "probe"}, V{"eval"}, V{"eval", "--help"},
+                         V{"version", "--verbose"}, V{"version", "-v"}, V{"version", "-vv"},
+                         V{"version", "--verbose=true"}, V{"version", "--verbose=1"},
+                         V{"version", "--bogus"}, V{"--help"}, V{"-h"}, V{"trian"}}) {
     EXPECT_EQ(route_for(torch), Route::Torch) << ::testing::PrintToString(torch);
   }
+}
+
+TEST(Launcher, ServeGetsAShortOpenMpSpinUnlessTheUserChoseOne) {
+  using V = std::vector<std::string>;
+  std::map<std::string, std::string> env;
+  const auto getenv_fn = [&env](const char* name) -> const char* {
+    const auto it = env.find(name);
+    return it == env.end() ? nullptr : it->second.c_str();
+  };
+  EXPECT_EQ(cli::server_spin_count(V{"serve", "--model", "m"}, getenv_fn), "10000");
+  for (const V& other : {V{}, V{"embed"}, V{"train", "c.yaml"}, V{"eval", "dialoglue"}}) {
+    EXPECT_EQ(cli::server_spin_count(other, getenv_fn), "") << ::testing::PrintToString(other);
+  }
+  env["GOMP_SPINCOUNT"] = "300000";  // the user's value stands (and is not overwritten)
+  EXPECT_EQ(cli::server_spin_count(V{"serve"}, getenv_fn), "");
+  env.clear();
+  env["OMP_WAIT_POLICY"] = "passive";  // so does a wait policy, which sets its own spin
+  EXPECT_EQ(cli::server_spin_count(V{"serve"}, getenv_fn), "");
 }
 
 TEST(Launcher, TheLightExecutableDoesNotLoadLibTorch) {
