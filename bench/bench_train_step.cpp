@@ -234,16 +234,10 @@ int main(int argc, char** argv) {
   net->to(device);
   net->train();
   const auto views = static_cast<std::int64_t>(cfg.projection_views.size());
-  auto on_device = [&](dialtree::trainer::StreamBatch b) {
-    b.inputs = model::to_device(b.inputs, device);
-    b.masked = model::to_device(b.masked, device);
-    if (b.masks.defined()) b.masks = b.masks.to(device);
-    return b;
-  };
   const dialtree::trainer::StreamBatch lab =
-      on_device(make_batch(o.batch, o.seq_len, cfg.vocab_size, views, true));
+      trainer::to_device(make_batch(o.batch, o.seq_len, cfg.vocab_size, views, true), device);
   const dialtree::trainer::StreamBatch unl =
-      on_device(make_batch(o.batch, o.seq_len, cfg.vocab_size, views, false));
+      trainer::to_device(make_batch(o.batch, o.seq_len, cfg.vocab_size, views, false), device);
   const double targets =
       static_cast<double>(lab.masked.mlm_labels.ne(model::kIgnoreLabel).sum().item<std::int64_t>() +
                           unl.masked.mlm_labels.ne(model::kIgnoreLabel).sum().item<std::int64_t>());

@@ -13,6 +13,7 @@
 #include "cli/commands.h"
 #include "common/blas_kernels.h"
 #include "common/cpu_features.h"
+#include "model/device.h"
 
 namespace dialtree::cli {
 
@@ -46,11 +47,10 @@ void print_runtime_details() {
              cpu.vendor, cpu.family, cpu.model, to_string(cpu_kernel_tier(cpu)));
   fmt::print("native bf16: {}\n", cpu_has_native_bf16() ? "yes" : "no");
   // docs/gpu.md: what `device: auto` picks on this machine.
-  const bool cuda = torch::cuda::is_available();
+  const auto gpus = torch::cuda::is_available() ? torch::cuda::device_count() : 0;
   fmt::print("cuda: {}, {} GPU{} visible; device auto = {}\n",
-             torch::hasCUDA() ? "built in" : "not in this LibTorch",
-             cuda ? torch::cuda::device_count() : 0,
-             cuda && torch::cuda::device_count() == 1 ? "" : "s", cuda ? "cuda:0" : "cpu");
+             torch::hasCUDA() ? "built in" : "not in this LibTorch", gpus, gpus == 1 ? "" : "s",
+             model::resolve_device("auto", "device").str());
   const auto x = torch::ones({2, 2});
   fmt::print("tensor check: sum(ones(2,2) @ ones(2,2)) = {}\n",
              torch::mm(x, x).sum().item<float>());

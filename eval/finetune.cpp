@@ -83,8 +83,9 @@ void for_each_eval_batch(
   for (const auto& x : xs) lengths.push_back(x.input_ids.size());
   net->eval();
   torch::InferenceMode guard;
+  const torch::Device device = model::module_device(*net);
   for (const auto& part : plan_batches(lengths, {static_cast<std::size_t>(batch_size), 0})) {
-    run(part, model::to_device(model::collate(pick(xs, part)), model::module_device(*net)));
+    run(part, model::to_device(model::collate(pick(xs, part)), device));
   }
 }
 

@@ -98,13 +98,13 @@ ProbeMatrix embed_texts(model::SpaceModelImpl& net, const data::Tokenizer& tok,
   EvalModeScope mode(net, bf16);
   torch::InferenceMode inference;
   const auto bs = static_cast<std::size_t>(batch_size);
+  const torch::Device device = model::module_device(net);
   for (std::size_t b = 0; b < order.size(); b += bs) {
     const std::size_t e = std::min(order.size(), b + bs);
     std::vector<data::SerializedExample> batch;
     batch.reserve(e - b);
     for (std::size_t i = b; i < e; ++i) batch.push_back(xs[order[i]]);
-    const model::EncoderInputs inputs =
-        model::to_device(model::collate(batch), model::module_device(net));
+    const model::EncoderInputs inputs = model::to_device(model::collate(batch), device);
     torch::Tensor v;
     if (pooling == ProbePooling::Cls) {
       v = net.forward_cls(inputs).to(torch::kFloat32).contiguous();

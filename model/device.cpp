@@ -50,28 +50,22 @@ torch::Device resolve_device(const std::string& spec, const std::string& origin)
   return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(index));
 }
 
-std::string describe_device(const torch::Device& device) {
-  return device.str();
+torch::Tensor to_device(const torch::Tensor& t, const torch::Device& device, bool non_blocking) {
+  if (!t.defined() || t.device() == device) return t;
+  if (non_blocking && device.is_cuda() && t.is_cpu()) return t.pin_memory().to(device, true);
+  return t.to(device);
 }
 
 EncoderInputs to_device(const EncoderInputs& in, const torch::Device& device, bool non_blocking) {
-  auto move = [&](const torch::Tensor& t) {
-    if (!t.defined() || t.device() == device) return t;
-    if (non_blocking && device.is_cuda() && t.is_cpu()) return t.pin_memory().to(device, true);
-    return t.to(device);
-  };
+  auto move = [&](const torch::Tensor& t) { return to_device(t, device, non_blocking); };
   return {move(in.input_ids), move(in.attention_mask), move(in.position_ids), move(in.role_ids),
           move(in.turn_ids)};
 }
 
 CollatedBatch to_device(const CollatedBatch& batch, const torch::Device& device,
                         bool non_blocking) {
-  CollatedBatch out;
-  out.inputs = to_device(batch.inputs, device, non_blocking);
-  out.mlm_labels = batch.mlm_labels.defined() && batch.mlm_labels.device() != device
-                       ? batch.mlm_labels.to(device, non_blocking && device.is_cuda())
-                       : batch.mlm_labels;
-  return out;
+  return {to_device(batch.inputs, device, non_blocking),
+          to_device(batch.mlm_labels, device, non_blocking)};
 }
 
 torch::Device module_device(const torch::nn::Module& module) {

@@ -22,12 +22,13 @@ namespace dialtree::model {
 ///   LibTorch has no CUDA or sees no GPU, or when N is not below the number of GPUs it sees.
 torch::Device resolve_device(const std::string& spec, const std::string& origin);
 
-/// "cpu" or "cuda:N", for log lines and reports.
-std::string describe_device(const torch::Device& device);
+/// `t` on `device`: the same tensor when already there or undefined. With `non_blocking` and a
+/// CUDA target, a pinned host copy is made first so that the copy can overlap the previous
+/// step's kernels.
+torch::Tensor to_device(const torch::Tensor& t, const torch::Device& device,
+                        bool non_blocking = false);
 
-/// Every tensor of `in` on `device` (the same tensors when already there). With
-/// `non_blocking` and a CUDA target, a pinned host copy is made first so that the copy can
-/// overlap the previous step's kernels.
+/// to_device() of every tensor of `in`.
 EncoderInputs to_device(const EncoderInputs& in, const torch::Device& device,
                         bool non_blocking = false);
 

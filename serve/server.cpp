@@ -727,8 +727,8 @@ struct Server::Impl {
       // Ready only from kLoading: a stop() during the load has already made it kDraining.
       State loading = State::kLoading;
       if (!state.compare_exchange_strong(loading, State::kReady)) return;
-      spdlog::info("ready: model {} (hidden_size {}, {}), loaded and warmed up in {:.2f} s",
-                   options.model_dir, embedder->hidden_size(),
+      spdlog::info("ready: model {} on {} (hidden_size {}, {}), loaded and warmed up in {:.2f} s",
+                   options.model_dir, embedder->device(), embedder->hidden_size(),
                    embedder->has_classifier() ? "with intent head" : "no intent head",
                    seconds_since(t0));
     } catch (const std::exception& e) {

@@ -530,12 +530,8 @@ StreamBatch rank_batch(Run& r, const Stream& s, const std::vector<BatchRef>& ref
   const auto own = resolve(s, refs[static_cast<std::size_t>(r.rank)]);
   torch::Tensor masks;
   if (s.labelled) masks = soft_masks(gather ? all : own, r.views, c.loss.score_mode);
-  StreamBatch b = prepare_batch(own, masks, c, *r.tok, rng, s.labelled);
-  if (r.device != b.inputs.input_ids.device()) {
-    b.inputs = model::to_device(b.inputs, r.device, /*non_blocking=*/true);
-    b.masked = model::to_device(b.masked, r.device, /*non_blocking=*/true);
-    if (b.masks.defined()) b.masks = b.masks.to(r.device);
-  }
+  StreamBatch b = to_device(prepare_batch(own, masks, c, *r.tok, rng, s.labelled), r.device,
+                            /*non_blocking=*/true);
   if (gather) {
     b.gather_group = r.group;
     b.gather_rows = std::move(rows);

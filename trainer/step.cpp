@@ -15,6 +15,14 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 
 }  // namespace
 
+StreamBatch to_device(const StreamBatch& batch, const torch::Device& device, bool non_blocking) {
+  StreamBatch out = batch;
+  out.inputs = model::to_device(batch.inputs, device, non_blocking);
+  out.masked = model::to_device(batch.masked, device, non_blocking);
+  out.masks = model::to_device(batch.masks, device, non_blocking);
+  return out;
+}
+
 model::EncoderInputs doubled(const model::EncoderInputs& in) {
   auto twice = [](const torch::Tensor& t) { return torch::cat({t, t}, 0); };
   return {twice(in.input_ids), twice(in.attention_mask), twice(in.position_ids), twice(in.role_ids),

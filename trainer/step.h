@@ -33,6 +33,11 @@ struct StreamBatch {
   std::vector<std::int64_t> gather_rows;  ///< batch rows of each rank, in rank order
 };
 
+/// `batch` with its inputs, MLM copy and soft masks on `device` (model::to_device: the same
+/// tensors when already there; pinned, non-blocking host copies to CUDA with `non_blocking`).
+StreamBatch to_device(const StreamBatch& batch, const torch::Device& device,
+                      bool non_blocking = false);
+
 /// The two losses of one stream's batch (0-d float tensors, differentiable).
 struct StreamLosses {
   torch::Tensor contrastive;  ///< multi_view_supcon_loss of the two dropout views

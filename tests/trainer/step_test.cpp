@@ -127,15 +127,6 @@ TEST(PaddingFree, SameLossesAndGradientsAsPaddedBatchesWithDropoutZero) {
   EXPECT_GT(largest, 1e-3);  // gradients are really there
 }
 
-/// `b` with every tensor on `device`.
-StreamBatch on(const StreamBatch& b, const torch::Device& device) {
-  StreamBatch out = b;
-  out.inputs = model::to_device(b.inputs, device);
-  out.masked = model::to_device(b.masked, device);
-  out.masks = b.masks.to(device);
-  return out;
-}
-
 TEST(Cuda, StepZeroLossesAndGradientsMatchTheCpuWithDropoutZero) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no GPU visible to LibTorch";
   const torch::Device cuda = model::resolve_device("cuda", "test");
@@ -155,7 +146,7 @@ TEST(Cuda, StepZeroLossesAndGradientsMatchTheCpuWithDropoutZero) {
   const StreamBatch unl = mixed_batch({9, 2, 2, 31, 6, 6, 18}, 50);
   for (const bool padding_free : {false, true}) {
     const StepResult want = run_step(cpu, padding_free, lab, unl);
-    const StepResult got = run_step(gpu, padding_free, on(lab, cuda), on(unl, cuda));
+    const StepResult got = run_step(gpu, padding_free, to_device(lab, cuda), to_device(unl, cuda));
     EXPECT_NEAR(got.objective.total_value, want.objective.total_value, 1e-4) << padding_free;
     EXPECT_NEAR(got.objective.sup, want.objective.sup, 1e-4);
     EXPECT_NEAR(got.objective.mlm_labelled, want.objective.mlm_labelled, 1e-4);
