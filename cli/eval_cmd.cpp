@@ -101,8 +101,14 @@ void run_dialoglue_cmd(const DialoglueArgs& a) {
   if (a.config_given && a.config.empty()) {
     throw std::invalid_argument("--config: empty path (leave the flag out for the defaults)");
   }
-  std::vector<std::string> overrides = a.overrides;
+  // --device / DIALTREE_DEVICE sets the recipe's device key before the key=value overrides, so
+  // that a device=... typed on the command line wins and is checked like any other value.
+  if (const std::string p = device_spec_problem(a.device); !a.device.empty() && !p.empty()) {
+    throw std::invalid_argument("--device (or DIALTREE_DEVICE): " + p);
+  }
+  std::vector<std::string> overrides;
   if (!a.device.empty()) overrides.push_back("device=" + a.device);
+  overrides.insert(overrides.end(), a.overrides.begin(), a.overrides.end());
   run.options = a.config.empty() ? eval::parse_finetune_options("", "defaults", overrides)
                                  : eval::load_finetune_options(a.config, overrides);
   model::resolve_device(run.options.device, "device");  // before any data is read

@@ -15,7 +15,7 @@
 #   GPU_CHECK_BENCH_ARGS="--batch 4 --steps 1" ...        # bench_train_step's size
 set -uo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
-cd "$here"
+cd "$here" || exit 1
 if [[ -n ${OUT:-} ]]; then
   mkdir -p "$OUT"
   exec > >(tee "$OUT/gpu-check.log") 2>&1
@@ -35,9 +35,10 @@ jobs=$(nproc)
 section "environment"
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total \
   --format=csv,noheader || echo "nvidia-smi: not found"
+[[ -d $deps/debs ]] || die "no $deps/debs: run scripts/gpu-deps.sh on Debian 12 first and carry .deps/gpu"
 torch_prefix=${GPU_CHECK_TORCH_PREFIX:-}
 if [[ -z $torch_prefix ]]; then
-  python3 - <<'EOF' || die "python3 with torch is needed (or set GPU_CHECK_TORCH_PREFIX)"
+  python3 - 2>/dev/null <<'EOF' || die "python3 with torch is needed (or set GPU_CHECK_TORCH_PREFIX)"
 import torch
 print(f"pytorch {torch.__version__}, cuda {torch.version.cuda}, "
       f"gpus visible {torch.cuda.device_count()}, cxx11 abi {torch._C._GLIBCXX_USE_CXX11_ABI}")
@@ -46,7 +47,6 @@ EOF
   torch_prefix=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')
 fi
 echo "cpus $jobs; $(c++ --version 2>/dev/null | head -1 || echo 'no c++ compiler')"
-[[ -d $deps/debs ]] || die "no $deps/debs: run scripts/gpu-deps.sh on Debian 12 first and carry .deps/gpu"
 
 section "dependencies: unpacking $(ls "$deps/debs" | wc -l) Debian packages into $root"
 if [[ ! -f $root/.unpacked ]]; then

@@ -562,10 +562,7 @@ PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<b
                              " yet; starting at step 0"
                        : "resume_from_checkpoint=latest: " + resume);
   }
-  check_inputs_exist(config);
-  at::set_num_threads(config.threads);
-  torch::manual_seed(static_cast<std::uint64_t>(config.seed));
-
+  // The device first: a GPU that is not there stops the run before any input is checked.
   r.device = model::resolve_device(config.device, "device");
   if (r.device.is_cuda() && r.world > 1) {
     throw DataError("device", "", "",
@@ -574,6 +571,9 @@ PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<b
                                 "not built yet (docs/gpu.md). Use device: cpu, or one process",
                                 config.device, r.world));
   }
+  check_inputs_exist(config);
+  at::set_num_threads(config.threads);
+  torch::manual_seed(static_cast<std::uint64_t>(config.seed));
   std::string bf16_note;
   r.bf16 = model::effective_bf16(r.device, config.bf16, &bf16_note);
   if (!bf16_note.empty()) say("warning: " + bf16_note);

@@ -205,12 +205,36 @@ TEST_F(ServeCli, ADeviceThatIsNotThereStopsServeAndEmbedWithStatus2) {
           cwd);
   EXPECT_EQ(r.status, 2);
   EXPECT_THAT(r.err, HasSubstr("\"cuda:99\""));
+  // eval dialoglue: --device / DIALTREE_DEVICE come before the key=value overrides, so a typed
+  // device=... wins and is checked, and a bad flag value is blamed on the flag.
+  const std::string data = dialtree::testing::shared_data("dialoglue");
+  const std::vector<std::string> eval = {"eval",       "dialoglue", "--model", bundle_,
+                                         "--tasks",    "banking",   "--out",   tmp_.file("ev"),
+                                         "--data-dir", data};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = eval;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+  r = run(with({"--device", "gpu"}), cwd);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("--device (or DIALTREE_DEVICE): \"gpu\" is not a device"));
+  ::setenv("DIALTREE_DEVICE", "cpu", 1);
+  r = run(with({"device=gpu"}), cwd);
+  ::unsetenv("DIALTREE_DEVICE");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("override 'device=gpu'"));
+  r = run(with({"--device", "cpu", "device=cuda:99"}), cwd);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("\"cuda:99\""));
   // cpu always works, and gives the same vector as the default (auto = cpu without a GPU).
   r = run({"embed", "--model", bundle_, "--input", tmp_.file("one.txt"), "--device", "cpu"}, cwd);
   EXPECT_EQ(r.status, 0) << r.err;
   const Result automatic = run({"embed", "--model", bundle_, "--input", tmp_.file("one.txt")}, cwd);
   EXPECT_EQ(automatic.status, 0) << automatic.err;
-  if (!torch::cuda::is_available()) EXPECT_EQ(r.out, automatic.out);
+  if (!torch::cuda::is_available()) {
+    EXPECT_EQ(r.out, automatic.out);
+  }
   EXPECT_THAT(r.out, HasSubstr("["));
 }
 
