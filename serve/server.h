@@ -1,7 +1,7 @@
-// `dialtree serve`: the embedding HTTP server on an event-driven HTTP layer (serve/http.h).
-// Routes, limits and errors: docs/serving.md. One inference worker fed by a dynamic batcher
-// (serve/batcher.h); parsing and tokenisation run on the HTTP worker threads. Health is 503 until
-// the model is loaded and warmed up, and again while draining.
+// `dialtree serve`: the embedding HTTP server on an event-driven HTTP layer (serve/http.h), its
+// routes (serve/routes.h) and the model behind a dynamic batcher (serve/inference.h); this file is
+// the life cycle that ties them (docs/serving.md "Code layout"). Health is 503 until the model is
+// loaded and warmed up, and again while draining.
 #pragma once
 
 #include <cstddef>

@@ -1,0 +1,187 @@
+#include "serve/inference.h"
+
+#include <algorithm>
+#include <chrono>
+#include <utility>
+
+#include <spdlog/spdlog.h>
+
+#include "serve/batcher.h"
+#include "serve/metrics.h"
+#include "serve/server.h"
+
+namespace dialtree::serve {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// One queued input.
+struct Job {
+  const data::SerializedExample* example = nullptr;
+  std::size_t tokens = 0;
+  std::shared_ptr<RequestState> state;
+  std::size_t index = 0;
+  bool want_probs = false;
+  Clock::time_point enqueued;
+};
+
+// Hands row `row` of `out` (or `error`) to the request of `job`; wakes it when it was the
+// request's last input.
+void deliver(Job& job, const std::string& error, ForwardOutputs& out, std::size_t row,
+             Clock::time_point t_batch, double inference_s) {
+  RequestState& state = *job.state;
+  bool last = false;
+  {
+    std::lock_guard<std::mutex> lock(state.mutex);
+    if (!error.empty()) {
+      state.error = error;
+    } else {
+      state.pooled[job.index] = std::move(out.pooled[row]);
+      if (job.want_probs && !out.probs.empty()) state.probs[job.index] = std::move(out.probs[row]);
+    }
+    state.queue_s =
+        std::max(state.queue_s, std::chrono::duration<double>(t_batch - job.enqueued).count());
+    state.inference_s = std::max(state.inference_s, inference_s);
+    last = --state.pending == 0;
+  }
+  if (last) state.done.notify_all();
+}
+
+}  // namespace
+
+struct Inference::Impl {
+  std::size_t max_client_batch_size;
+  bool auto_truncate;
+  Metrics& metrics;
+  Embedder embedder;
+  // Last, so destroyed first: its thread calls run_batch.
+  std::unique_ptr<Batcher<Job>> batcher;
+
+  Impl(const ServerOptions& o, Metrics& m)
+      : max_client_batch_size(o.max_client_batch_size),
+        auto_truncate(o.auto_truncate),
+        metrics(m),
+        embedder(o.model_dir, o.max_input_length, o.device) {
+    BatchLimits limits;
+    limits.max_batch_tokens = o.max_batch_tokens;
+    limits.max_batch_requests = o.max_batch_requests;
+    limits.max_wait = std::chrono::microseconds(static_cast<long long>(o.max_wait_ms * 1000));
+    batcher = std::make_unique<Batcher<Job>>(limits, [this](std::vector<Job>& b) { run_batch(b); });
+  }
+
+  // Runs one batch from the batcher as one forward pass. Mixed lengths cost little: the
+  // encoder runs packed (DialogEncoder::forward_cls), padding only attention, per length bucket.
+  // Inputs whose client has disconnected are dropped before the forward pass.
+  void run_batch(std::vector<Job>& batch) {
+    const auto t_batch = Clock::now();
+    std::vector<Job*> live, gone;
+    std::vector<const data::SerializedExample*> examples;
+    examples.reserve(batch.size());
+    std::size_t longest = 0;
+    bool want_probs = false;
+    for (Job& job : batch) {
+      metrics.observe_queue_time(std::chrono::duration<double>(t_batch - job.enqueued).count());
+      if (job.state->cancelled()) {
+        gone.push_back(&job);
+        continue;
+      }
+      live.push_back(&job);
+      examples.push_back(job.example);
+      longest = std::max(longest, job.tokens);
+      want_probs = want_probs || job.want_probs;
+    }
+    ForwardOutputs out;
+    std::string error;
+    double inference_s = 0.0;
+    if (!live.empty()) {
+      try {
+        out = embedder.forward(examples, want_probs);
+      } catch (const std::exception& e) {
+        error = e.what();
+        spdlog::error("inference failed on a batch of {}: {}", live.size(), error);
+      }
+      inference_s = seconds_since(t_batch);
+      metrics.observe_batch(live.size(), longest * live.size(), inference_s);
+    }
+    for (std::size_t k = 0; k < live.size(); ++k) {
+      deliver(*live[k], error, out, k, t_batch, inference_s);
+    }
+    if (!gone.empty()) metrics.count_cancelled(gone.size());
+    for (Job* job : gone) deliver(*job, "the client disconnected", out, 0, t_batch, 0.0);
+  }
+};
+
+Inference::Inference(const ServerOptions& options, Metrics& metrics)
+    : impl_(std::make_unique<Impl>(options, metrics)) {}
+
+Inference::~Inference() {
+  stop();
+}
+
+const Embedder& Inference::embedder() const {
+  return impl_->embedder;
+}
+
+std::vector<data::SerializedExample> Inference::prepare(const std::vector<Input>& inputs,
+                                                        std::optional<bool> truncate,
+                                                        TruncationDirection direction,
+                                                        const char* field, std::size_t* tokens) {
+  if (inputs.size() > impl_->max_client_batch_size) {
+    throw ApiError(ErrorKind::kTooManyInputs,
+                   std::string(field) + ": " + std::to_string(inputs.size()) +
+                       " inputs in one request; --max-client-batch-size is " +
+                       std::to_string(impl_->max_client_batch_size),
+                   field);
+  }
+  const bool cut = truncate.value_or(impl_->auto_truncate);
+  std::vector<data::SerializedExample> out;
+  out.reserve(inputs.size());
+  std::size_t total = 0;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const std::string param = inputs.size() == 1
+                                  ? std::string(field)
+                                  : std::string(field) + "[" + std::to_string(i) + "]";
+    out.push_back(impl_->embedder.prepare(inputs[i], cut, direction, param));
+    total += out.back().input_ids.size();
+    impl_->metrics.observe_input_length(out.back().input_ids.size());
+  }
+  if (tokens) *tokens = total;
+  return out;
+}
+
+std::shared_ptr<RequestState> Inference::infer(
+    const std::vector<data::SerializedExample>& examples, bool want_probs,
+    std::shared_ptr<const std::atomic<bool>> client_gone) {
+  auto state = std::make_shared<RequestState>();
+  state->client_gone = std::move(client_gone);
+  state->pending = examples.size();
+  state->pooled.resize(examples.size());
+  if (want_probs) state->probs.resize(examples.size());
+  std::vector<Job> jobs;
+  jobs.reserve(examples.size());
+  const auto now = Clock::now();
+  for (std::size_t i = 0; i < examples.size(); ++i) {
+    jobs.push_back(Job{&examples[i], examples[i].input_ids.size(), state, i, want_probs, now});
+  }
+  impl_->batcher->submit(std::move(jobs));
+  std::unique_lock<std::mutex> lock(state->mutex);
+  state->done.wait(lock, [&] { return state->pending == 0; });
+  if (!state->error.empty()) {
+    throw ApiError(ErrorKind::kInternal, "inference failed: " + state->error);
+  }
+  return state;
+}
+
+std::size_t Inference::queue_depth() const {
+  return impl_->batcher->queue_depth();
+}
+
+void Inference::stop() {
+  impl_->batcher->stop();
+}
+
+}  // namespace dialtree::serve
