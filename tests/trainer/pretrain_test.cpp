@@ -408,7 +408,9 @@ TEST_F(TinyPretraining, ASlowedRankIsNamedAsAStragglerWithinThreeWindows) {
   EXPECT_FALSE(m[0].contains("stragglers"));
   ASSERT_TRUE(m[1].contains("stragglers")) << m[1].dump();
   EXPECT_EQ(m[1]["stragglers"][0]["rank"], 1);
-  EXPECT_GT(m[1]["stragglers"][0]["ratio"].get<double>(), 3.0);
+  // Above ddp_straggler_ratio (1.5) with room to spare; not more, since the tiny model's own
+  // step (the denominator) takes 100-150 ms on a busy 2-core machine.
+  EXPECT_GT(m[1]["stragglers"][0]["ratio"].get<double>(), 2.0);
   EXPECT_THAT(slurp(tmp_.file("slow.log")), ::testing::HasSubstr("warning: straggler: rank 1 on "));
 }
 

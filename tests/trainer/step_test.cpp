@@ -122,7 +122,9 @@ TEST(PaddingFree, SameLossesAndGradientsAsPaddedBatchesWithDropoutZero) {
     const torch::Tensor& b = packed.grads[i];
     const double scale = std::max(1e-3, a.abs().max().item<double>());
     largest = std::max(largest, a.abs().max().item<double>());
-    EXPECT_LT((a - b).abs().max().item<double>() / scale, 1e-4) << params[i].key();
+    // 5e-4: the BLAS kernel set changes fp32 summation order (1.5e-4 seen with OpenBLAS's
+    // Haswell kernels on a Zen 4 CPU); unmasked padding gives errors of order 1.
+    EXPECT_LT((a - b).abs().max().item<double>() / scale, 5e-4) << params[i].key();
   }
   EXPECT_GT(largest, 1e-3);  // gradients are really there
 }
