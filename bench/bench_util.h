@@ -7,16 +7,14 @@
 #include <chrono>
 #include <vector>
 
+#include "common/clock.h"
 #include "model/config.h"
 
 namespace dialtree::bench {
 
 using Clock = std::chrono::steady_clock;
 
-/// Wall seconds since `t0`.
-inline double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
+using dialtree::seconds_since;  // common/clock.h
 
 /// CPU seconds used by the whole process so far (all threads, user + system).
 inline double process_cpu_seconds() {

@@ -1,5 +1,6 @@
 #include "eval/finetune.h"
 
+#include "common/clock.h"
 #include "eval/finetune_step.h"
 #include "eval/intent_inputs.h"
 
@@ -27,10 +28,6 @@ namespace dialtree::eval {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
 
 void check_options(const FinetuneOptions& o) {
   if (const auto problem = finetune_options_problem(o)) {

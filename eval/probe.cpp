@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/atomic_file.h"
+#include "common/clock.h"
 #include "common/device_spec.h"
 #include "common/error.h"
 #include "common/json_util.h"
@@ -29,10 +30,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using Eigen::VectorXd;
-
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
 
 // ---- L-BFGS line search (Nocedal & Wright Alg. 3.5 / 3.6, strong Wolfe) ----------------------
 

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/atomic_file.h"
+#include "common/clock.h"
 #include "eval/intent_inputs.h"
 #include "eval/tasks.h"
 #include "model/bundle.h"
@@ -22,10 +23,6 @@ namespace dialtree::eval {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
 
 /// Puts the model in eval mode with bf16 autocast on or off as asked (on the model's device
 /// type), and restores the mode and the caller's autocast state on destruction (a pretraining

@@ -6,6 +6,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/clock.h"
 #include "serve/batcher.h"
 #include "serve/metrics.h"
 #include "serve/server.h"
@@ -14,10 +15,6 @@ namespace dialtree::serve {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
 
 // One queued input.
 struct Job {

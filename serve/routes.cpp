@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/check.h"
+#include "common/clock.h"
 #include "common/strict_yaml.h"
 #include "common/text_distance.h"
 #include "common/utf8.h"
@@ -27,10 +28,6 @@ namespace {
 
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
 
 std::string ms(double seconds) {
   return std::to_string(static_cast<long long>(seconds * 1000.0));

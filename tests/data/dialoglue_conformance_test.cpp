@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "data/bert_tokenizer.h"
 #include "data/dialoglue_labels.h"
 #include "data/wordpiece.h"
 #include "readers/slot_json.h"
@@ -18,22 +19,11 @@
 namespace dialtree::data {
 namespace {
 
+using dialtree::testing::answer_key;
+using dialtree::testing::bert;
+
 using dialtree::testing::shared_data;
 using nlohmann::json;
-
-const WordPieceTokenizer& bert() {
-  static const auto* tok =
-      new WordPieceTokenizer(shared_data("dialoglue/bert-base-uncased-vocab.txt"));
-  return *tok;
-}
-
-const json& answer_key() {
-  static const json* key = [] {
-    std::ifstream in(shared_data("dialoglue/gt_test.json"));
-    return new json(json::parse(in));
-  }();
-  return *key;
-}
 
 std::string join(const std::vector<std::string>& v) {
   std::string s = "[";

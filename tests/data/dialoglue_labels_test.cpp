@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "common/error.h"
+#include "data/bert_tokenizer.h"
 #include "data/dialoglue_labels.h"
 #include "data/wordpiece.h"
 #include "test_paths.h"
@@ -16,13 +17,9 @@
 namespace dialtree::data {
 namespace {
 
-using Strings = std::vector<std::string>;
+using dialtree::testing::bert;
 
-const WordPieceTokenizer& bert() {
-  static const auto* tok = new WordPieceTokenizer(
-      dialtree::testing::shared_data("dialoglue/bert-base-uncased-vocab.txt"));
-  return *tok;
-}
+using Strings = std::vector<std::string>;
 
 // tests/fixtures/data/tiny_wordpiece_vocab.txt: [PAD] [UNK] [CLS] [SEP] [MASK] fly to new yo
 // ##rk city tomorrow user, so "york" splits into "yo" "##rk".

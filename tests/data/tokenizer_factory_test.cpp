@@ -15,17 +15,17 @@
 #include "data/sentencepiece_tokenizer.h"
 #include "data/tokenizer_factory.h"
 #include "data/wordpiece.h"
+#include "test_data.h"
 #include "test_paths.h"
 
 namespace dialtree::data {
 namespace {
 
+using dialtree::testing::bert_vocab;
+using dialtree::testing::cased_vocab;
+
 using nlohmann::json;
 using ::testing::HasSubstr;
-
-std::string bert_vocab() {
-  return dialtree::testing::shared_data("dialoglue/bert-base-uncased-vocab.txt");
-}
 
 json read_json(const std::string& path) {
   std::ifstream in(path);
@@ -183,24 +183,6 @@ TEST(TokenizerBundle, MissingSettingsFileFailsToLoad) {
     out << "{\"format\": ";
   }
   expect_data_error([&] { load_tokenizer(tmp.path().string()); }, "", "tokenizer.json");
-}
-
-/// bert-base-uncased's vocabulary plus capitalised forms of its first 3000 all-letter words
-/// ("May" among them): a cased vocabulary in which "may" keeps id 2089.
-std::string cased_vocab(const dialtree::testing::TempDir& tmp) {
-  std::ifstream in(bert_vocab());
-  std::vector<std::string> lines, upper;
-  for (std::string line; std::getline(in, line);) {
-    lines.push_back(line);
-    const bool word = line.size() >= 2 &&
-                      line.find_first_not_of("abcdefghijklmnopqrstuvwxyz") == std::string::npos;
-    if (word && upper.size() < 3000) upper.push_back(char(line[0] - 'a' + 'A') + line.substr(1));
-  }
-  const std::string path = tmp.file("cased-vocab.txt");
-  std::ofstream out(path);
-  for (const auto& l : lines) out << l << '\n';
-  for (const auto& l : upper) out << l << '\n';
-  return path;
 }
 
 TEST(TokenizerBundle, C17CasedWordPieceBundleLoadsCased) {

@@ -18,20 +18,20 @@
 #include "data/tokenizer_factory.h"
 #include "data/wordpiece.h"
 #include "expect_error.h"
+#include "test_data.h"
 #include "test_paths.h"
 
 namespace dialtree::data {
 namespace {
+
+using dialtree::testing::bert_vocab;
+using dialtree::testing::cased_vocab;
 
 namespace fs = std::filesystem;
 using dialtree::testing::TempDir;
 using nlohmann::json;
 using ::testing::HasSubstr;
 using ::testing::Not;
-
-std::string bert_vocab() {
-  return dialtree::testing::shared_data("dialoglue/bert-base-uncased-vocab.txt");
-}
 
 std::string slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -63,23 +63,6 @@ void write_wordpiece_bundle(const std::string& dir, const std::string& vocab, bo
               {"eos_r", 8}}}};
   j.update(extra);
   std::ofstream(fs::path(dir) / "tokenizer.json") << j.dump(2);
-}
-
-/// bert-base-uncased plus capitalised forms of 3000 of its words: a cased vocabulary.
-std::string cased_vocab(const TempDir& tmp) {
-  std::ifstream in(bert_vocab());
-  std::vector<std::string> lines, upper;
-  for (std::string line; std::getline(in, line);) {
-    lines.push_back(line);
-    const bool word = line.size() >= 2 &&
-                      line.find_first_not_of("abcdefghijklmnopqrstuvwxyz") == std::string::npos;
-    if (word && upper.size() < 3000) upper.push_back(char(line[0] - 'a' + 'A') + line.substr(1));
-  }
-  const std::string path = tmp.file("cased-vocab.txt");
-  std::ofstream out(path);
-  for (const auto& l : lines) out << l << '\n';
-  for (const auto& l : upper) out << l << '\n';
-  return path;
 }
 
 // ---- bug 8: WordPiece casing must match the vocabulary ------------------------------------------

@@ -14,20 +14,17 @@
 #include <gtest/gtest.h>
 
 #include "common/error.h"
+#include "data/bert_tokenizer.h"
 #include "data/wordpiece.h"
 #include "test_paths.h"
 
 namespace dialtree::data {
 namespace {
 
+using dialtree::testing::bert;
+
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-
-const WordPieceTokenizer& bert() {
-  static const auto* tok = new WordPieceTokenizer(
-      dialtree::testing::shared_data("dialoglue/bert-base-uncased-vocab.txt"));
-  return *tok;
-}
 
 using Pieces = std::vector<std::string>;
 

@@ -14,29 +14,18 @@
 
 #include "eval/submission.h"
 #include "readers/multiwoz.h"
+#include "test_data.h"
 #include "test_paths.h"
 
 namespace dialtree::eval {
 namespace {
 
+using dialtree::testing::answer_key;
+using dialtree::testing::percent;
+
 using dialtree::testing::fixture;
 using dialtree::testing::shared_data;
 using ::testing::HasSubstr;
-
-const nlohmann::json& answer_key() {
-  static const nlohmann::json* key = [] {
-    std::ifstream in(shared_data("dialoglue/gt_test.json"));
-    return new nlohmann::json(nlohmann::json::parse(in));
-  }();
-  return *key;
-}
-
-// DialoGLUE prints value * 100; "%.2f" of it.
-std::string percent(double value) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f", value * 100);
-  return buf;
-}
 
 // F1 of one slot type whose TP, #predicted and #to-recall are given (docs/dialoglue.md §4 step 7).
 double type_f1(double tp, double predicted, double to_recall) {

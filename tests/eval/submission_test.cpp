@@ -13,10 +13,14 @@
 
 #include "common/error.h"
 #include "readers/readers_test_util.h"
+#include "test_data.h"
 #include "test_paths.h"
 
 namespace dialtree::eval {
 namespace {
+
+using dialtree::testing::answer_key;
+using dialtree::testing::percent;
 
 using dialtree::testing::error_of;
 using dialtree::testing::shared_data;
@@ -26,17 +30,6 @@ using ::testing::HasSubstr;
 
 std::string gold_path() {
   return shared_data("dialoglue/gt_test.json");
-}
-
-const json& answer_key() {
-  static const json* key = new json(json_parse_file(gold_path()));
-  return *key;
-}
-
-std::string percent(double value) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f", value * 100);
-  return buf;
 }
 
 TEST(Tasks, NamesAliasesAndKeys) {

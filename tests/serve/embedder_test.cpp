@@ -13,11 +13,14 @@
 #include "model/bundle.h"
 #include "model/collate.h"
 #include "serve/embedder.h"
+#include "test_data.h"
 #include "test_paths.h"
 #include "tiny_bundle.h"
 
 namespace dialtree::serve {
 namespace {
+
+using dialtree::testing::max_abs_diff;
 
 using dialtree::testing::TempDir;
 using ::testing::HasSubstr;
@@ -27,13 +30,6 @@ Input text(const std::string& s) {
 }
 Input ids(std::vector<std::int64_t> v) {
   return Input{{}, std::move(v)};
-}
-
-float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  EXPECT_EQ(a.size(), b.size());
-  float d = 0.0f;
-  for (std::size_t i = 0; i < a.size() && i < b.size(); ++i) d = std::max(d, std::abs(a[i] - b[i]));
-  return d;
 }
 
 TEST(Embedder, SerialisesADialogExactlyAsTrainingDoes) {

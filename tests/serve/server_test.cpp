@@ -26,11 +26,14 @@
 #include "serve/batcher.h"
 #include "serve/embedder.h"
 #include "serve/server.h"
+#include "test_data.h"
 #include "test_paths.h"
 #include "tiny_bundle.h"
 
 namespace dialtree::serve {
 namespace {
+
+using dialtree::testing::max_abs_diff;
 
 using json = nlohmann::json;
 using dialtree::testing::TempDir;
@@ -97,13 +100,6 @@ void send_and_close(int port, const std::string& bytes) {
   ASSERT_EQ(::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL),
             static_cast<ssize_t>(bytes.size()));
   ::close(fd);
-}
-
-float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  EXPECT_EQ(a.size(), b.size());
-  float d = 0.0f;
-  for (std::size_t i = 0; i < a.size() && i < b.size(); ++i) d = std::max(d, std::abs(a[i] - b[i]));
-  return d;
 }
 
 std::vector<float> floats(const json& j) {

@@ -7,10 +7,13 @@
 #include "common/error.h"
 #include "sts/convert.h"
 #include "sts/score.h"
+#include "test_data.h"
 #include "test_paths.h"
 
 namespace dialtree::sts {
 namespace {
+
+using dialtree::testing::write_text;
 
 using testing::shared_data;
 
@@ -70,19 +73,15 @@ TEST(Convert, SlotSpansKeepTheirText) {
   EXPECT_LT(rep.empty_labels, rep.labelled_turns);
 }
 
-void write(const std::string& path, const std::string& content) {
-  std::ofstream f(path, std::ios::binary);
-  f << content;
-}
-
 TEST(Convert, TopKeepsOutermostSlotsAndFlattensNestedOnes) {
   testing::TempDir tmp;
-  write(tmp.file("top.txt"),
-        "will:O I:O make:O it:O to:O the:B-SL_DESTINATION_IN_GET_LOCATION_SL_CATEGORY_LOCATION "
-        "beach:I-SL_DESTINATION_IN_GET_LOCATION_SL_CATEGORY_LOCATION by:B-SL_DATE_TIME_ARRIVAL "
-        "noon:I-SL_DATE_TIME_ARRIVAL <=> IN_GET_ESTIMATED_ARRIVAL\n"
-        "to:O my:B-SL_DESTINATION home:B-SL_DESTINATION_IN_GET_LOCATION_HOME_SL_CONTACT at:O "
-        "5:B-SL_DATE_TIME ::I-SL_DATE_TIME 30:I-SL_DATE_TIME <=> IN_GET_DIRECTIONS\n");
+  write_text(
+      tmp.file("top.txt"),
+      "will:O I:O make:O it:O to:O the:B-SL_DESTINATION_IN_GET_LOCATION_SL_CATEGORY_LOCATION "
+      "beach:I-SL_DESTINATION_IN_GET_LOCATION_SL_CATEGORY_LOCATION by:B-SL_DATE_TIME_ARRIVAL "
+      "noon:I-SL_DATE_TIME_ARRIVAL <=> IN_GET_ESTIMATED_ARRIVAL\n"
+      "to:O my:B-SL_DESTINATION home:B-SL_DESTINATION_IN_GET_LOCATION_HOME_SL_CONTACT at:O "
+      "5:B-SL_DATE_TIME ::I-SL_DATE_TIME 30:I-SL_DATE_TIME <=> IN_GET_DIRECTIONS\n");
   const auto dialogs = convert(SourceFormat::Top, tmp.file("top.txt"));
   ASSERT_EQ(dialogs.size(), 2u);
   EXPECT_EQ(dialogs[0].id, std::string(tmp.path().filename()) + "/top/0");
@@ -130,7 +129,8 @@ TEST(Convert, SgdTreesScoreAsSpace2Expects) {
 
 TEST(Convert, AUsersCsvWithoutCategoriesJsonUsesItsOwnLabels) {
   testing::TempDir tmp;
-  write(tmp.file("mine.csv"), "text,category\nhi there,greet\nmy balance?,balance\nhello,greet\n");
+  write_text(tmp.file("mine.csv"),
+             "text,category\nhi there,greet\nmy balance?,balance\nhello,greet\n");
   ConvertReport rep;
   const auto dialogs = convert(SourceFormat::IntentCsv, tmp.file("mine.csv"), {}, &rep);
   ASSERT_EQ(dialogs.size(), 3u);
@@ -140,7 +140,7 @@ TEST(Convert, AUsersCsvWithoutCategoriesJsonUsesItsOwnLabels) {
   EXPECT_NE(rep.warnings[0].find("the 2 labels are the CSV's own"), std::string::npos)
       << rep.warnings[0];
   // An empty label is an error naming the line; a categories.json, once there, is used.
-  write(tmp.file("empty.csv"), "text,category\nhi,greet\nwhat,\n");
+  write_text(tmp.file("empty.csv"), "text,category\nhi,greet\nwhat,\n");
   try {
     convert(SourceFormat::IntentCsv, tmp.file("empty.csv"));
     ADD_FAILURE() << "no error";
@@ -149,7 +149,7 @@ TEST(Convert, AUsersCsvWithoutCategoriesJsonUsesItsOwnLabels) {
               std::string::npos)
         << e.what();
   }
-  write(tmp.file("categories.json"), R"(["greet"])");
+  write_text(tmp.file("categories.json"), R"(["greet"])");
   try {
     convert(SourceFormat::IntentCsv, tmp.file("mine.csv"));
     ADD_FAILURE() << "no error";
@@ -160,15 +160,15 @@ TEST(Convert, AUsersCsvWithoutCategoriesJsonUsesItsOwnLabels) {
 
 TEST(Convert, MalformedInputsNameThePlace) {
   testing::TempDir tmp;
-  write(tmp.file("categories.json"), R"(["balance","greet"])");
-  write(tmp.file("bad.csv"), "text,category\nhello,greet\n\"unterminated,greet\n");
-  write(
+  write_text(tmp.file("categories.json"), R"(["balance","greet"])");
+  write_text(tmp.file("bad.csv"), "text,category\nhello,greet\n\"unterminated,greet\n");
+  write_text(
       tmp.file("bad.json"),
       R"([{"userInput":{"text":"at 6pm"},"labels":[{"slot":"time","valueSpan":{"startIndex":"3","endIndex":6}}]}])");
-  write(
+  write_text(
       tmp.file("badspan.json"),
       R"([{"userInput":{"text":"at 6pm"},"labels":[{"slot":"time","valueSpan":{"startIndex":3,"endIndex":60}}]}])");
-  write(tmp.file("bad.txt"), "a:O b <=> IN_X\n");
+  write_text(tmp.file("bad.txt"), "a:O b <=> IN_X\n");
   struct Case {
     SourceFormat format;
     std::string file, needle;

@@ -18,18 +18,16 @@
 #include "sts/format.h"
 #include "sts/score.h"
 #include "sts/tree.h"
+#include "test_data.h"
 #include "test_paths.h"
 
 namespace dialtree::sts {
 namespace {
 
+using dialtree::testing::write_text;
+
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
-
-void write(const std::string& path, const std::string& content) {
-  std::ofstream f(path, std::ios::binary);
-  f << content;
-}
 
 using dialtree::testing::error_of;
 
@@ -48,7 +46,7 @@ TEST(LinearConversion, HugeTopLine) {
     line += "\xC3\xA9" + std::to_string(i) + (i % 3 == 1 ? ":I-SL_A " : ":B-SL_A ");
   }
   line += "<=> IN_X\n";
-  write(tmp.file("top.txt"), line);
+  write_text(tmp.file("top.txt"), line);
 
   const auto dialogs = convert(SourceFormat::Top, tmp.file("top.txt"));
   ASSERT_EQ(dialogs.size(), 1u);
@@ -99,7 +97,7 @@ TEST(LinearConversion, SlotRecordWithManyLabels) {
   }
   for (std::size_t i = 0; i < 100; ++i) labels.push_back(labels[i]);  // duplicates
   const nlohmann::json file = {{{"userInput", {{"text", text}}}, {"labels", labels}}};
-  write(tmp.file("train.json"), file.dump());
+  write_text(tmp.file("train.json"), file.dump());
 
   const auto dialogs = convert(SourceFormat::SlotJson, tmp.file("train.json"));
   ASSERT_EQ(dialogs.size(), 1u);
@@ -142,9 +140,9 @@ class SourceNames : public ::testing::Test {
     ASSERT_NE(::getcwd(buf, sizeof buf), nullptr);
     cwd_ = buf;
     fs::create_directories(tmp_.path() / "task");
-    write(tmp_.file("task/train.csv"), "\xEF\xBB\xBFtext,category\nhello,greet\n");
-    write(tmp_.file("task/categories.json"), R"(["greet"])");
-    write(tmp_.file("task/corpus.txt"), "one\n\n\ntwo\n");
+    write_text(tmp_.file("task/train.csv"), "\xEF\xBB\xBFtext,category\nhello,greet\n");
+    write_text(tmp_.file("task/categories.json"), R"(["greet"])");
+    write_text(tmp_.file("task/corpus.txt"), "one\n\n\ntwo\n");
     fs::create_directory_symlink("task", tmp_.path() / "alias");
   }
   void TearDown() override { ASSERT_EQ(::chdir(cwd_.c_str()), 0); }
@@ -219,7 +217,7 @@ TEST_F(SourceNames, BlankLineWarningNamesTheFile) {
 
 TEST(MultiwozLastTurn, AUserTurnWithoutAFollowingSystemTurnIsUnlabelled) {
   testing::TempDir tmp;
-  write(tmp.file("train_dials.json"), R"({"D1.json": {"log": [
+  write_text(tmp.file("train_dials.json"), R"({"D1.json": {"log": [
       {"text": "a hotel in the north", "metadata": {}},
       {"text": "which price?", "metadata": {"hotel": {"semi": {"area": "north"}, "book": {"booked": []}}}},
       {"text": "thanks, bye", "metadata": {}}]}})");
