@@ -391,9 +391,14 @@ nlohmann::json ms_json(const MeanStd& v) {
 namespace probe_detail {
 
 int matmul_level() {
-  if (__builtin_cpu_supports("x86-64-v4")) return 4;
-  if (__builtin_cpu_supports("x86-64-v3")) return 3;
-  return 0;
+  // Feature by feature: clang 14 (the guard builds) knows no "x86-64-vN" names here, nor
+  // "f16c". Every CPU with these also has the rest of its level (F16C, LZCNT, MOVBE, XSAVE).
+  const bool v3 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                  __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2");
+  const bool v4 = v3 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                  __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512dq") &&
+                  __builtin_cpu_supports("avx512vl");
+  return v4 ? 4 : v3 ? 3 : 0;
 }
 
 void matmul_rr(int level, const double* l, std::ptrdiff_t m, std::ptrdiff_t q, const double* r,

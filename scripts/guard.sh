@@ -3,10 +3,13 @@
 # the libFuzzer targets, compiled with clang under AddressSanitizer + UndefinedBehaviorSanitizer,
 # without LibTorch. Configures and builds BUILD_DIR, then runs its ctest: the unit tests, and
 # each fuzz target for FUZZ_SECONDS over its seed corpus (tests/fuzz/corpus/). Then builds the
-# threaded ones (HTTP layer, batcher) in TSAN_BUILD_DIR under ThreadSanitizer and runs them.
+# threaded ones (HTTP layer, batcher) in TSAN_BUILD_DIR under ThreadSanitizer and runs them, and
+# last the whole LibTorch suite in TORCH_ASAN_BUILD_DIR under ASan+UBSan.
 # Prints what failed.
 #   usage: scripts/guard.sh [extra ctest args]
 #   env: BUILD_DIR (default build-guard), TSAN_BUILD_DIR (default build-tsan),
+#        TORCH_ASAN (1; 0 skips the LibTorch suite under ASan+UBSan, the last and longest
+#        stage), TORCH_ASAN_BUILD_DIR (default build-asan),
 #        JOBS (default nproc), FUZZ_SECONDS (default 15),
 #        DIALTREE_SPM_PREFIX (default .deps/sentencepiece, made by scripts/setup.sh)
 set -euo pipefail
@@ -20,25 +23,29 @@ spm=${DIALTREE_SPM_PREFIX:-$root/.deps/sentencepiece}
 start=$SECONDS
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
-# -O1 and line tables only: the sanitizers' usual level (fast tests, stacks with file:line) at
-# the least compile time. Configured on every run, so a changed FUZZ_SECONDS or SPM prefix takes
-# effect (cheap when nothing changed).
-if ! cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
-    "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only" \
-    "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only" \
-    -DDIALTREE_TORCH=OFF -DDIALTREE_SANITIZE=address,undefined -DDIALTREE_FUZZ=ON \
-    -DDIALTREE_BUILD_BENCH=OFF "-DDIALTREE_FUZZ_SECONDS=$fuzz_seconds" \
-    "-DDIALTREE_SPM_PREFIX=$spm" >"$log" 2>&1; then
-  cat "$log" >&2
-  echo "guard: FAILED to configure $build (log above)" >&2
-  exit 1
-fi
-if ! cmake --build "$build" -j "$jobs" >"$log" 2>&1; then
-  grep -E -B2 -A12 'error:|FAILED:' "$log" | head -200 >&2 || cat "$log" >&2
-  echo "guard: FAILED to build $build (compiler errors above; full log: cmake --build $build)" >&2
-  exit 1
-fi
+# Configures DIR with clang at -O1 and line tables only (the sanitizers' usual level: fast
+# tests, stacks with file:line, the least compile time) plus the given CMake arguments, then
+# builds it, or only the targets after "--". Configured on every run, so a changed FUZZ_SECONDS
+# or SPM prefix takes effect (cheap when nothing changed). Prints the errors and exits on
+# failure.
+clang_build() {  # dir [cmake args...] [-- targets...]
+  local dir=$1 args=() targets=()
+  shift
+  while (($#)) && [[ $1 != -- ]]; do args+=("$1"); shift; done
+  (($#)) && shift && targets=(--target "$@")
+  if ! { cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+           -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+           "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only" \
+           "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only" \
+           -DDIALTREE_BUILD_BENCH=OFF "-DDIALTREE_SPM_PREFIX=$spm" "${args[@]}" &&
+         cmake --build "$dir" -j "$jobs" "${targets[@]}"; } >"$log" 2>&1; then
+    grep -E -B2 -A12 'error:|FAILED:|Error' "$log" | head -200 >&2 || cat "$log" >&2
+    echo "guard: FAILED to configure or build $dir (errors above; full log: cmake --build $dir)" >&2
+    exit 1
+  fi
+}
+clang_build "$build" -DDIALTREE_TORCH=OFF -DDIALTREE_SANITIZE=address,undefined \
+  -DDIALTREE_FUZZ=ON "-DDIALTREE_FUZZ_SECONDS=$fuzz_seconds"
 echo "guard: built $build in $((SECONDS - start)) s" >&2
 
 # Sanitizer reports abort the test (UBSan: -fno-sanitize-recover; ASan: on its first report);
@@ -68,24 +75,35 @@ tail -n 3 "$log" >&2
 # (tests/serve/batcher_metrics_test.cpp). Only those two test executables are built.
 tsan=${TSAN_BUILD_DIR:-build-tsan}
 start=$SECONDS
-if ! { cmake -S . -B "$tsan" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-         -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
-         "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only" \
-         "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only" \
-         -DDIALTREE_TORCH=OFF -DDIALTREE_SANITIZE=thread -DDIALTREE_BUILD_BENCH=OFF \
-         "-DDIALTREE_SPM_PREFIX=$spm" &&
-       cmake --build "$tsan" -j "$jobs" --target test_http test_serve_batcher; } >"$log" 2>&1; then
-  grep -E -B2 -A12 'error:|FAILED:|Error' "$log" | head -200 >&2 || cat "$log" >&2
-  echo "guard: FAILED to configure or build $tsan" >&2
-  exit 1
-fi
+clang_build "$tsan" -DDIALTREE_TORCH=OFF -DDIALTREE_SANITIZE=thread -- test_http \
+  test_serve_batcher
 export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
-if ! ctest --test-dir "$tsan" --output-on-failure -j "$jobs" -L '^(http|serve_batcher)$' \
-    >"$log" 2>&1; then
-  grep -v -E '^ +Start |\.\.\. +Passed +' "$log" >&2
-  echo "guard: FAILED tests under ThreadSanitizer ($tsan)" >&2
-  exit 1
+# Runs the ctest of DIR with the given arguments; on failure prints the failed tests' output
+# and exits; else the summary.
+sanitized_ctest() {  # dir what [ctest args...]
+  local dir=$1 what=$2
+  shift 2
+  if ! ctest --test-dir "$dir" --output-on-failure -j "$jobs" "$@" >"$log" 2>&1; then
+    grep -v -E '^ +Start |\.\.\. +Passed +' "$log" >&2
+    echo "guard: FAILED tests under $what ($dir)" >&2
+    exit 1
+  fi
+  echo "guard: $what: tests in $((SECONDS - start)) s" >&2
+  tail -n 3 "$log" >&2
+}
+sanitized_ctest "$tsan" ThreadSanitizer -L '^(http|serve_batcher)$'
+
+# The whole LibTorch suite under ASan+UBSan (every ctest of the main build, the CLI and server
+# executables they start included), unless TORCH_ASAN=0. LibTorch itself is not instrumented;
+# our code and its calls into LibTorch are. Timing-bound tests (health checks, timeouts) run
+# 2-3x slower here and may miss a deadline on a loaded machine, so a failed test is run once
+# more; a sanitizer report fails both runs.
+if [[ ${TORCH_ASAN:-1} != 0 ]]; then
+  asan=${TORCH_ASAN_BUILD_DIR:-build-asan}
+  start=$SECONDS
+  clang_build "$asan" -DDIALTREE_SANITIZE=address,undefined
+  echo "guard: LibTorch build under ASan+UBSan in $((SECONDS - start)) s" >&2
+  start=$SECONDS
+  sanitized_ctest "$asan" "ASan+UBSan (LibTorch suite)" --repeat until-pass:2
 fi
-echo "guard: ThreadSanitizer build and tests in $((SECONDS - start)) s" >&2
-tail -n 3 "$log" >&2
 echo "guard: all passed" >&2

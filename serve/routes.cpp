@@ -118,7 +118,8 @@ std::vector<TokenOrigin> token_origins(const data::SerializedExample& ex, const 
   const std::size_t turns = input.turns.size();
   for (std::size_t q = 0; q < segments.size() && segments.size() <= turns; ++q) {
     const std::size_t turn = turns - segments.size() + q;
-    const auto [first, last] = segments[q];
+    // Plain variables: a lambda below uses them (C++17 lambdas cannot capture bindings).
+    const std::size_t first = segments[q].first, last = segments[q].second;
     for (std::size_t j = first; j < last; ++j) out[j].turn = static_cast<int>(turn);
     if (last - first < 2) continue;
     const std::string& text = input.turns[turn].text;

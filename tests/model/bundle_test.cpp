@@ -101,7 +101,9 @@ TEST(Safetensors, ExactBytesOfATinyFileAndRoundTripOfDtypes) {
   const SafetensorsContents back = load_safetensors(rt);
   ASSERT_EQ(back.tensors.size(), in.size());
   EXPECT_EQ(back.metadata.size(), 2u);
-  for (const auto& [name, t] : in) {
+  for (const auto& entry : in) {
+    const std::string& name = entry.first;  // not a binding: the lambda below captures it
+    const torch::Tensor& t = entry.second;
     const auto it = std::find_if(back.tensors.begin(), back.tensors.end(),
                                  [&](const auto& p) { return p.first == name; });
     ASSERT_NE(it, back.tensors.end()) << name;

@@ -26,6 +26,20 @@
 namespace dialtree::serve {
 namespace {
 
+// True in a build under AddressSanitizer or ThreadSanitizer (gcc defines __SANITIZE_*__, clang
+// answers __has_feature).
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kSanitizerBuild = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+constexpr bool kSanitizerBuild = true;
+#else
+constexpr bool kSanitizerBuild = false;
+#endif
+#else
+constexpr bool kSanitizerBuild = false;
+#endif
+
 using json = nlohmann::json;
 using dialtree::testing::TempDir;
 using namespace dialtree::testing::process;
@@ -122,8 +136,13 @@ TEST_F(ServeCli, EnvironmentTwinsSetFlagsAndSigtermDrainsARequestInFlight) {
   EXPECT_EQ(two->status, 413);
   const json info = json::parse(c.Get("/info")->body);
   EXPECT_EQ(info["max_client_batch_size"], 1);
-  // The executable runs on jemalloc (flat RSS under load); this test binary does not.
-  EXPECT_THAT(info["allocator"].get<std::string>(), StartsWith("jemalloc 5."));
+  // The executable runs on jemalloc (flat RSS under load); this test binary does not. A
+  // sanitizer build links no jemalloc: the sanitizer's runtime owns malloc (cli/CMakeLists.txt).
+  if (kSanitizerBuild) {
+    EXPECT_EQ(info["allocator"].get<std::string>(), "glibc");
+  } else {
+    EXPECT_THAT(info["allocator"].get<std::string>(), StartsWith("jemalloc 5."));
+  }
   EXPECT_EQ(serve::malloc_implementation(), "glibc");
 
   // A lone request waits 1.5 s in the batcher; SIGTERM arrives meanwhile.
