@@ -256,6 +256,7 @@ TEST_F(ServerTest, ClassifyTokenizeInfoModelsHealthMetricsAndTimingHeaders) {
   auto res = cl.Post("/embed", R"({"inputs":["hello","my card"]})", "application/json");
   ASSERT_TRUE(res);
   EXPECT_EQ(res->get_header_value("x-compute-tokens"), "7");
+  EXPECT_EQ(res->get_header_value("x-compute-type"), "cpu");  // the model runs on the CPU here
   for (const char* h :
        {"x-total-time", "x-queue-time", "x-inference-time", "x-tokenization-time"}) {
     EXPECT_TRUE(res->has_header(h)) << h;
