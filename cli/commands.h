@@ -2,11 +2,29 @@
 // group to the CLI11 app; it parses flags and calls the libraries, nothing else.
 #pragma once
 
+#include <cctype>
 #include <functional>
+#include <string>
 
 #include <CLI/CLI.hpp>
 
 namespace dialtree::cli {
+
+/// The environment twin of a flag: "max-batch-tokens" -> "DIALTREE_MAX_BATCH_TOKENS".
+inline std::string env_twin(const std::string& flag) {
+  std::string env = "DIALTREE_";
+  for (char c : flag) env.push_back(c == '-' ? '_' : static_cast<char>(std::toupper(c)));
+  return env;
+}
+
+/// Declares `--name` bound to `value`, with its DIALTREE_* environment twin (the flag wins over
+/// the environment) and its default shown in --help: the one way `serve` and `embed` declare
+/// their flags, each from its options' visit() list.
+template <class T>
+CLI::Option* add_flag_with_env(CLI::App* cmd, const std::string& name, T& value,
+                               const std::string& help) {
+  return cmd->add_option("--" + name, value, help)->envname(env_twin(name))->capture_default_str();
+}
 
 /// `dialtree eval score` (DialoGLUE scoring, torch-free) on the `eval` group (cli/score_cmd.cpp).
 void register_eval_score(CLI::App& eval);

@@ -26,6 +26,8 @@
 namespace dialtree::cli {
 namespace {
 
+// Every setting of `dialtree embed`, each a --flag with its DIALTREE_* environment twin
+// (add_flag_with_env). Names, defaults and meanings match `serve`'s where both have them.
 struct EmbedArgs {
   std::string model, input = "-", output = "-", input_format = "text";
   bool normalize = true, truncate = true;
@@ -33,6 +35,26 @@ struct EmbedArgs {
   std::optional<std::int64_t> dimensions;
   int num_threads = 0;
   std::string device = "auto";
+
+  // Calls v(flag, member, help) for every setting, in --help order: the one list behind the
+  // flags and their environment twins (as serve::ServerOptions::visit).
+  template <class Visitor>
+  static void visit(EmbedArgs& a, Visitor&& v) {
+    v("model", a.model, "Model bundle folder");
+    v("input", a.input, "Input file, one input per line ('-' = stdin)");
+    v("output", a.output, "Output JSONL file, one vector per line ('-' = stdout)");
+    v("input-format", a.input_format,
+      "text: one text per line; jsonl: one JSON input per line (string, {\"turns\":[...]} or "
+      "token ids)");
+    v("normalize", a.normalize, "L2-normalise the vectors (true/false)");
+    v("truncate", a.truncate, "Cut over-long inputs (true) or fail naming the line (false)");
+    v("dimensions", a.dimensions, "Keep the first N dimensions");
+    v("max-input-length", a.max_input_length, "Tokens per serialised input, role markers included");
+    v("batch-size", a.batch_size, "Inputs per forward pass");
+    v("max-batch-tokens", a.max_batch_tokens, "Padded tokens (longest x inputs) per forward pass");
+    v("num-threads", a.num_threads, "LibTorch threads (0 = default)");
+    v("device", a.device, kDeviceHelp);
+  }
 };
 
 // Reads every input; errors name the file and the 1-based line.
@@ -116,34 +138,11 @@ void register_embed(CLI::App& app) {
   auto a = std::make_shared<EmbedArgs>();
   CLI::App* cmd = app.add_subcommand(
       "embed", "Embed texts or dialogs offline with a model bundle (same vectors as serve)");
-  cmd->add_option("--model", a->model, "Model bundle folder")->required();
-  cmd->add_option("--input", a->input, "Input file, one input per line ('-' = stdin)")
-      ->capture_default_str();
-  cmd->add_option("--output", a->output, "Output JSONL file, one vector per line ('-' = stdout)")
-      ->capture_default_str();
-  cmd->add_option("--input-format", a->input_format,
-                  "text: one text per line; jsonl: one JSON input per line (string, "
-                  "{\"turns\":[...]} or token ids)")
-      ->check(CLI::IsMember({"text", "jsonl"}))
-      ->capture_default_str();
-  cmd->add_option("--normalize", a->normalize, "L2-normalise the vectors (true/false)")
-      ->capture_default_str();
-  cmd->add_option("--truncate", a->truncate,
-                  "Cut over-long inputs (true) or fail naming the line (false)")
-      ->capture_default_str();
-  cmd->add_option("--dimensions", a->dimensions, "Keep the first N dimensions");
-  cmd->add_option("--max-input-length", a->max_input_length,
-                  "Tokens per serialised input, role markers included")
-      ->capture_default_str();
-  cmd->add_option("--batch-size", a->batch_size, "Inputs per forward pass")->capture_default_str();
-  cmd->add_option("--max-batch-tokens", a->max_batch_tokens,
-                  "Padded tokens (longest x inputs) per forward pass")
-      ->capture_default_str();
-  cmd->add_option("--num-threads", a->num_threads, "LibTorch threads (0 = default)")
-      ->envname("DIALTREE_NUM_THREADS");
-  cmd->add_option("--device", a->device, kDeviceHelp)
-      ->envname("DIALTREE_DEVICE")
-      ->capture_default_str();
+  EmbedArgs::visit(*a, [cmd](const char* name, auto& value, const char* help) {
+    add_flag_with_env(cmd, name, value, help);
+  });
+  cmd->get_option("--model")->required();
+  cmd->get_option("--input-format")->check(CLI::IsMember({"text", "jsonl"}));
   cmd->callback([a] { run_embed(*a); });
 }
 

@@ -4,7 +4,6 @@
 // before the process exits 0.
 #include <pthread.h>
 
-#include <cctype>
 #include <csignal>
 #include <filesystem>
 #include <memory>
@@ -23,18 +22,6 @@
 
 namespace dialtree::cli {
 namespace {
-
-// "max-batch-tokens" -> "DIALTREE_MAX_BATCH_TOKENS".
-std::string env_twin(const std::string& flag) {
-  std::string env = "DIALTREE_";
-  for (char c : flag) env.push_back(c == '-' ? '_' : static_cast<char>(std::toupper(c)));
-  return env;
-}
-
-template <class T>
-CLI::Option* flag(CLI::App* cmd, const std::string& name, T& value, const std::string& help) {
-  return cmd->add_option("--" + name, value, help)->envname(env_twin(name))->capture_default_str();
-}
 
 // Runs `server` until SIGTERM / SIGINT (drain, exit 0) or until it stops by itself.
 int run_until_signal(serve::Server& server) {
@@ -68,8 +55,9 @@ void register_serve(CLI::App& app) {
   auto o = std::make_shared<serve::ServerOptions>();
   CLI::App* cmd = app.add_subcommand(
       "serve", "Serve embeddings, intents and tokens over HTTP (OpenAI / TEI compatible)");
-  serve::ServerOptions::visit(
-      *o, [cmd](const char* name, auto& value, const char* help) { flag(cmd, name, value, help); });
+  serve::ServerOptions::visit(*o, [cmd](const char* name, auto& value, const char* help) {
+    add_flag_with_env(cmd, name, value, help);
+  });
   cmd->get_option("--model")->required();
   cmd->callback([o] {
     log_to_stderr(/*timestamps=*/true);

@@ -257,5 +257,31 @@ TEST_F(ServeCli, ADeviceThatIsNotThereStopsServeAndEmbedWithStatus2) {
   EXPECT_THAT(r.out, HasSubstr("["));
 }
 
+// embed declares its flags as serve does: every one has its DIALTREE_* twin, and the flag wins.
+TEST_F(ServeCli, EmbedFlagsHaveEnvironmentTwinsAndTheFlagWins) {
+  const std::string cwd = tmp_.path().string();
+  spit(tmp_.file("two.txt"), "hello\ni lost my card\n");
+  ::setenv("DIALTREE_DIMENSIONS", "4", 1);
+  ::setenv("DIALTREE_INPUT", tmp_.file("two.txt").c_str(), 1);
+  Result r = run({"embed", "--model", bundle_}, cwd);
+  auto vectors = read_jsonl_vectors(r.out);
+  ASSERT_EQ(r.status, 0) << r.err;
+  ASSERT_EQ(vectors.size(), 2u);
+  EXPECT_EQ(vectors[0].size(), 4u);
+  r = run({"embed", "--model", bundle_, "--dimensions", "8"}, cwd);
+  ::unsetenv("DIALTREE_DIMENSIONS");
+  ::unsetenv("DIALTREE_INPUT");
+  ASSERT_EQ(r.status, 0) << r.err;
+  vectors = read_jsonl_vectors(r.out);
+  ASSERT_EQ(vectors.size(), 2u);
+  EXPECT_EQ(vectors[0].size(), 8u);
+  // A bad value in the environment is refused like the flag's, naming the variable.
+  ::setenv("DIALTREE_INPUT_FORMAT", "csv", 1);
+  r = run({"embed", "--model", bundle_, "--input", tmp_.file("two.txt")}, cwd);
+  ::unsetenv("DIALTREE_INPUT_FORMAT");
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("DIALTREE_INPUT_FORMAT=csv"));
+}
+
 }  // namespace
 }  // namespace dialtree::serve
