@@ -55,6 +55,7 @@ struct Inference::Impl {
   bool auto_truncate;
   Metrics& metrics;
   Embedder embedder;
+  const std::string compute_type = embedder.device() == "cpu" ? "cpu" : "gpu";
   // Last, so destroyed first: its thread calls run_batch.
   std::unique_ptr<Batcher<Job>> batcher;
 
@@ -121,6 +122,10 @@ Inference::~Inference() {
 
 const Embedder& Inference::embedder() const {
   return impl_->embedder;
+}
+
+const std::string& Inference::compute_type() const {
+  return impl_->compute_type;
 }
 
 std::vector<data::SerializedExample> Inference::prepare(const std::vector<Input>& inputs,

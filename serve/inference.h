@@ -53,6 +53,9 @@ class Inference {
   /// The model (tokenizer, limits, labels, hidden size).
   const Embedder& embedder() const;
 
+  /// TEI's `x-compute-type` of this model: "cpu", or "gpu" on a CUDA device (fixed at load).
+  const std::string& compute_type() const;
+
   /// Serialises every input on the calling thread; `field` names the request field in errors
   /// ("inputs", "input[3]"), `truncate` defaults to --auto-truncate, and `tokens` (when given)
   /// receives the total token count.

@@ -187,8 +187,7 @@ struct Handlers {
 
   void set_timing(http::Response& res, const RequestState* state, std::size_t tokens,
                   Clock::time_point t0, double tokenize_s) {
-    // TEI's values: "cpu", or "gpu" for a model on a CUDA device.
-    res.set_header("x-compute-type", model().embedder().device() == "cpu" ? "cpu" : "gpu");
+    res.set_header("x-compute-type", model().compute_type());
     res.set_header("x-compute-tokens", std::to_string(tokens));
     res.set_header("x-tokenization-time", ms(tokenize_s));
     if (state) {
