@@ -409,8 +409,19 @@ TEST_F(TinyPretraining, ASlowedRankIsNamedAsAStragglerWithinThreeWindows) {
   EXPECT_FALSE(m[0].contains("stragglers"));
   ASSERT_TRUE(m[1].contains("stragglers")) << m[1].dump();
   EXPECT_EQ(m[1]["stragglers"][0]["rank"], 1);
-  // Well above ddp_straggler_ratio (1.5): (600 ms + step) / step.
-  EXPECT_GT(m[1]["stragglers"][0]["ratio"].get<double>(), 2.5);
+  // The entry reports this window's per-step compute: the straggler's own and its peer's (rank 0's,
+  // the only peer), and their quotient. The quotient (600 ms + step) / step depends on how fast
+  // this machine runs the tiny model's step (2.48 on a busy CI runner), so the test checks the
+  // arithmetic, the threshold (ddp_straggler_ratio 1.5) and the injected 600 ms, not a fixed ratio.
+  const auto& s = m[1]["stragglers"][0];
+  const auto& compute = m[1].at("rank_compute_seconds");
+  EXPECT_DOUBLE_EQ(s["seconds"].get<double>(), compute[1].get<double>());
+  EXPECT_DOUBLE_EQ(s["peer_seconds"].get<double>(), compute[0].get<double>());
+  EXPECT_NEAR(s["ratio"].get<double>(),
+              s["seconds"].get<double>() / s["peer_seconds"].get<double>(), 1e-9);
+  EXPECT_GT(s["ratio"].get<double>(), 1.5);
+  EXPECT_GT(s["seconds"].get<double>() - s["peer_seconds"].get<double>(), 0.45);
+  EXPECT_EQ(s["windows"], 2);
   EXPECT_THAT(slurp(tmp_.file("slow.log")), ::testing::HasSubstr("warning: straggler: rank 1 on "));
 }
 
