@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <spdlog/spdlog.h>
@@ -20,6 +21,7 @@
 #include "common/device_spec.h"
 #include "common/error.h"
 #include "common/utf8.h"
+#include "common/value_range.h"
 #include "serve/api.h"
 #include "serve/embedder.h"
 
@@ -36,10 +38,12 @@ struct EmbedArgs {
   int num_threads = 0;
   std::string device = "auto";
 
-  // Calls v(flag, member, help) for every setting, in --help order: the one list behind the
-  // flags and their environment twins (as serve::ServerOptions::visit).
-  template <class Visitor>
-  static void visit(EmbedArgs& a, Visitor&& v) {
+  // Calls v(flag, member, help), or v(flag, member, help, range) for a number, for every
+  // setting, in --help order: the one list behind the flags, their environment twins and their
+  // ranges (as serve::ServerOptions::visit). `Self` is EmbedArgs or a const one.
+  template <class Self, class Visitor>
+  static void visit(Self& a, Visitor&& v) {
+    const double cpus = std::max(1u, std::thread::hardware_concurrency());
     v("model", a.model, "Model bundle folder");
     v("input", a.input, "Input file, one input per line ('-' = stdin)");
     v("output", a.output, "Output JSONL file, one vector per line ('-' = stdout)");
@@ -48,11 +52,14 @@ struct EmbedArgs {
       "token ids)");
     v("normalize", a.normalize, "L2-normalise the vectors (true/false)");
     v("truncate", a.truncate, "Cut over-long inputs (true) or fail naming the line (false)");
-    v("dimensions", a.dimensions, "Keep the first N dimensions");
-    v("max-input-length", a.max_input_length, "Tokens per serialised input, role markers included");
-    v("batch-size", a.batch_size, "Inputs per forward pass");
-    v("max-batch-tokens", a.max_batch_tokens, "Padded tokens (longest x inputs) per forward pass");
-    v("num-threads", a.num_threads, "LibTorch threads (0 = default)");
+    v("dimensions", a.dimensions, "Keep the first N dimensions", at_least(1));
+    v("max-input-length", a.max_input_length, "Tokens per serialised input, role markers included",
+      at_least(3, "one token and two role markers"));
+    v("batch-size", a.batch_size, "Inputs per forward pass", at_least(1));
+    v("max-batch-tokens", a.max_batch_tokens, "Padded tokens (longest x inputs) per forward pass",
+      at_least(1));
+    v("num-threads", a.num_threads, "LibTorch threads (0 = default)",
+      between(0, cpus, "0 = the default; at most this machine's CPUs"));
     v("device", a.device, kDeviceHelp);
   }
 };
@@ -96,10 +103,8 @@ std::vector<serve::Input> read_inputs(const EmbedArgs& a) {
 
 void run_embed(const EmbedArgs& a) {
   log_to_stderr();
+  check_flag_ranges(a);
   if (a.num_threads > 0) set_num_threads(a.num_threads);
-  if (a.batch_size < 1 || a.max_batch_tokens < 1) {
-    throw std::invalid_argument("--batch-size and --max-batch-tokens must be >= 1");
-  }
   const std::vector<serve::Input> inputs = read_inputs(a);
   serve::Embedder embedder(a.model, a.max_input_length, a.device);
   const std::string name = a.input == "-" ? "<stdin>" : a.input;
@@ -138,7 +143,7 @@ void register_embed(CLI::App& app) {
   auto a = std::make_shared<EmbedArgs>();
   CLI::App* cmd = app.add_subcommand(
       "embed", "Embed texts or dialogs offline with a model bundle (same vectors as serve)");
-  EmbedArgs::visit(*a, [cmd](const char* name, auto& value, const char* help) {
+  EmbedArgs::visit(*a, [cmd](const char* name, auto& value, const char* help, const auto&...) {
     add_flag_with_env(cmd, name, value, help);
   });
   cmd->get_option("--model")->required();

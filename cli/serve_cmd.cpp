@@ -16,6 +16,7 @@
 
 #include "cli/commands.h"
 #include "common/error.h"
+#include "common/malloc_info.h"
 #include "model/config.h"
 #include "model/device.h"
 #include "serve/server.h"
@@ -55,9 +56,10 @@ void register_serve(CLI::App& app) {
   auto o = std::make_shared<serve::ServerOptions>();
   CLI::App* cmd = app.add_subcommand(
       "serve", "Serve embeddings, intents and tokens over HTTP (OpenAI / TEI compatible)");
-  serve::ServerOptions::visit(*o, [cmd](const char* name, auto& value, const char* help) {
-    add_flag_with_env(cmd, name, value, help);
-  });
+  serve::ServerOptions::visit(
+      *o, [cmd](const char* name, auto& value, const char* help, const auto&...) {
+        add_flag_with_env(cmd, name, value, help);
+      });
   cmd->get_option("--model")->required();
   cmd->callback([o] {
     log_to_stderr(/*timestamps=*/true);
@@ -71,7 +73,7 @@ void register_serve(CLI::App& app) {
     model::read_encoder_config(o->model_dir);
     if (o->num_threads > 0) set_num_threads(o->num_threads);
     spdlog::info("dialtree serve: {}", o->to_json().dump());
-    spdlog::info("malloc: {}", serve::malloc_implementation());
+    spdlog::info("malloc: {}", malloc_implementation());
     serve::Server server(*o);
     const int status = run_until_signal(server);
     if (status != 0) {

@@ -13,6 +13,7 @@
 #include "cli/commands.h"
 #include "common/blas_kernels.h"
 #include "common/cpu_features.h"
+#include "common/malloc_info.h"
 #include "model/device.h"
 
 namespace dialtree::cli {
@@ -46,6 +47,7 @@ void print_runtime_details() {
   fmt::print("cpu: {} (vendor {}, family {}, model {}), widest kernels {}\n", cpu.model_name,
              cpu.vendor, cpu.family, cpu.model, to_string(cpu_kernel_tier(cpu)));
   fmt::print("native bf16: {}\n", cpu_has_native_bf16() ? "yes" : "no");
+  fmt::print("malloc: {}\n", malloc_implementation());
   // docs/gpu.md: what `device: auto` picks on this machine.
   const auto gpus = torch::cuda::is_available() ? torch::cuda::device_count() : 0;
   fmt::print("cuda: {}, {} GPU{} visible; device auto = {}\n",

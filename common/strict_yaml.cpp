@@ -394,29 +394,4 @@ std::string format_real(double v) {
   return mantissa + "e" + sign + digits;
 }
 
-std::string integer_range_problem(long long v, long long lo, long long hi,
-                                  const std::string& note) {
-  if (v >= lo && v <= hi) return {};
-  const std::string range = hi == std::numeric_limits<long long>::max()
-                                ? ">= " + std::to_string(lo)
-                                : "in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
-  return "must be " + range + (note.empty() ? "" : " (" + note + ")") + ", got " +
-         std::to_string(v);
-}
-
-std::string real_range_problem(double v, double lo, bool lo_closed, double hi, bool hi_closed) {
-  const bool ok = (lo_closed ? v >= lo : v > lo) && (hi_closed ? v <= hi : v < hi);
-  if (ok) return {};
-  std::string range;
-  if (std::isinf(hi)) {
-    range = std::string(lo_closed ? ">= " : "> ") + format_real(lo);
-  } else if (std::isinf(lo)) {
-    range = std::string(hi_closed ? "<= " : "< ") + format_real(hi);
-  } else {
-    range = std::string("in ") + (lo_closed ? "[" : "(") + format_real(lo) + ", " +
-            format_real(hi) + (hi_closed ? "]" : ")");
-  }
-  return "must be " + range + ", got " + format_real(v);
-}
-
 }  // namespace dialtree::strict_yaml

@@ -13,6 +13,8 @@
 #include <utility>
 #include <vector>
 
+#include "common/value_range.h"
+
 namespace dialtree::strict_yaml {
 
 /// Where a value came from, for error messages.
@@ -99,15 +101,6 @@ std::pair<std::string, YAML::Node> split_override(const std::string& text,
 /// The shortest text that reads back as `v`, always with a dot or an exponent so YAML 1.1
 /// readers see a float: 1e-05 -> "1.0e-5", 100000 -> "100000.0".
 std::string format_real(double v);
-
-/// "" when lo <= v <= hi, else "must be in [lo, hi], got v" (or ">= lo" without an upper bound:
-/// pass hi = LLONG_MAX). `note` goes in brackets after the range.
-std::string integer_range_problem(long long v, long long lo, long long hi,
-                                  const std::string& note = {});
-
-/// "" when v is in the interval, else "must be in (lo, hi], got v" with the brackets the bounds
-/// ask for ("> lo" / ">= lo" with an infinite hi, "< hi" / "<= hi" with an infinite lo).
-std::string real_range_problem(double v, double lo, bool lo_closed, double hi, bool hi_closed);
 
 /// `s` without leading and trailing blanks and tabs.
 std::string trim(const std::string& s);

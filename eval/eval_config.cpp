@@ -23,16 +23,12 @@ using Member = std::variant<int FinetuneOptions::*, double FinetuneOptions::*,
 
 using strict_yaml::kInf;
 
-// One row per key: its member and its allowed range (integers use lo and hi as bounds with
-// both ends closed; booleans ignore the range).
+// One row per key: its member and its allowed range (common/value_range.h; booleans and strings
+// ignore it).
 struct Field {
   const char* name;
   Member member;
-  double lo = -kInf;
-  bool lo_closed = true;
-  double hi = kInf;
-  bool hi_closed = true;
-  const char* note = "";
+  Range range = {};
   /// String keys: the problem with a value ("" = none).
   std::string (*string_problem)(const std::string&) = nullptr;
 };
@@ -40,23 +36,23 @@ struct Field {
 const std::vector<Field>& fields() {
   using O = FinetuneOptions;
   static const std::vector<Field> table = {
-      {"num_train_epochs", &O::num_train_epochs, 1},
-      {"per_device_train_batch_size", &O::per_device_train_batch_size, 1},
-      {"per_device_eval_batch_size", &O::per_device_eval_batch_size, 1},
-      {"learning_rate", &O::learning_rate, 0, false},
-      {"warmup_ratio", &O::warmup_ratio, 0, true, 1, true},
-      {"weight_decay", &O::weight_decay, 0},
-      {"adam_epsilon", &O::adam_epsilon, 0, false},
-      {"max_grad_norm", &O::max_grad_norm, 0},
-      {"dropout", &O::dropout, -kInf, true, 1, false},
-      {"max_utt_len", &O::max_utt_len, 1},
+      {"num_train_epochs", &O::num_train_epochs, at_least(1)},
+      {"per_device_train_batch_size", &O::per_device_train_batch_size, at_least(1)},
+      {"per_device_eval_batch_size", &O::per_device_eval_batch_size, at_least(1)},
+      {"learning_rate", &O::learning_rate, greater_than(0)},
+      {"warmup_ratio", &O::warmup_ratio, between(0, 1)},
+      {"weight_decay", &O::weight_decay, at_least(0)},
+      {"adam_epsilon", &O::adam_epsilon, greater_than(0)},
+      {"max_grad_norm", &O::max_grad_norm, at_least(0)},
+      {"dropout", &O::dropout, {-kInf, true, 1, false}},
+      {"max_utt_len", &O::max_utt_len, at_least(1)},
       {"bf16", &O::bf16},
       {"from_scratch", &O::from_scratch},
-      {"rdrop_weight", &O::rdrop_weight, 0},
-      {"mlm_weight", &O::mlm_weight, 0},
-      {"mlm_probability", &O::mlm_probability, 0, false, 1, false},
-      {"early_stopping_patience", &O::early_stopping_patience, 0, true, kInf, true, "0 = off"},
-      {"device", &O::device, -kInf, true, kInf, true, "", &device_spec_problem}};
+      {"rdrop_weight", &O::rdrop_weight, at_least(0)},
+      {"mlm_weight", &O::mlm_weight, at_least(0)},
+      {"mlm_probability", &O::mlm_probability, {0, false, 1, false}},
+      {"early_stopping_patience", &O::early_stopping_patience, at_least(0, "0 = off")},
+      {"device", &O::device, {}, &device_spec_problem}};
   return table;
 }
 
@@ -105,12 +101,8 @@ std::string problem(const Field& f, const FinetuneOptions& o) {
           return {};
         } else if constexpr (std::is_same_v<T, std::string>) {
           return f.string_problem != nullptr ? f.string_problem(o.*member) : std::string();
-        } else if constexpr (std::is_same_v<T, int>) {
-          const long long hi =
-              std::isinf(f.hi) ? std::numeric_limits<long long>::max() : std::llround(f.hi);
-          return sy::integer_range_problem(o.*member, std::llround(f.lo), hi, f.note);
         } else {
-          return sy::real_range_problem(o.*member, f.lo, f.lo_closed, f.hi, f.hi_closed);
+          return range_problem(o.*member, f.range);
         }
       },
       f.member);

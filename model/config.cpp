@@ -72,13 +72,13 @@ std::optional<EncoderConfigProblem> EncoderConfig::first_problem(const std::stri
   };
   auto integer = [&](const char* key, long long v, long long lo, long long hi,
                      const std::string& note = {}) {
-    check(key, strict_yaml::integer_range_problem(v, lo, hi, note));
+    check(key, integer_range_problem(v, lo, hi, note));
   };
   auto probability = [&](const char* key, double v) {
-    check(key, strict_yaml::real_range_problem(v, 0, true, 1, false));
+    check(key, real_range_problem(v, 0, true, 1, false));
   };
   auto positive = [&](const char* key, double v) {
-    check(key, strict_yaml::real_range_problem(v, 0, false, kInf, false));
+    check(key, real_range_problem(v, 0, false, kInf, false));
   };
   if (vocab_from_tokenizer) {
     integer("vocab_size", vocab_size, 0, 1 << 24, "0 = the tokenizer's size");

@@ -12,7 +12,9 @@
 #include "serve/server.h"
 
 namespace dialtree::serve {
-namespace {
+// Job is a member type of Inference::Impl's batcher, so it has linkage (in an anonymous namespace
+// GCC warns -Wsubobject-linkage once this file is compiled inside a unity batch).
+namespace inference_detail {
 
 using Clock = std::chrono::steady_clock;
 
@@ -25,6 +27,13 @@ struct Job {
   bool want_probs = false;
   Clock::time_point enqueued;
 };
+
+}  // namespace inference_detail
+
+namespace {
+
+using inference_detail::Clock;
+using inference_detail::Job;
 
 // Hands row `row` of `out` (or `error`) to the request of `job`; wakes it when it was the
 // request's last input.

@@ -12,6 +12,7 @@
 
 #include "common/check.h"
 #include "common/clock.h"
+#include "common/malloc_info.h"
 #include "common/strict_yaml.h"
 #include "common/text_distance.h"
 #include "common/utf8.h"
@@ -319,7 +320,7 @@ struct Handlers {
               {"max_request_bytes", ctx.options.max_request_bytes},
               {"auto_truncate", ctx.options.auto_truncate},
               {"version", DIALTREE_VERSION},
-              {"allocator", malloc_implementation()},
+              {"allocator", dialtree::malloc_implementation()},
               {"ready", ctx.state.load() == ServerState::kReady},
               {"state", state_name(ctx.state.load())}};
     if (const Inference* loaded = ctx.inference.load(std::memory_order_acquire)) {

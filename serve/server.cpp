@@ -9,8 +9,6 @@
 #include <thread>
 #include <utility>
 
-#include <dlfcn.h>
-
 #include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
@@ -39,34 +37,9 @@ void ServerOptions::validate() const {
     throw std::invalid_argument("--" + flag + ": " + what);
   };
   if (model_dir.empty()) bad("model", "is required");
-  if (port < 0 || port > 65535) bad("port", "must be in [0, 65535], got " + std::to_string(port));
   if (host.empty()) bad("host", "must not be empty");
-  if (max_concurrent_requests < 1) bad("max-concurrent-requests", "must be >= 1");
-  if (max_batch_tokens < 1) bad("max-batch-tokens", "must be >= 1");
-  if (max_batch_requests < 1) bad("max-batch-requests", "must be >= 1");
-  if (max_client_batch_size < 1) bad("max-client-batch-size", "must be >= 1");
-  if (!(max_wait_ms >= 0.0 && max_wait_ms <= 10000.0)) {
-    bad("max-wait-ms", "must be in [0, 10000]");
-  }
+  check_flag_ranges(*this);
   if (const std::string p = device_spec_problem(device); !p.empty()) bad("device", p);
-  if (max_input_length < 3)
-    bad("max-input-length", "must be >= 3 (one token and two role markers)");
-  if (max_request_bytes < 1) {
-    bad("max-request-bytes", "must be >= 1 (0 does not mean unlimited; give a real limit)");
-  }
-  if (http_threads < 1 || http_threads > 4096) bad("http-threads", "must be in [1, 4096]");
-  if (max_connections < 1) bad("max-connections", "must be >= 1");
-  if (keep_alive_timeout_s < 1 || keep_alive_timeout_s > 3600) {
-    bad("keep-alive-timeout", "must be in [1, 3600] seconds");
-  }
-  if (request_timeout_s < 1 || request_timeout_s > 3600) {
-    bad("request-timeout", "must be in [1, 3600] seconds");
-  }
-  const unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
-  if (num_threads != 0 && (num_threads < 1 || static_cast<unsigned>(num_threads) > cpus)) {
-    bad("num-threads", "must be in [1, " + std::to_string(cpus) + "] (this machine's CPUs), got " +
-                           std::to_string(num_threads));
-  }
   if (max_input_length > max_batch_tokens) {
     bad("max-input-length", std::to_string(max_input_length) + " exceeds --max-batch-tokens " +
                                 std::to_string(max_batch_tokens) +
@@ -76,26 +49,13 @@ void ServerOptions::validate() const {
 
 json ServerOptions::to_json() const {
   json j = json::object();
-  visit(*this, [&j](const char* flag, const auto& value, const char*) {
+  visit(*this, [&j](const char* flag, const auto& value, const char*, const auto&...) {
     std::string key(flag);
     std::replace(key.begin(), key.end(), '-', '_');
     j[key] = value;
   });
   if (!api_key.empty()) j["api_key"] = "***";
   return j;
-}
-
-std::string malloc_implementation() {
-  // jemalloc exports mallctl(); looked up at run time so that this library needs no jemalloc.
-  using Mallctl = int (*)(const char*, void*, std::size_t*, void*, std::size_t);
-  const auto mallctl = reinterpret_cast<Mallctl>(dlsym(RTLD_DEFAULT, "mallctl"));
-  if (mallctl == nullptr) return "glibc";
-  const char* version = nullptr;
-  std::size_t size = sizeof(version);
-  if (mallctl("version", &version, &size, nullptr, 0) != 0 || version == nullptr) {
-    return "jemalloc";
-  }
-  return std::string("jemalloc ") + version;
 }
 
 ServerContext::ServerContext(ServerOptions o)

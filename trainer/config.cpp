@@ -350,7 +350,7 @@ class Validator {
 
   void integer(const std::string& key, long long v, long long lo, long long hi,
                const std::string& note = {}) const {
-    const std::string problem = strict_yaml::integer_range_problem(v, lo, hi, note);
+    const std::string problem = integer_range_problem(v, lo, hi, note);
     if (!problem.empty()) fail_at(key, problem);
   }
 
@@ -362,7 +362,7 @@ class Validator {
   // Checks lo <(=) v <(=) hi; pass an infinite hi for no upper bound.
   void real(const std::string& key, double v, double lo, bool lo_closed, double hi,
             bool hi_closed) const {
-    const std::string problem = strict_yaml::real_range_problem(v, lo, lo_closed, hi, hi_closed);
+    const std::string problem = real_range_problem(v, lo, lo_closed, hi, hi_closed);
     if (!problem.empty()) fail_at(key, problem);
   }
 

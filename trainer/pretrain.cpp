@@ -22,6 +22,7 @@
 #include "common/cpu_features.h"
 #include "common/error.h"
 #include "common/json_util.h"
+#include "common/malloc_info.h"
 #include "data/masking.h"
 #include "data/tokenizer_factory.h"
 #include "losses/contrastive.h"
@@ -483,6 +484,7 @@ void write_env(const Run& r) {
                     {"blas_kernels", blas.corename},
                     {"blas_threads", blas.num_threads},
                     {"blas_kernel_choice", choice != nullptr ? choice : ""},
+                    {"malloc", malloc_implementation()},
                     {"world_size", r.world},
                     {"device", r.device.str()},
                     {"bf16", r.cfg.bf16},

@@ -18,6 +18,7 @@
 #include <torch/torch.h>
 #include <nlohmann/json.hpp>
 
+#include "common/malloc_info.h"
 #include "process_util.h"
 #include "serve/server.h"
 #include "test_paths.h"
@@ -43,6 +44,7 @@ constexpr bool kSanitizerBuild = false;
 using json = nlohmann::json;
 using dialtree::testing::TempDir;
 using namespace dialtree::testing::process;
+using ::testing::EndsWith;
 using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::StartsWith;
@@ -141,9 +143,11 @@ TEST_F(ServeCli, EnvironmentTwinsSetFlagsAndSigtermDrainsARequestInFlight) {
   if (kSanitizerBuild) {
     EXPECT_EQ(info["allocator"].get<std::string>(), "glibc");
   } else {
+    // With dialtree's built-in options: freed pages are kept (docs/build.md P13).
     EXPECT_THAT(info["allocator"].get<std::string>(), StartsWith("jemalloc 5."));
+    EXPECT_THAT(info["allocator"].get<std::string>(), EndsWith(", dirty_decay_ms -1"));
   }
-  EXPECT_EQ(serve::malloc_implementation(), "glibc");
+  EXPECT_EQ(dialtree::malloc_implementation(), "glibc");
 
   // A lone request waits 1.5 s in the batcher; SIGTERM arrives meanwhile.
   int status = 0;
@@ -281,6 +285,31 @@ TEST_F(ServeCli, EmbedFlagsHaveEnvironmentTwinsAndTheFlagWins) {
   ::unsetenv("DIALTREE_INPUT_FORMAT");
   EXPECT_EQ(r.status, 2) << r.err;
   EXPECT_THAT(r.err, HasSubstr("DIALTREE_INPUT_FORMAT=csv"));
+  // Ranges are declared in the same list: --dimensions 0 gave empty vectors and -3 an error about
+  // the hidden size; a count of 0 from the environment is refused like the flag's.
+  const std::vector<std::string> embed_two = {"embed", "--model", bundle_, "--input",
+                                              tmp_.file("two.txt")};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = embed_two;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+  r = run(with({"--dimensions", "0"}), cwd);
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("--dimensions: must be >= 1, got 0"));
+  EXPECT_EQ(r.out, "");
+  r = run(with({"--dimensions", "-3"}), cwd);
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("--dimensions: must be >= 1, got -3"));
+  ::setenv("DIALTREE_BATCH_SIZE", "0", 1);
+  r = run(embed_two, cwd);
+  ::unsetenv("DIALTREE_BATCH_SIZE");
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("--batch-size: must be >= 1, got 0"));
+  r = run(with({"--max-input-length", "2"}), cwd);
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("--max-input-length: must be >= 3 (one token and two role "
+                               "markers), got 2"));
 }
 
 }  // namespace

@@ -604,12 +604,34 @@ TEST_F(ServerTest, BadOptionsAndABadBundleAreClearErrors) {
   } catch (const std::invalid_argument& e) {
     EXPECT_THAT(e.what(), HasSubstr("--max-input-length"));
   }
+  // Each range comes from the visit() list and is named with the flag.
+  auto problem = [](const ServerOptions& bad) -> std::string {
+    try {
+      bad.validate();
+    } catch (const std::invalid_argument& e) {
+      return e.what();
+    }
+    return "no error";
+  };
   o = options_for(plain_);
   o.num_threads = 100000;  // C27
-  EXPECT_THROW(o.validate(), std::invalid_argument);
+  EXPECT_THAT(problem(o), HasSubstr("--num-threads: must be in [0, "));
+  EXPECT_THAT(problem(o), HasSubstr("(0 = leave as is; at most this machine's CPUs), got 100000"));
   o = options_for(plain_);
   o.port = 70000;
-  EXPECT_THROW(o.validate(), std::invalid_argument);
+  EXPECT_EQ(problem(o), "--port: must be in [0, 65535], got 70000");
+  o = options_for(plain_);
+  o.max_wait_ms = -0.5;
+  EXPECT_EQ(problem(o), "--max-wait-ms: must be in [0.0, 10000.0], got -0.5");
+  o = options_for(plain_);
+  o.keep_alive_timeout_s = 0;
+  EXPECT_EQ(problem(o), "--keep-alive-timeout: must be in [1, 3600] (seconds), got 0");
+  o = options_for(plain_);
+  o.http_threads = 0;
+  EXPECT_EQ(problem(o), "--http-threads: must be in [1, 4096], got 0");
+  o = options_for(plain_);
+  o.max_batch_requests = 0;
+  EXPECT_EQ(problem(o), "--max-batch-requests: must be >= 1, got 0");
 
   Server bad(options_for(tmp_->file("no-such-bundle")));
   bad.start();

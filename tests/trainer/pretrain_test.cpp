@@ -132,6 +132,8 @@ TEST_F(TinyPretraining, StopAndResumeReproduceTheUninterruptedRun) {
   EXPECT_EQ(env.at("blas").get<std::string>(), inspect_loaded_blas().library);
   EXPECT_TRUE(env.at("blas_kernel_choice").is_string());
   EXPECT_EQ(env.at("cpu_model").get<std::string>(), host_cpu().model_name);
+  // This test executable runs on glibc's malloc; the dialtree executable on jemalloc.
+  EXPECT_EQ(env.at("malloc").get<std::string>(), "glibc");
 
   // The same run, stopped after step 4 (the flag a SIGTERM handler sets).
   std::atomic<bool> stop{false};

@@ -1,0 +1,29 @@
+// malloc_info.h: asks jemalloc's mallctl(), when the process has one.
+#include "common/malloc_info.h"
+
+#include <dlfcn.h>
+#include <sys/types.h>
+
+#include <cstddef>
+
+namespace dialtree {
+
+std::string malloc_implementation() {
+  using Mallctl = int (*)(const char*, void*, std::size_t*, void*, std::size_t);
+  const auto mallctl = reinterpret_cast<Mallctl>(dlsym(RTLD_DEFAULT, "mallctl"));
+  if (mallctl == nullptr) return "glibc";
+  const char* version = nullptr;
+  std::size_t size = sizeof(version);
+  std::string text = "jemalloc";
+  if (mallctl("version", &version, &size, nullptr, 0) == 0 && version != nullptr) {
+    text += std::string(" ") + version;
+  }
+  ssize_t decay = 0;
+  size = sizeof(decay);
+  if (mallctl("opt.dirty_decay_ms", &decay, &size, nullptr, 0) == 0) {
+    text += ", dirty_decay_ms " + std::to_string(decay);
+  }
+  return text;
+}
+
+}  // namespace dialtree
