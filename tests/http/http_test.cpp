@@ -202,11 +202,13 @@ TEST(Http, IdleKeepAliveConnectionsAreClosedAfterTheIdleTimeout) {
   l.idle_timeout = 300ms;
   Served s(l);
   Raw c(s.port());
+  // Timed from before the request: the idle timer starts after the response, so the connection
+  // lives at least 300 ms from here whatever this thread's scheduling delays.
+  const auto t0 = Clock::now();
   ASSERT_TRUE(c.send(get("/x")));
   ASSERT_EQ(c.read().status, 200);
-  const auto t0 = Clock::now();
   EXPECT_TRUE(c.closed_within(2000ms));
-  EXPECT_GE(Clock::now() - t0, 250ms);
+  EXPECT_GE(Clock::now() - t0, 300ms);
 }
 
 TEST(Http, MalformedFramingIsRefusedAtOnce) {
@@ -332,7 +334,10 @@ TEST(Http, StopDrainsRequestsInFlightAndClosesIdleConnections) {
   ASSERT_EQ(idle.read().status, 200);
   Raw busy(s->port());
   ASSERT_TRUE(busy.send(get("/slow?ms=300")));
-  std::this_thread::sleep_for(50ms);
+  // Stop only once the slow request is being handled (a sleep raced a busy machine).
+  const auto handled_by = Clock::now() + 5s;
+  while (s->handled.load() < 2 && Clock::now() < handled_by) std::this_thread::sleep_for(1ms);
+  ASSERT_EQ(s->handled.load(), 2);
   const auto t0 = Clock::now();
   std::thread stopper([&] { s->stop(); });
   const Reply r = busy.read(3000ms);

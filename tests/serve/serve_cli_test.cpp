@@ -157,7 +157,19 @@ TEST_F(ServeCli, EnvironmentTwinsSetFlagsAndSigtermDrainsARequestInFlight) {
     auto res = c2.Post("/embed", R"({"inputs":"hello"})", "application/json");
     status = res ? res->status : -1;
   });
-  std::this_thread::sleep_for(400ms);
+  // SIGTERM once the input waits in the batcher (a fixed sleep raced a busy machine).
+  {
+    httplib::Client probe("127.0.0.1", port);
+    const auto queued_by = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    std::string m;
+    while (m.find("dialtree_queue_size 1\n") == std::string::npos &&
+           std::chrono::steady_clock::now() < queued_by) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      const auto res = probe.Get("/metrics");
+      m = res ? res->body : "";
+    }
+    EXPECT_THAT(m, HasSubstr("dialtree_queue_size 1\n"));
+  }
   ::kill(pid, SIGTERM);
   client.join();
   EXPECT_EQ(status, 200);

@@ -416,7 +416,14 @@ TEST_F(ServerTest, OverloadGets429AtOnceAndLoadingGets503) {
 
   std::atomic<int> first{0};
   std::thread slow([&] { first = post(r, "/embed", R"({"inputs":"hello"})").first; });
-  std::this_thread::sleep_for(300ms);  // the first request now waits in the batcher
+  // Wait until the first request holds the only slot (it then waits in the batcher); /metrics
+  // is not counted against the limit.
+  const auto held_by = std::chrono::steady_clock::now() + 10s;
+  while (r.client().Get("/metrics")->body.find("dialtree_requests_in_flight 1\n") ==
+             std::string::npos &&
+         std::chrono::steady_clock::now() < held_by) {
+    std::this_thread::sleep_for(5ms);
+  }
   const auto t0 = std::chrono::steady_clock::now();
   auto [status, body] = post(r, "/embed", R"({"inputs":"hello"})");
   EXPECT_EQ(status, 429);

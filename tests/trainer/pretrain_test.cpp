@@ -390,9 +390,10 @@ TEST_F(TinyPretraining, SigtermStopsEveryRankAfterTheSameStepWithACheckpoint) {
 
 TEST_F(TinyPretraining, ASlowedRankIsNamedAsAStragglerWithinThreeWindows) {
   std::ofstream(tmp_.file("slow.yaml")) << yaml(tmp_.file("slow"), 5);
-  // Rank 1 sleeps 600 ms in every step's compute: several times the tiny model's step (100-300
-  // ms on a busy 2-core machine, under AddressSanitizer included).
-  ASSERT_EQ(run_train("DIALTREE_FAULT=rank=1,slow_ms=600",
+  // Rank 1 sleeps 1.5 s in every step's compute: several times the tiny model's step (100-400
+  // ms on a busy 2-core machine, more under AddressSanitizer), so that the two ranks' own
+  // compute, which differs by their batches and by the machine's load, cannot hide it.
+  ASSERT_EQ(run_train("DIALTREE_FAULT=rank=1,slow_ms=1500",
                       "--nproc-per-node 2 " + tmp_.file("slow.yaml") + " save_steps=0",
                       tmp_.file("slow.log")),
             0)
@@ -402,7 +403,7 @@ TEST_F(TinyPretraining, ASlowedRankIsNamedAsAStragglerWithinThreeWindows) {
   for (const auto& rec : m) {
     ASSERT_EQ(rec.at("rank_compute_seconds").size(), 2u);
     EXPECT_EQ(rec.at("slowest_rank"), 1);
-    EXPECT_GT(rec.at("rank_compute_seconds")[1].get<double>(), 0.6);
+    EXPECT_GT(rec.at("rank_compute_seconds")[1].get<double>(), 1.5);
     // Rank 0 spends the difference waiting in the gradient all-reduce.
     EXPECT_GT(rec.at("rank_wait_seconds")[0].get<double>(), 0.15);
     EXPECT_LT(rec.at("rank_wait_seconds")[1].get<double>(), 0.05);
@@ -412,9 +413,10 @@ TEST_F(TinyPretraining, ASlowedRankIsNamedAsAStragglerWithinThreeWindows) {
   ASSERT_TRUE(m[1].contains("stragglers")) << m[1].dump();
   EXPECT_EQ(m[1]["stragglers"][0]["rank"], 1);
   // The entry reports this window's per-step compute: the straggler's own and its peer's (rank 0's,
-  // the only peer), and their quotient. The quotient (600 ms + step) / step depends on how fast
-  // this machine runs the tiny model's step (2.48 on a busy CI runner), so the test checks the
-  // arithmetic, the threshold (ddp_straggler_ratio 1.5) and the injected 600 ms, not a fixed ratio.
+  // the only peer), and their quotient. The quotient (1.5 s + step) / step depends on how fast
+  // this machine runs the tiny model's step (a 600 ms sleep gave 2.48 on a busy CI runner), so
+  // the test checks the arithmetic, the threshold (ddp_straggler_ratio 1.5) and that the injected
+  // sleep is in the straggler's time, not a fixed ratio.
   const auto& s = m[1]["stragglers"][0];
   const auto& compute = m[1].at("rank_compute_seconds");
   EXPECT_DOUBLE_EQ(s["seconds"].get<double>(), compute[1].get<double>());
@@ -422,7 +424,7 @@ TEST_F(TinyPretraining, ASlowedRankIsNamedAsAStragglerWithinThreeWindows) {
   EXPECT_NEAR(s["ratio"].get<double>(),
               s["seconds"].get<double>() / s["peer_seconds"].get<double>(), 1e-9);
   EXPECT_GT(s["ratio"].get<double>(), 1.5);
-  EXPECT_GT(s["seconds"].get<double>() - s["peer_seconds"].get<double>(), 0.45);
+  EXPECT_GT(s["seconds"].get<double>(), 1.5);
   EXPECT_EQ(s["windows"], 2);
   EXPECT_THAT(slurp(tmp_.file("slow.log")), ::testing::HasSubstr("warning: straggler: rank 1 on "));
 }
@@ -546,9 +548,9 @@ TEST_F(TinyPretraining, AHangAbortsEveryRankWithinTheDerivedTimeoutAndNamesTheRa
   EXPECT_THAT(log, ::testing::HasSubstr("never arrived: it has been in step 4 for"));
   EXPECT_THAT(log, ::testing::HasSubstr("error: rank 0 exited with status 75 (its hang watchdog "
                                         "fired); stopped the other ranks"));
-  // The hang timeout is its floor of 2 s here: detection takes 2-3 s after step 3, not the
-  // 1800 s of ddp_timeout.
-  EXPECT_LT(secs, 60) << log;
+  // The hang timeout is max(2 s, 20 x the median step): 2-10 s after step 3 on a busy 2-core
+  // machine, more under AddressSanitizer, and never the 1800 s of ddp_timeout.
+  EXPECT_LT(secs, 300) << log;
 }
 
 TEST_F(TinyPretraining, BadProcessCountsAndRanksAreUsageErrors) {
