@@ -36,7 +36,11 @@ log=$(cmake --build "$build" --target bench_train_step 2>&1) || { echo "$log" >&
 mkdir -p "$out"
 rm -f "$out"/*.txt
 
-declare -A cmd=([cpp]="$build/bench/bench_train_step" [py]="$py bench/reference/train_step.py")
+# The C++ step runs with the allocator setting `dialtree train` runs with (cli/app.h
+# training_malloc_conf: jemalloc keeps freed pages, docs/build.md P13), unless MALLOC_CONF is set.
+cpp_malloc=${MALLOC_CONF:-dirty_decay_ms:-1,muzzy_decay_ms:-1}
+declare -A cmd=([cpp]="env MALLOC_CONF=$cpp_malloc $build/bench/bench_train_step"
+  [py]="$py bench/reference/train_step.py")
 impls=(cpp py)
 if [[ -n ${PATCHED:-} ]]; then
   cmd[patched]=$PATCHED

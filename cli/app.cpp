@@ -129,6 +129,12 @@ std::string server_spin_count(const std::vector<std::string>& args,
   return "10000";
 }
 
+std::string training_malloc_conf(const std::vector<std::string>& args,
+                                 const std::function<const char*(const char*)>& getenv_fn) {
+  if (args.empty() || args[0] != "train" || getenv_fn("MALLOC_CONF") != nullptr) return "";
+  return "dirty_decay_ms:-1,muzzy_decay_ms:-1";
+}
+
 int exec_torch_binary(char** argv) {
   char self[PATH_MAX];
   const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
@@ -149,6 +155,9 @@ int exec_torch_binary(char** argv) {
   const std::string spin =
       server_spin_count(args, [](const char* name) { return std::getenv(name); });
   if (!spin.empty()) ::setenv("GOMP_SPINCOUNT", spin.c_str(), /*overwrite=*/0);
+  const std::string malloc_conf =
+      training_malloc_conf(args, [](const char* name) { return std::getenv(name); });
+  if (!malloc_conf.empty()) ::setenv("MALLOC_CONF", malloc_conf.c_str(), /*overwrite=*/0);
 
   ::execv(path.c_str(), argv);
   std::fprintf(stderr,

@@ -57,7 +57,8 @@ Route route_for(const std::vector<std::string>& args);
 /// loaded and asked which core it chose), exports OPENBLAS_CORETYPE when it should change and
 /// the decision's reason in DIALTREE_BLAS_KERNELS. Then replaces this process by
 /// `dialtree-torch` from the same folder as this executable, with the same arguments.
-/// Before that, server_spin_count() may set GOMP_SPINCOUNT for `serve`.
+/// Before that, server_spin_count() may set GOMP_SPINCOUNT for `serve`, and
+/// training_malloc_conf() MALLOC_CONF for `train`.
 /// Returns only on failure, with exit status 1 after printing "error: ..." to stderr.
 int exec_torch_binary(char** argv);
 
@@ -69,6 +70,16 @@ int exec_torch_binary(char** argv);
 /// @param args argv without argv[0]; @param getenv_fn the environment to read (std::getenv)
 std::string server_spin_count(const std::vector<std::string>& args,
                               const std::function<const char*(const char*)>& getenv_fn);
+
+/// The MALLOC_CONF that `dialtree train` runs with when the user set none:
+/// "dirty_decay_ms:-1,muzzy_decay_ms:-1", so that jemalloc keeps the pages a training step frees
+/// instead of handing them back to the kernel and faulting them in again on the next step
+/// (docs/build.md P13: the language stage ran 3x faster). Empty for every other command line
+/// (fine-tuning's varied shapes would keep growing the resident set) and when MALLOC_CONF is set.
+/// jemalloc reads the variable only when it starts, hence the light executable sets it.
+/// @param args argv without argv[0]; @param getenv_fn the environment to read (std::getenv)
+std::string training_malloc_conf(const std::vector<std::string>& args,
+                                 const std::function<const char*(const char*)>& getenv_fn);
 
 }  // namespace dialtree::cli
 

@@ -21,11 +21,9 @@ pkg_check_modules(UTF8PROC REQUIRED IMPORTED_TARGET libutf8proc)
 # process's malloc: under the server's mix of tensor shapes glibc's heap kept growing (+85 MiB
 # over 20k requests); jemalloc stays flat at the same throughput (bench/README.md, server).
 pkg_check_modules(JEMALLOC REQUIRED IMPORTED_TARGET jemalloc)
-# jemalloc with dialtree's built-in options (common/malloc/jemalloc_conf.cpp: freed pages are kept,
-# not re-faulted every training step). Its source goes into each executable that links this: an
-# object in a static library would never be pulled in, since nothing refers to it.
+# The executables that run on jemalloc link this one target (training then keeps the pages it
+# frees: common/malloc_info.h keep_freed_pages(), docs/build.md P13).
 add_library(dialtree_jemalloc INTERFACE)
-target_sources(dialtree_jemalloc INTERFACE ${PROJECT_SOURCE_DIR}/common/malloc/jemalloc_conf.cpp)
 target_link_libraries(dialtree_jemalloc INTERFACE PkgConfig::JEMALLOC)
 
 # libcsv (RFC 4180 CSV parser): headers and library only, no CMake or pkg-config files.

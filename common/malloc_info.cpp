@@ -1,4 +1,4 @@
-// malloc_info.h: asks jemalloc's mallctl(), when the process has one.
+// malloc_info.h: asks jemalloc through its mallctl(), when the process has one.
 #include "common/malloc_info.h"
 
 #include <dlfcn.h>
@@ -7,10 +7,18 @@
 #include <cstddef>
 
 namespace dialtree {
+namespace {
+
+using Mallctl = int (*)(const char*, void*, std::size_t*, void*, std::size_t);
+
+Mallctl find_mallctl() {
+  return reinterpret_cast<Mallctl>(dlsym(RTLD_DEFAULT, "mallctl"));
+}
+
+}  // namespace
 
 std::string malloc_implementation() {
-  using Mallctl = int (*)(const char*, void*, std::size_t*, void*, std::size_t);
-  const auto mallctl = reinterpret_cast<Mallctl>(dlsym(RTLD_DEFAULT, "mallctl"));
+  const Mallctl mallctl = find_mallctl();
   if (mallctl == nullptr) return "glibc";
   const char* version = nullptr;
   std::size_t size = sizeof(version);
@@ -20,7 +28,7 @@ std::string malloc_implementation() {
   }
   ssize_t decay = 0;
   size = sizeof(decay);
-  if (mallctl("opt.dirty_decay_ms", &decay, &size, nullptr, 0) == 0) {
+  if (mallctl("arenas.dirty_decay_ms", &decay, &size, nullptr, 0) == 0) {
     text += ", dirty_decay_ms " + std::to_string(decay);
   }
   return text;

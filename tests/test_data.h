@@ -15,6 +15,20 @@
 
 namespace dialtree::testing {
 
+// True in a build under AddressSanitizer or ThreadSanitizer (gcc defines __SANITIZE_*__, clang
+// answers __has_feature).
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kSanitizerBuild = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+constexpr bool kSanitizerBuild = true;
+#else
+constexpr bool kSanitizerBuild = false;
+#endif
+#else
+constexpr bool kSanitizerBuild = false;
+#endif
+
 /// Writes `content` to `path` byte for byte (a test input file).
 inline void write_text(const std::string& path, const std::string& content) {
   std::ofstream f(path, std::ios::binary);

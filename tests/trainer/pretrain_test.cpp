@@ -25,6 +25,7 @@
 #include "model/bundle.h"
 #include "model/safetensors.h"
 #include "sts/convert.h"
+#include "test_data.h"
 #include "test_paths.h"
 #include "trainer/distributed.h"
 #include "trainer/launcher.h"
@@ -427,6 +428,14 @@ TEST_F(TinyPretraining, ASlowedRankIsNamedAsAStragglerWithinThreeWindows) {
   EXPECT_GT(s["seconds"].get<double>(), 1.5);
   EXPECT_EQ(s["windows"], 2);
   EXPECT_THAT(slurp(tmp_.file("slow.log")), ::testing::HasSubstr("warning: straggler: rank 1 on "));
+  // `dialtree train` runs on jemalloc keeping the pages it frees (docs/build.md P13); a sanitizer
+  // build links no jemalloc.
+  const auto env = nlohmann::json::parse(slurp((tmp_.path() / "slow" / "env.json").string()));
+  if (testing::kSanitizerBuild) {
+    EXPECT_EQ(env.at("malloc"), "glibc");
+  } else {
+    EXPECT_THAT(env.at("malloc").get<std::string>(), ::testing::EndsWith(", dirty_decay_ms -1"));
+  }
 }
 
 TEST_F(TinyPretraining, AKilledRankRestartsTheGroupFromTheLastCheckpointWithTheSameResult) {
