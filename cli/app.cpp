@@ -131,7 +131,9 @@ std::string server_spin_count(const std::vector<std::string>& args,
 
 std::string training_malloc_conf(const std::vector<std::string>& args,
                                  const std::function<const char*(const char*)>& getenv_fn) {
-  if (args.empty() || args[0] != "train" || getenv_fn("MALLOC_CONF") != nullptr) return "";
+  if (args.empty() || args[0] != "train") return "";
+  const char* user = getenv_fn("MALLOC_CONF");  // set and not empty: the user's choice
+  if (user != nullptr && *user != '\0') return "";
   return "dirty_decay_ms:-1,muzzy_decay_ms:-1";
 }
 
@@ -157,7 +159,7 @@ int exec_torch_binary(char** argv) {
   if (!spin.empty()) ::setenv("GOMP_SPINCOUNT", spin.c_str(), /*overwrite=*/0);
   const std::string malloc_conf =
       training_malloc_conf(args, [](const char* name) { return std::getenv(name); });
-  if (!malloc_conf.empty()) ::setenv("MALLOC_CONF", malloc_conf.c_str(), /*overwrite=*/0);
+  if (!malloc_conf.empty()) ::setenv("MALLOC_CONF", malloc_conf.c_str(), /*overwrite=*/1);
 
   ::execv(path.c_str(), argv);
   std::fprintf(stderr,

@@ -75,7 +75,8 @@ std::string server_spin_count(const std::vector<std::string>& args,
 /// "dirty_decay_ms:-1,muzzy_decay_ms:-1", so that jemalloc keeps the pages a training step frees
 /// instead of handing them back to the kernel and faulting them in again on the next step
 /// (docs/build.md P13: the language stage ran 3x faster). Empty for every other command line
-/// (fine-tuning's varied shapes would keep growing the resident set) and when MALLOC_CONF is set.
+/// (fine-tuning's varied shapes would keep growing the resident set) and when MALLOC_CONF is set
+/// to anything but "".
 /// jemalloc reads the variable only when it starts, hence the light executable sets it.
 /// @param args argv without argv[0]; @param getenv_fn the environment to read (std::getenv)
 std::string training_malloc_conf(const std::vector<std::string>& args,

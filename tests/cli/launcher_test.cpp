@@ -108,6 +108,9 @@ TEST(Launcher, ServeGetsAShortOpenMpSpinUnlessTheUserChoseOne) {
   }
   env["MALLOC_CONF"] = "dirty_decay_ms:10000";
   EXPECT_EQ(cli::training_malloc_conf(V{"train", "c.yaml"}, getenv_fn), "");
+  env["MALLOC_CONF"] = "";  // set but empty: no choice made
+  EXPECT_EQ(cli::training_malloc_conf(V{"train", "c.yaml"}, getenv_fn),
+            "dirty_decay_ms:-1,muzzy_decay_ms:-1");
 }
 
 TEST(Launcher, TheLightExecutableDoesNotLoadLibTorch) {
