@@ -21,8 +21,9 @@ pkg_check_modules(UTF8PROC REQUIRED IMPORTED_TARGET libutf8proc)
 # process's malloc: under the server's mix of tensor shapes glibc's heap kept growing (+85 MiB
 # over 20k requests); jemalloc stays flat at the same throughput (bench/README.md, server).
 pkg_check_modules(JEMALLOC REQUIRED IMPORTED_TARGET jemalloc)
-# The executables that run on jemalloc link this one target (training then keeps the pages it
-# frees: common/malloc_info.h keep_freed_pages(), docs/build.md P13).
+# The executables that run on jemalloc link this one target (`dialtree train` then keeps the pages
+# it frees: the launcher sets MALLOC_CONF for it, cli/app.h training_malloc_conf; docs/build.md
+# P13).
 add_library(dialtree_jemalloc INTERFACE)
 target_link_libraries(dialtree_jemalloc INTERFACE PkgConfig::JEMALLOC)
 
