@@ -28,6 +28,7 @@
 #include "common/strict_yaml.h"
 #include "common/text_distance.h"
 #include "common/utf8.h"
+#include "common/value_range.h"
 
 namespace dialtree::trainer {
 namespace {
@@ -37,42 +38,51 @@ namespace fs = std::filesystem;
 // ---------------------------------------------------------------------------------------------
 // Schema: one row per key, bound to its struct member. Section "" is the top level.
 
+using strict_yaml::kMaxSize;
+
 using Target =
     std::variant<int*, std::int64_t*, double*, bool*, std::string*, std::vector<std::string>*>;
 
+// A row: the key, its member and, for a number with fixed bounds, its allowed range
+// (common/value_range.h), checked by Validator::ranges. Rules that depend on other keys or on the
+// machine (threads, data.contrastive_shard_size, the model: section's own rules) stay in the
+// Validator's code.
 struct FieldSpec {
   const char* section;
   const char* name;
   Target (*bind)(PretrainConfig&);
+  std::optional<Range> range;
 };
 
 // clang-format off
-#define DT_TOP(m) FieldSpec{"", #m, [](PretrainConfig& c) -> Target { return &c.m; }}
-#define DT_SUB(s, m) FieldSpec{#s, #m, [](PretrainConfig& c) -> Target { return &c.s.m; }}
+#define DT_TOP(m, ...) FieldSpec{"", #m, [](PretrainConfig& c) -> Target { return &c.m; }, \
+                                 std::optional<Range>(__VA_ARGS__)}
+#define DT_SUB(s, m, ...) FieldSpec{#s, #m, [](PretrainConfig& c) -> Target { return &c.s.m; }, \
+                                    std::optional<Range>(__VA_ARGS__)}
 // clang-format on
 
 const std::vector<FieldSpec>& specs() {
   static const std::vector<FieldSpec> table = {
       DT_TOP(output_dir),
-      DT_TOP(max_steps),
-      DT_TOP(num_train_epochs),
-      DT_TOP(per_device_train_batch_size),
-      DT_TOP(unlabelled_batch_size),
-      DT_TOP(learning_rate),
-      DT_TOP(weight_decay),
-      DT_TOP(adam_beta1),
-      DT_TOP(adam_beta2),
-      DT_TOP(adam_epsilon),
-      DT_TOP(warmup_ratio),
+      DT_TOP(max_steps, at_least(0, "0 = train for num_train_epochs")),
+      DT_TOP(num_train_epochs, between(1, 1000000)),
+      DT_TOP(per_device_train_batch_size, between(1, kMaxSize)),
+      DT_TOP(unlabelled_batch_size, between(1, kMaxSize)),
+      DT_TOP(learning_rate, greater_than(0)),
+      DT_TOP(weight_decay, at_least(0)),
+      DT_TOP(adam_beta1, Range{0, true, 1, false}),
+      DT_TOP(adam_beta2, Range{0, true, 1, false}),
+      DT_TOP(adam_epsilon, greater_than(0)),
+      DT_TOP(warmup_ratio, between(0, 1)),
       DT_TOP(lr_scheduler_type),
-      DT_TOP(max_grad_norm),
-      DT_TOP(gradient_accumulation_steps),
-      DT_TOP(seed),
-      DT_TOP(data_seed),
-      DT_TOP(logging_steps),
-      DT_TOP(save_steps),
-      DT_TOP(save_total_limit),
-      DT_TOP(eval_steps),
+      DT_TOP(max_grad_norm, at_least(0)),
+      DT_TOP(gradient_accumulation_steps, between(1, kMaxSize)),
+      DT_TOP(seed, at_least(0)),
+      DT_TOP(data_seed, at_least(0)),
+      DT_TOP(logging_steps, at_least(1)),
+      DT_TOP(save_steps, at_least(0, "0 = save only the final model")),
+      DT_TOP(save_total_limit, at_least(0, "0 = keep every checkpoint")),
+      DT_TOP(eval_steps, at_least(0, "0 = no evaluation during pretraining")),
       DT_TOP(eval_tasks),
       DT_TOP(eval_data_dir),
       DT_TOP(metric_for_best_model),
@@ -85,13 +95,13 @@ const std::vector<FieldSpec>& specs() {
       DT_TOP(padding_free),
       DT_TOP(threads),
       DT_TOP(ddp_backend),
-      DT_TOP(ddp_timeout),
-      DT_TOP(ddp_bucket_cap_mb),
+      DT_TOP(ddp_timeout, at_least(1, "seconds")),
+      DT_TOP(ddp_bucket_cap_mb, between(1, 1 << 16)),
       DT_TOP(ddp_health_checks),
-      DT_TOP(ddp_straggler_ratio),
-      DT_TOP(ddp_straggler_windows),
-      DT_TOP(ddp_hang_timeout_factor),
-      DT_TOP(ddp_hang_timeout_min),
+      DT_TOP(ddp_straggler_ratio, greater_than(1)),
+      DT_TOP(ddp_straggler_windows, between(1, 1000000)),
+      DT_TOP(ddp_hang_timeout_factor, greater_than(1)),
+      DT_TOP(ddp_hang_timeout_min, greater_than(0)),
       DT_SUB(model, vocab_size),
       DT_SUB(model, hidden_size),
       DT_SUB(model, num_hidden_layers),
@@ -111,17 +121,17 @@ const std::vector<FieldSpec>& specs() {
       DT_SUB(data, tokenizer),
       DT_SUB(data, labelled),
       DT_SUB(data, unlabelled),
-      DT_SUB(data, max_len),
-      DT_SUB(data, max_utt_len),
-      DT_SUB(data, max_ctx_turn),
+      DT_SUB(data, max_len, between(3, kMaxSize, "at least one sub-word and two role markers")),
+      DT_SUB(data, max_utt_len, between(1, kMaxSize)),
+      DT_SUB(data, max_ctx_turn, between(1, kMaxSize)),
       DT_SUB(data, trigger_role),
       DT_SUB(data, contrastive_shard_size),
-      DT_SUB(loss, temperature),
-      DT_SUB(loss, base_temperature),
-      DT_SUB(loss, contrastive_weight),
-      DT_SUB(loss, self_supervised_weight),
-      DT_SUB(loss, mlm_weight),
-      DT_SUB(loss, mlm_probability),
+      DT_SUB(loss, temperature, greater_than(0)),
+      DT_SUB(loss, base_temperature, greater_than(0)),
+      DT_SUB(loss, contrastive_weight, at_least(0)),
+      DT_SUB(loss, self_supervised_weight, at_least(0)),
+      DT_SUB(loss, mlm_weight, at_least(0)),
+      DT_SUB(loss, mlm_probability, Range{0, false, 1, false}),
       DT_SUB(loss, score_mode),
       DT_SUB(loss, gather_across_devices),
   };
@@ -321,8 +331,6 @@ void apply_override(const std::string& text, PretrainConfig& config, Origins& or
 // Validation.
 
 using strict_yaml::format_real;
-using strict_yaml::kInf;
-using strict_yaml::kMaxSize;
 
 class Validator {
  public:
@@ -354,16 +362,25 @@ class Validator {
     if (!problem.empty()) fail_at(key, problem);
   }
 
-  void at_least(const std::string& key, long long v, long long lo,
-                const std::string& note = {}) const {
-    integer(key, v, lo, std::numeric_limits<long long>::max(), note);
-  }
-
-  // Checks lo <(=) v <(=) hi; pass an infinite hi for no upper bound.
-  void real(const std::string& key, double v, double lo, bool lo_closed, double hi,
-            bool hi_closed) const {
-    const std::string problem = real_range_problem(v, lo, lo_closed, hi, hi_closed);
-    if (!problem.empty()) fail_at(key, problem);
+  // The ranges of the schema's rows in `section` (FieldSpec::range), in table order.
+  void ranges(const std::string& section) const {
+    // bind() takes a mutable config to serve the reader too; here it is only read.
+    auto& config = const_cast<PretrainConfig&>(c_);
+    for (const auto& f : specs()) {
+      if (!f.range || section != f.section) continue;
+      const std::string problem = std::visit(
+          [&](const auto* target) -> std::string {
+            using T = std::decay_t<decltype(*target)>;
+            if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) {
+              return range_problem(*target, *f.range);
+            } else {
+              throw std::logic_error("trainer config: a range on the non-numeric key " +
+                                     full_key(f.section, f.name));
+            }
+          },
+          f.bind(config));
+      if (!problem.empty()) fail_at(full_key(f.section, f.name), problem);
+    }
   }
 
   void one_of(const std::string& key, const std::string& v,
@@ -399,25 +416,8 @@ class Validator {
 // Top-level keys.
 void Validator::top_level() const {
   required("output_dir", c_.output_dir, "the run directory");
-  at_least("max_steps", c_.max_steps, 0, "0 = train for num_train_epochs");
-  integer("num_train_epochs", c_.num_train_epochs, 1, 1000000);
-  integer("per_device_train_batch_size", c_.per_device_train_batch_size, 1, kMaxSize);
-  integer("unlabelled_batch_size", c_.unlabelled_batch_size, 1, kMaxSize);
-  real("learning_rate", c_.learning_rate, 0, false, kInf, false);
-  real("weight_decay", c_.weight_decay, 0, true, kInf, false);
-  real("adam_beta1", c_.adam_beta1, 0, true, 1, false);
-  real("adam_beta2", c_.adam_beta2, 0, true, 1, false);
-  real("adam_epsilon", c_.adam_epsilon, 0, false, kInf, false);
-  real("warmup_ratio", c_.warmup_ratio, 0, true, 1, true);
+  ranges("");
   one_of("lr_scheduler_type", c_.lr_scheduler_type, {"linear"});
-  real("max_grad_norm", c_.max_grad_norm, 0, true, kInf, false);
-  integer("gradient_accumulation_steps", c_.gradient_accumulation_steps, 1, kMaxSize);
-  at_least("seed", c_.seed, 0);
-  at_least("data_seed", c_.data_seed, 0);
-  at_least("logging_steps", c_.logging_steps, 1);
-  at_least("save_steps", c_.save_steps, 0, "0 = save only the final model");
-  at_least("save_total_limit", c_.save_total_limit, 0, "0 = keep every checkpoint");
-  at_least("eval_steps", c_.eval_steps, 0, "0 = no evaluation during pretraining");
   for (const auto& t : c_.eval_tasks) one_of("eval_tasks", t, {"banking", "clinc", "hwu"});
   if (c_.eval_steps > 0 && c_.eval_tasks.empty()) {
     fail_at(blame("eval_steps", "eval_tasks"), "eval_steps > 0 needs at least one eval task");
@@ -432,12 +432,6 @@ void Validator::top_level() const {
           "this process may use " + std::to_string(cpus) + " CPU" + (cpus == 1 ? "" : "s"));
   if (const std::string p = device_spec_problem(c_.device); !p.empty()) fail_at("device", p);
   one_of("ddp_backend", c_.ddp_backend, {"gloo"});
-  at_least("ddp_timeout", c_.ddp_timeout, 1, "seconds");
-  integer("ddp_bucket_cap_mb", c_.ddp_bucket_cap_mb, 1, 1 << 16);
-  real("ddp_straggler_ratio", c_.ddp_straggler_ratio, 1, false, kInf, false);
-  integer("ddp_straggler_windows", c_.ddp_straggler_windows, 1, 1000000);
-  real("ddp_hang_timeout_factor", c_.ddp_hang_timeout_factor, 1, false, kInf, false);
-  real("ddp_hang_timeout_min", c_.ddp_hang_timeout_min, 0, false, kInf, false);
 }
 
 // `model:`: the encoder schema's own rules (model/config.h).
@@ -459,15 +453,13 @@ void Validator::data_section() const {
     fail_at(blame("data.labelled", "data.unlabelled"),
             "data.labelled and data.unlabelled are both empty; give at least one input file");
   }
-  integer("data.max_len", d.max_len, 3, kMaxSize, "at least one sub-word and two role markers");
-  integer("data.max_utt_len", d.max_utt_len, 1, kMaxSize);
+  ranges("data");
   if (d.max_utt_len + 2 > d.max_len) {
     fail_at(blame("data.max_len", "data.max_utt_len"),
             "data.max_utt_len (" + std::to_string(d.max_utt_len) +
                 ") plus its two role markers must fit in data.max_len (" +
                 std::to_string(d.max_len) + ")");
   }
-  integer("data.max_ctx_turn", d.max_ctx_turn, 1, kMaxSize);
   one_of("data.trigger_role", d.trigger_role, {"user", "system", "user_system"});
   if (d.contrastive_shard_size != 0) {
     integer("data.contrastive_shard_size", d.contrastive_shard_size, 2, kMaxSize,
@@ -508,12 +500,7 @@ void Validator::cross_section() const {
 void Validator::loss_section() const {
   const auto& d = c_.data;
   const auto& l = c_.loss;
-  real("loss.temperature", l.temperature, 0, false, kInf, false);
-  real("loss.base_temperature", l.base_temperature, 0, false, kInf, false);
-  real("loss.contrastive_weight", l.contrastive_weight, 0, true, kInf, false);
-  real("loss.self_supervised_weight", l.self_supervised_weight, 0, true, kInf, false);
-  real("loss.mlm_weight", l.mlm_weight, 0, true, kInf, false);
-  real("loss.mlm_probability", l.mlm_probability, 0, false, 1, false);
+  ranges("loss");
   one_of("loss.score_mode", l.score_mode, {"per_view", "combined"});
   if (l.gather_across_devices && d.contrastive_shard_size != 0) {
     fail_at(blame("loss.gather_across_devices", "data.contrastive_shard_size"),
