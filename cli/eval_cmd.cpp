@@ -132,8 +132,8 @@ void run_dialoglue_cmd(const DialoglueArgs& a) {
         p.epoch.val_accuracy * 100, p.epoch.examples_per_second, eta);
     if (tty) {
       fmt::print(stderr, "\r\x1b[K{}", line);
-    } else if (p.epoch.epoch == p.epoch.epochs) {
-      fmt::print(stderr, "{}\n", line);  // one line per finished run when not a terminal
+    } else {
+      fmt::print(stderr, "{}\n", line);  // a log file: one line per epoch, as it happens
     }
   });
   if (tty) fmt::print(stderr, "\n");

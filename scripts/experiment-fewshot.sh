@@ -8,7 +8,7 @@
 # Rows (every stage sees labels of train_10 only: few-shot throughout):
 #   (a) no pretraining: the same architecture and tokenizer, every weight re-initialised;
 #   (b) MLM only: configs/pretrain-small.yaml with both contrastive weights 0;
-#   (c) SPACE-2: configs/pretrain-small.yaml (the main job's stage 1);
+#   (c) SPACE-2: configs/pretrain-small.yaml from random weights (the old main job's stage 1);
 #   (d) SPACE-2 + intent stage: configs/pretrain-intent.yaml continued from (c);
 #   (e) intent stage alone, from random weights (is the language stage worth its time?);
 #   (f) the language stage alone: configs/pretrain-lm.yaml (MLM on the unlabelled utterances);
@@ -16,7 +16,7 @@
 #       configs/pretrain-small.yaml continued from it, then the intent stage (docs/results.md
 #       "Language first": the run measured there).
 # A finished stage is skipped when re-run. Results: runs/fewshot/<row>/{probe.json,eval/},
-# runs/fewshot/table.md and the figures in runs/fewshot/figures/.
+# and the figures in runs/fewshot/figures/; scripts/fewshot-table.py prints the fine-tuned table.
 #   usage: scripts/experiment-fewshot.sh
 #   env: DIALTREE_SHARED (../shared), SEEDS (1,2,3), TASKS (banking,clinc,hwu), ROWS (a,...,g),
 #        FINETUNE (1; 0 = probe only), EVAL_OVERRIDES (key=value ... for configs/eval-few.yaml),

@@ -4,6 +4,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -181,6 +184,34 @@ TEST(Config, CommittedRecipesLoadAndRoundTrip) {
     EXPECT_EQ(parse_config(dumped, "dump.yaml"), *c) << dumped;
     EXPECT_EQ(dump_config(parse_config(dumped, "dump.yaml")), dumped);
   }
+}
+
+// docs/training.md: "Every key is commented in configs/pretrain-base.yaml". Every key the schema
+// dumps is a line of that file, at its section's indent (`threads` as a comment: absent there
+// means every CPU), so a key added to the schema and not to the reference recipe fails here.
+TEST(Config, ReferenceRecipeListsEveryKey) {
+  std::ifstream in(repo_root() / "configs/pretrain-base.yaml");
+  ASSERT_TRUE(in) << "configs/pretrain-base.yaml";
+  std::set<std::string> listed;
+  const std::regex key_line(R"(^(#? *)([a-z_0-9]+):)");
+  for (std::string line; std::getline(in, line);) {
+    std::smatch m;
+    if (std::regex_search(line, m, key_line)) listed.insert(m[1].str() + m[2].str());
+  }
+  const std::string dumped = dump_config(PretrainConfig{});
+  std::istringstream keys(dumped);
+  int checked = 0;
+  for (std::string line; std::getline(keys, line);) {
+    std::smatch m;
+    if (!std::regex_search(line, m, key_line) || m[1].str().find('#') != std::string::npos) {
+      continue;
+    }
+    const std::string key = m[1].str() + m[2].str();
+    ++checked;
+    EXPECT_TRUE(listed.count(key) != 0 || listed.count("# " + key) != 0)
+        << "'" << key << "' is not in configs/pretrain-base.yaml";
+  }
+  EXPECT_GT(checked, 60);  // the whole schema was read
 }
 
 TEST(Config, BadInputsAreErrorsNamingFileLineKeyAndType) {
