@@ -22,6 +22,8 @@ NAMES = {
     "f": "(f) language stage (MLM only)",
     "s": "(s) language stage + SPACE-2 stage 1",
     "h": "(h) language + SPACE-2 + intent stage (main job)",
+    "f12k": "(f12k) language stage, 12,000 steps",
+    "h12k": "(h12k) f12k + SPACE-2 stage 1 + intent stage",
 }
 
 
