@@ -3,7 +3,8 @@
 # the libFuzzer targets, compiled with clang under AddressSanitizer + UndefinedBehaviorSanitizer,
 # without LibTorch. Configures and builds BUILD_DIR, then runs its ctest: the unit tests, and
 # each fuzz target for FUZZ_SECONDS over its seed corpus (tests/fuzz/corpus/). Then builds the
-# threaded ones (HTTP layer, batcher) in TSAN_BUILD_DIR under ThreadSanitizer and runs them, and
+# threaded ones (HTTP layer, batcher, the data-parallel hang watchdog) in TSAN_BUILD_DIR under
+# ThreadSanitizer and runs them, and
 # last the whole LibTorch suite in TORCH_ASAN_BUILD_DIR under ASan+UBSan.
 # Prints what failed.
 #   usage: scripts/guard.sh [extra ctest args]
@@ -71,12 +72,15 @@ fi
 tail -n 3 "$log" >&2
 
 # ThreadSanitizer (cannot share a build with ASan): the threaded torch-free code, i.e. the
-# server's HTTP layer (event loop + worker pool, tests/http) and the batcher and metrics
-# (tests/serve/batcher_metrics_test.cpp). Only those two test executables are built.
+# server's HTTP layer (event loop + worker pool, tests/http), the batcher and metrics
+# (tests/serve/batcher_metrics_test.cpp) and the data-parallel hang watchdog beside the ranks'
+# main threads (tests/trainer/watchdog_test.cpp; c10d and Gloo themselves are not instrumented,
+# so the process group's collectives stay out of TSan). Only those three test executables are
+# built.
 tsan=${TSAN_BUILD_DIR:-build-tsan}
 start=$SECONDS
 clang_build "$tsan" -DDIALTREE_TORCH=OFF -DDIALTREE_SANITIZE=thread -- test_http \
-  test_serve_batcher
+  test_serve_batcher test_trainer_watchdog
 export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
 # Runs the ctest of DIR with the given arguments; on failure prints the failed tests' output
 # and exits; else the summary.
@@ -91,7 +95,7 @@ sanitized_ctest() {  # dir what [ctest args...]
   echo "guard: $what: tests in $((SECONDS - start)) s" >&2
   tail -n 3 "$log" >&2
 }
-sanitized_ctest "$tsan" ThreadSanitizer -L '^(http|serve_batcher)$'
+sanitized_ctest "$tsan" ThreadSanitizer -L '^(http|serve_batcher|trainer_watchdog)$'
 
 # The whole LibTorch suite under ASan+UBSan (every ctest of the main build, the CLI and server
 # executables they start included), unless TORCH_ASAN=0. LibTorch itself is not instrumented;

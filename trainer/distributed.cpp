@@ -3,18 +3,10 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
-#include <condition_variable>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
-#include <sstream>
 #include <stdexcept>
-#include <thread>
-
-#include <time.h>
 
 #include <fmt/core.h>
 #include <torch/torch.h>
@@ -97,41 +89,22 @@ std::optional<Rendezvous> rendezvous_from_env(
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+// The watchdog's view of c10d's store (check() first: get() would wait for a missing key).
+class C10dStatusStore final : public StatusStore {
+ public:
+  explicit C10dStatusStore(c10::intrusive_ptr<c10d::Store> store) : store_(std::move(store)) {}
+  void set(const std::string& key, const std::string& value) override {
+    store_->set(key, std::vector<std::uint8_t>(value.begin(), value.end()));
+  }
+  std::optional<std::string> get(const std::string& key) override {
+    if (!store_->check({key})) return std::nullopt;
+    const auto bytes = store_->get(key);
+    return std::string(bytes.begin(), bytes.end());
+  }
 
-double seconds_between(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double>(b - a).count();
-}
-
-std::string health_key(int rank) {
-  return "dialtree/health/" + std::to_string(rank);
-}
-
-// A rank's status as the watchdog publishes it: "beat seq kind age_ms label".
-struct RankStatus {
-  std::int64_t beat = -1, seq = 0;
-  PhaseKind kind = PhaseKind::Exempt;
-  double age = 0;  // seconds in the current phase when published
-  std::string label;
+ private:
+  c10::intrusive_ptr<c10d::Store> store_;
 };
-
-std::vector<std::uint8_t> encode(const RankStatus& s) {
-  const std::string text = fmt::format("{} {} {} {} {}", s.beat, s.seq, static_cast<int>(s.kind),
-                                       static_cast<std::int64_t>(s.age * 1000), s.label);
-  return std::vector<std::uint8_t>(text.begin(), text.end());
-}
-
-std::optional<RankStatus> decode(const std::vector<std::uint8_t>& bytes) {
-  std::istringstream in(std::string(bytes.begin(), bytes.end()));
-  RankStatus s;
-  int kind = 0;
-  std::int64_t age_ms = 0;
-  if (!(in >> s.beat >> s.seq >> kind >> age_ms) || kind < 0 || kind > 2) return std::nullopt;
-  s.kind = static_cast<PhaseKind>(kind);
-  s.age = static_cast<double>(age_ms) / 1000.0;
-  std::getline(in >> std::ws, s.label);
-  return s;
-}
 
 }  // namespace
 
@@ -142,218 +115,7 @@ struct DataParallelGroup::Impl {
   c10::intrusive_ptr<c10d::Store> store;
   c10::intrusive_ptr<c10d::ProcessGroupGloo> pg;
   std::vector<std::string> hosts;
-
-  // The main thread's phase, read by the watchdog.
-  std::mutex mu;
-  PhaseKind kind = PhaseKind::Exempt;
-  std::string label = "start-up";
-  Clock::time_point since = Clock::now();
-  std::int64_t seq = 0;  // collectives entered
-  std::atomic<double> hang_timeout{0.0};
-  double collective_seconds = 0;          // main thread only
-  double bookkeeping_seconds = 0;         // main thread only: phase updates
-  std::atomic<double> watchdog_cpu{0.0};  // the watchdog thread's CPU seconds
-
-  std::atomic<bool> quit{false};
-  std::mutex quit_mu;
-  std::condition_variable quit_cv;
-  std::thread watchdog;
-
-  ~Impl() {
-    quit = true;
-    quit_cv.notify_all();
-    if (watchdog.joinable()) watchdog.join();
-  }
-
-  class CollectiveScope;
-
-  [[noreturn]] void abort_hang(const std::string& why) {
-    std::fprintf(stderr, "error: data-parallel hang detected by rank %d (%s): %s\n", rank,
-                 hosts.empty() ? "?" : hosts[static_cast<std::size_t>(rank)].c_str(), why.c_str());
-    std::fflush(stderr);
-    std::_Exit(kExitHang);
-  }
-
-  void watch();
-
- private:
-  // The watchdog's state and phases (watch() runs them once per poll).
-  struct WatchState {
-    std::vector<std::int64_t> last_beat;       // each rank's last beat seen
-    std::vector<Clock::time_point> beat_seen;  // when it changed
-    std::int64_t beat = 0;                     // this rank's beat counter
-    bool store_ok = true;                      // false after a failed publish
-  };
-  RankStatus publish_status(WatchState& w);
-  [[noreturn]] void store_gone(const RankStatus& me, const std::string& limit_text);
-  void diagnose_collective(WatchState& w, const RankStatus& me, const std::string& limit_text,
-                           double hang, double fixed);
-};
-
-// The hang watchdog (see set_hang_timeout() in the header). Publishes this rank's status every
-// poll; store failures stop the publishing (rank 0 may have finished) and count as a finding only
-// while this rank waits in a collective beyond its timeout.
-void DataParallelGroup::Impl::watch() {
-  WatchState w;
-  w.last_beat.assign(static_cast<std::size_t>(world), -1);
-  w.beat_seen.assign(static_cast<std::size_t>(world), Clock::now());
-  auto thread_cpu = [] {
-    timespec ts{};
-    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-  };
-  double cpu_before = thread_cpu();
-  while (!quit) {
-    const double cpu_now = thread_cpu();
-    watchdog_cpu = watchdog_cpu.load() + (cpu_now - cpu_before);
-    cpu_before = cpu_now;
-    const double hang = hang_timeout.load();
-    const double fixed = static_cast<double>(timeout.count()) / 1000.0;
-    const double poll = std::clamp(hang / 10.0, 0.05, 1.0);
-    {
-      std::unique_lock<std::mutex> lock(quit_mu);
-      quit_cv.wait_for(lock, std::chrono::duration<double>(poll), [&] { return quit.load(); });
-    }
-    if (quit) return;
-    const RankStatus me = publish_status(w);
-    // A stalled compute phase waits twice the hang timeout, so that the ranks waiting for it
-    // in a collective report first, naming it.
-    const double limit = me.kind == PhaseKind::Exempt    ? fixed
-                         : me.kind == PhaseKind::Compute ? 2 * hang
-                                                         : hang;
-    if (me.age <= limit) continue;
-    // Until a hang timeout shorter than ddp_timeout is set, a collective's own wait fails first
-    // (wait_for, naming the collective).
-    if (me.kind == PhaseKind::Collective && hang >= fixed) continue;
-    const std::string limit_text =
-        me.kind == PhaseKind::Exempt    ? fmt::format("ddp_timeout {:.0f} s", fixed)
-        : me.kind == PhaseKind::Compute ? fmt::format("2 x the hang timeout of {:.1f} s", hang)
-                                        : fmt::format("hang timeout {:.1f} s", hang);
-    if (me.kind != PhaseKind::Collective) {
-      abort_hang(fmt::format("this rank made no progress for {:.1f} s in {} ({})", me.age, me.label,
-                             limit_text));
-    }
-    if (!w.store_ok) store_gone(me, limit_text);
-    diagnose_collective(w, me, limit_text, hang, fixed);
-  }
-}
-
-// This rank's status, published to the store (a failed publish stops publishing: rank 0 may
-// have finished).
-RankStatus DataParallelGroup::Impl::publish_status(WatchState& w) {
-  RankStatus me;
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    me.beat = ++w.beat, me.seq = seq, me.kind = kind, me.label = label;
-    me.age = seconds_between(since, Clock::now());
-  }
-  if (w.store_ok) {
-    try {
-      store->set(health_key(rank), encode(me));
-    } catch (const std::exception&) {
-      w.store_ok = false;
-    }
-  }
-  return me;
-}
-
-void DataParallelGroup::Impl::store_gone(const RankStatus& me, const std::string& limit_text) {
-  abort_hang(
-      fmt::format("waited {:.1f} s in {} ({}), and the TCPStore that rank 0 hosts "
-                  "is unreachable: rank 0 ({}) has stopped",
-                  me.age, me.label, limit_text, hosts.empty() ? "?" : hosts[0]));
-}
-
-// This rank has waited in collective `me` beyond its limit: finds the ranks that have not
-// arrived and whether they are stuck, and aborts naming them (or returns while they still move).
-void DataParallelGroup::Impl::diagnose_collective(WatchState& w, const RankStatus& me,
-                                                  const std::string& limit_text, double hang,
-                                                  double fixed) {
-  std::vector<std::string> stuck;
-  std::size_t missing = 0;
-  const auto now = Clock::now();
-  for (int s = 0; s < world; ++s) {
-    if (s == rank) continue;
-    std::optional<RankStatus> st;
-    try {
-      if (store->check({health_key(s)})) st = decode(store->get(health_key(s)));
-    } catch (const std::exception&) {
-      store_gone(me, limit_text);
-    }
-    const auto us = static_cast<std::size_t>(s);
-    const std::string who = fmt::format("rank {} ({})", s, hosts[us]);
-    if (!st) {
-      ++missing;
-      stuck.push_back(who + " never published its status");
-      continue;
-    }
-    if (st->beat != w.last_beat[us]) w.last_beat[us] = st->beat, w.beat_seen[us] = now;
-    if (st->seq > me.seq || (st->seq == me.seq && st->kind == PhaseKind::Collective)) {
-      if (st->seq == me.seq && st->label != me.label) {
-        abort_hang(
-            fmt::format("{} is in collective '{}' while this rank is in '{}': the "
-                        "ranks disagree on the order of collectives",
-                        who, st->label, me.label));
-      }
-      continue;  // arrived (or already past it)
-    }
-    ++missing;
-    const double silent = seconds_between(w.beat_seen[us], now);
-    const double their_limit = st->kind == PhaseKind::Exempt ? fixed : hang;
-    if (silent > hang) {
-      stuck.push_back(
-          fmt::format("{} never arrived and has published nothing for {:.1f} s "
-                      "(dead or frozen; last seen in {})",
-                      who, silent, st->label));
-    } else if (st->age > their_limit) {
-      stuck.push_back(
-          fmt::format("{} never arrived: it has been in {} for {:.1f} s", who, st->label, st->age));
-    }
-  }
-  if (missing == 0) {
-    abort_hang(fmt::format("every rank arrived at {}, but it did not complete in {:.1f} s ({})",
-                           me.label, me.age, limit_text));
-  }
-  if (!stuck.empty()) {
-    std::string text;
-    for (const auto& s : stuck) text += (text.empty() ? "" : "; ") + s;
-    abort_hang(fmt::format("waited {:.1f} s in {} ({}): {}", me.age, me.label, limit_text, text));
-  }
-}
-
-// RAII: the main thread is inside collective `what` (watchdog phase, collective seconds).
-class DataParallelGroup::Impl::CollectiveScope {
- public:
-  CollectiveScope(Impl& g, const char* what) : g_(g) {
-    {
-      std::lock_guard<std::mutex> lock(g_.mu);
-      prev_kind_ = g_.kind, prev_label_ = g_.label;
-      ++g_.seq;
-      g_.kind = PhaseKind::Collective;
-      g_.label = fmt::format("{} #{} in {}", what, g_.seq, prev_label_);
-      g_.since = Clock::now();
-      t0_ = g_.since;
-    }
-    g_.bookkeeping_seconds += seconds_between(t0_, Clock::now());
-  }
-  ~CollectiveScope() {
-    const auto now = Clock::now();
-    g_.collective_seconds += seconds_between(t0_, now);
-    {
-      std::lock_guard<std::mutex> lock(g_.mu);
-      g_.kind = prev_kind_, g_.label = std::move(prev_label_);
-      g_.since = now;  // the interrupted phase resumes now
-    }
-    g_.bookkeeping_seconds += seconds_between(now, Clock::now());
-  }
-  CollectiveScope(const CollectiveScope&) = delete;
-  CollectiveScope& operator=(const CollectiveScope&) = delete;
-
- private:
-  Impl& g_;
-  Clock::time_point t0_;
-  PhaseKind prev_kind_ = PhaseKind::Exempt;
-  std::string prev_label_;
+  std::unique_ptr<HangWatchdog> watchdog;  // phases always; its thread when options.watchdog
 };
 
 DataParallelGroup::DataParallelGroup(const Rendezvous& rz, const DistributedOptions& options)
@@ -413,36 +175,28 @@ DataParallelGroup::DataParallelGroup(const Rendezvous& rz, const DistributedOpti
                     "failed (timeout {} s): {}",
                     rz.rank, rz.world_size, where, options.timeout.count(), e.what()));
   }
-  impl_->hang_timeout = static_cast<double>(options.timeout.count());
-  if (options.watchdog) impl_->watchdog = std::thread([g = impl_.get()] { g->watch(); });
+  impl_->watchdog = std::make_unique<HangWatchdog>(rz.rank, rz.world_size, impl_->hosts,
+                                                   static_cast<double>(options.timeout.count()),
+                                                   std::make_shared<C10dStatusStore>(impl_->store));
+  if (options.watchdog) impl_->watchdog->start();
 }
 
 DataParallelGroup::~DataParallelGroup() = default;
 
 void DataParallelGroup::begin_phase(PhaseKind kind, const std::string& label) {
-  const auto t0 = Clock::now();
-  {
-    std::lock_guard<std::mutex> lock(impl_->mu);
-    impl_->kind = kind, impl_->label = label, impl_->since = t0;
-  }
-  impl_->bookkeeping_seconds += seconds_between(t0, Clock::now());
+  impl_->watchdog->begin_phase(kind, label);
 }
 
 double DataParallelGroup::take_health_seconds() {
-  const double s = impl_->bookkeeping_seconds + impl_->watchdog_cpu.exchange(0.0);
-  impl_->bookkeeping_seconds = 0;
-  return s;
+  return impl_->watchdog->take_health_seconds();
 }
 
 void DataParallelGroup::set_hang_timeout(double seconds) {
-  if (!(seconds > 0)) throw std::invalid_argument("set_hang_timeout: seconds must be > 0");
-  impl_->hang_timeout = seconds;
+  impl_->watchdog->set_hang_timeout(seconds);
 }
 
 double DataParallelGroup::take_collective_seconds() {
-  const double s = impl_->collective_seconds;
-  impl_->collective_seconds = 0;
-  return s;
+  return impl_->watchdog->take_collective_seconds();
 }
 
 const std::string& DataParallelGroup::host(int r) const {
@@ -473,7 +227,7 @@ void DataParallelGroup::broadcast_from_rank0(const std::vector<at::Tensor>& tens
     o.rootRank = 0;
     works.push_back(impl_->pg->broadcast(holders.back(), o));
   }
-  Impl::CollectiveScope scope(*impl_, "broadcast");
+  HangWatchdog::CollectiveScope scope(*impl_->watchdog, "broadcast");
   for (const auto& w : works) wait_for(w, impl_->timeout, "broadcast");
 }
 
@@ -504,7 +258,7 @@ void DataParallelGroup::average_gradients(const std::vector<at::Tensor>& paramet
     buckets.emplace_back(i, j);
     i = j;
   }
-  Impl::CollectiveScope scope(*impl_, "gradient all-reduce");
+  HangWatchdog::CollectiveScope scope(*impl_->watchdog, "gradient all-reduce");
   std::vector<std::vector<at::Tensor>> flats;
   std::vector<c10::intrusive_ptr<c10d::Work>> works;
   flats.reserve(buckets.size());
@@ -531,7 +285,7 @@ std::vector<double> DataParallelGroup::sum(const std::vector<double>& values) {
   if (values.empty()) return {};
   std::vector<at::Tensor> t = {
       torch::tensor(values, torch::TensorOptions().dtype(torch::kFloat64))};
-  Impl::CollectiveScope scope(*impl_, "sum");
+  HangWatchdog::CollectiveScope scope(*impl_->watchdog, "sum");
   wait_for(impl_->pg->allreduce(t), impl_->timeout, "sum");
   const double* p = t[0].data_ptr<double>();
   return std::vector<double>(p, p + values.size());
@@ -561,7 +315,7 @@ at::Tensor DataParallelGroup::all_gather_rows(const at::Tensor& local,
   std::vector<std::vector<at::Tensor>> outputs(1);
   for (int r = 0; r < impl_->world; ++r) outputs[0].push_back(torch::empty_like(send));
   {
-    Impl::CollectiveScope scope(*impl_, "all-gather");
+    HangWatchdog::CollectiveScope scope(*impl_->watchdog, "all-gather");
     wait_for(impl_->pg->allgather(outputs, inputs), impl_->timeout, "all-gather");
   }
   std::vector<at::Tensor> parts;

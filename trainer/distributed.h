@@ -4,7 +4,8 @@
 // gradient is correct under autograd (for the optional cross-rank contrastive candidate set).
 //
 // Only <ATen/core/Tensor.h> is included here; c10d, Gloo and <torch/torch.h> stay inside
-// distributed.cpp (docs/build.md P9, P12).
+// distributed.cpp (docs/build.md P9, P12). The hang watchdog and the phases it watches are
+// trainer/watchdog.h (torch-free, so that ThreadSanitizer can run it).
 #pragma once
 
 #include <chrono>
@@ -17,7 +18,8 @@
 
 #include <ATen/core/Tensor.h>
 
-#include "trainer/health.h"  // kExitHang
+#include "trainer/health.h"    // kExitHang
+#include "trainer/watchdog.h"  // PhaseKind
 
 namespace dialtree::trainer {
 
@@ -46,13 +48,6 @@ struct DistributedOptions {
   /// rank's phase in the TCPStore and ends the process with kExitHang when a phase outlasts
   /// its timeout.
   bool watchdog = true;
-};
-
-/// What a rank's main thread is doing, as the hang watchdog sees it.
-enum class PhaseKind {
-  Compute,     ///< a training step's own work: bounded by the hang timeout
-  Collective,  ///< waiting in a collective (set by the collectives themselves)
-  Exempt,      ///< start-up, evaluation, checkpoints: bounded by ddp_timeout only
 };
 
 /// One process's membership in a data-parallel group. Every collective must be called by all
