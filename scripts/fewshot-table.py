@@ -24,6 +24,8 @@ NAMES = {
     "h": "(h) language + SPACE-2 + intent stage (main job)",
     "f12k": "(f12k) language stage, 12,000 steps",
     "h12k": "(h12k) f12k + SPACE-2 stage 1 + intent stage",
+    "s12k": "(s12k) f12k + SPACE-2 stage 1",
+    "i12k": "(i12k) f12k + intent stage (no stage 1)",
 }
 
 
