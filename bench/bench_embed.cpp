@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include <torch/torch.h>
+#include "model/torch_api.h"
 #include <nlohmann/json.hpp>
 
 #include "bench_util.h"

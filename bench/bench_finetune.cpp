@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include <torch/torch.h>
+#include "model/torch_api.h"
 
 #include "bench_util.h"
 #include "common/blas_kernels.h"

@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-#include <torch/torch.h>
+#include "model/torch_api.h"
 
 #include "bench_util.h"
 #include "common/blas_kernels.h"

@@ -7,7 +7,7 @@
 #include <thread>
 
 #include <fmt/core.h>
-#include <torch/torch.h>
+#include "model/torch_api.h"
 
 #include "cli/app.h"
 #include "cli/commands.h"

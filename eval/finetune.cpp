@@ -12,7 +12,9 @@
 #include <stdexcept>
 #include <unordered_map>
 
-#include <torch/torch.h>
+#include <torch/nn/functional/loss.h>
+
+#include "model/torch_api.h"
 
 #include "common/batching.h"
 #include "data/masking.h"

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include <torch/torch.h>
+#include "model/torch_api.h"
 
 #include "model/batch.h"
 #include "model/collate.h"

@@ -16,7 +16,7 @@
 #include <thread>
 
 #include <fmt/core.h>
-#include <Eigen/SVD>
+#include <Eigen/Eigenvalues>
 #include <nlohmann/json.hpp>
 
 #include "common/atomic_file.h"
@@ -680,8 +680,18 @@ double macro_f1(const std::vector<int>& truth, const std::vector<int>& predicted
 double effective_rank(const ProbeMatrix& x) {
   if (x.rows() < 2 || x.cols() == 0) return 0;
   const Eigen::MatrixXd centred = x.rowwise() - x.colwise().mean();
-  const Eigen::BDCSVD<Eigen::MatrixXd> svd(centred);
-  const VectorXd& sv = svd.singularValues();
+  // The singular values are the square roots of the eigenvalues of the smaller Gram matrix
+  // (d x d, or n x n when n < d). A self-adjoint eigensolver compiles in a third of the time of
+  // Eigen's SVD (docs/build.md P12) and runs faster. Eigenvalues within the Gram matrix's
+  // rounding (size x eps x the largest) are numerically zero, as in numpy's matrix_rank.
+  const Eigen::MatrixXd gram = centred.cols() <= centred.rows()
+                                   ? Eigen::MatrixXd(centred.transpose() * centred)
+                                   : Eigen::MatrixXd(centred * centred.transpose());
+  const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eig(gram, Eigen::EigenvaluesOnly);
+  const VectorXd& lambda = eig.eigenvalues();
+  const double floor = lambda.maxCoeff() * static_cast<double>(gram.rows()) *
+                       std::numeric_limits<double>::epsilon();
+  const VectorXd sv = (lambda.array() > floor).select(lambda.array().sqrt(), 0.0).matrix();
   const double total = sv.sum();
   if (!(total > 0)) return 0;
   double entropy = 0;

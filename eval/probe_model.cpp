@@ -7,7 +7,7 @@
 #include <stdexcept>
 
 #include <ATen/autocast_mode.h>
-#include <torch/torch.h>
+#include "model/torch_api.h"
 #include <nlohmann/json.hpp>
 
 #include "common/atomic_file.h"

@@ -1,7 +1,7 @@
 // The representation probe on a model (docs/evaluation.md, "Probe"): frozen [CLS] vectors of
 // DialoGLUE intent utterances, scored by the torch-free protocols of eval/probe.h. Usable
 // in-process (e.g. by a pretraining loop, with split "val" for model selection) or on a saved
-// bundle. This header stays free of <torch/torch.h>: the model is only forward-declared.
+// bundle. This header stays free of LibTorch: the model is only forward-declared.
 #pragma once
 
 #include <string>

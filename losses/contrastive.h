@@ -2,8 +2,8 @@
 // (docs/method.md §4.1). With an identity mask it is NT-Xent / SimCLR, SPACE-2's self-supervised
 // loss.
 //
-// Only <ATen/core/Tensor.h> is included here (about 1.5 s to parse, versus ~15 s for
-// <torch/torch.h>); at::Tensor and torch::Tensor are the same type.
+// Only <ATen/core/Tensor.h> is included here (about 1.5 s to parse, versus ~10 s for
+// model/torch_api.h); at::Tensor and torch::Tensor are the same type.
 #pragma once
 
 #include <cstdint>

@@ -2,7 +2,7 @@
 // collation of data::SerializedExample batches into these tensors lives in model/.
 #pragma once
 
-#include <torch/torch.h>
+#include "model/torch_api.h"
 
 namespace dialtree::model {
 

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include <torch/torch.h>
+#include "model/torch_api.h"
 #include <nlohmann/json.hpp>
 
 #include "data/tokenizer.h"

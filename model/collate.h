@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include <torch/torch.h>
+#include "model/torch_api.h"
 
 #include "data/serialize.h"
 #include "model/batch.h"

@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include <torch/torch.h>
+#include "model/torch_api.h"
 
 #include "common/device_spec.h"
 #include "model/batch.h"

@@ -38,7 +38,7 @@
 #include <utility>
 #include <vector>
 
-#include <torch/torch.h>
+#include "model/torch_api.h"
 
 #include "model/batch.h"
 #include "model/config.h"

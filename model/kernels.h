@@ -9,7 +9,7 @@
 // Both are differentiable (autograd) and deterministic for a given torch generator state.
 #pragma once
 
-#include <torch/torch.h>
+#include "model/torch_api.h"
 
 namespace dialtree::model {
 

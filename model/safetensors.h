@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include <torch/torch.h>
+#include "model/torch_api.h"
 
 namespace dialtree::model {
 

@@ -4,7 +4,7 @@
 #include <stdexcept>
 #include <utility>
 
-#include <torch/torch.h>
+#include "model/torch_api.h"
 
 #include "model/bundle.h"
 #include "model/collate.h"

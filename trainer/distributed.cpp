@@ -9,7 +9,7 @@
 #include <stdexcept>
 
 #include <fmt/core.h>
-#include <torch/torch.h>
+#include "model/torch_api.h"
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 

@@ -3,7 +3,7 @@
 // bucketed averaging of gradients, a few scalar sums, and an all-gather of embedding rows whose
 // gradient is correct under autograd (for the optional cross-rank contrastive candidate set).
 //
-// Only <ATen/core/Tensor.h> is included here; c10d, Gloo and <torch/torch.h> stay inside
+// Only <ATen/core/Tensor.h> is included here; c10d, Gloo and model/torch_api.h stay inside
 // distributed.cpp (docs/build.md P9, P12). The hang watchdog and the phases it watches are
 // trainer/watchdog.h (torch-free, so that ThreadSanitizer can run it).
 #pragma once

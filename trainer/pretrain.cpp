@@ -14,7 +14,10 @@
 
 #include <fmt/core.h>
 #include <fmt/format.h>
-#include <torch/torch.h>
+#include <torch/optim/adamw.h>
+#include <torch/serialize.h>
+
+#include "model/torch_api.h"
 #include <nlohmann/json.hpp>
 
 #include "common/atomic_file.h"

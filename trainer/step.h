@@ -9,7 +9,9 @@
 #include <cstdint>
 #include <memory>
 
-#include <torch/torch.h>
+#include <torch/optim/adamw.h>
+
+#include "model/torch_api.h"
 
 #include "losses/contrastive.h"
 #include "losses/objective.h"

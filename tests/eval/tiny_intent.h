@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include <torch/torch.h>
+#include "model/torch_api.h"
 
 #include "data/tokenizer_factory.h"
 #include "model/bundle.h"

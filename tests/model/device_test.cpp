@@ -5,7 +5,9 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/nn/modules/linear.h>
+
+#include "model/torch_api.h"
 
 #include "common/cpu_features.h"
 #include "common/error.h"

@@ -7,7 +7,7 @@
 #include <ATen/autocast_mode.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include "model/torch_api.h"
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"

@@ -12,7 +12,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include "model/torch_api.h"
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"

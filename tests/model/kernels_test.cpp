@@ -3,7 +3,7 @@
 
 #include <ATen/Parallel.h>
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include "model/torch_api.h"
 
 #include "model/kernels.h"
 

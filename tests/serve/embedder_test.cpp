@@ -6,7 +6,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include "model/torch_api.h"
 
 #include "common/error.h"
 #include "data/serialize.h"

@@ -15,7 +15,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
-#include <torch/torch.h>
+#include "model/torch_api.h"
 #include <nlohmann/json.hpp>
 
 #include "common/malloc_info.h"

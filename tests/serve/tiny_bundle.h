@@ -5,7 +5,7 @@
 #include <fstream>
 #include <string>
 
-#include <torch/torch.h>
+#include "model/torch_api.h"
 
 #include "data/tokenizer_factory.h"
 #include "data/wordpiece.h"

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include "model/torch_api.h"
 
 #include "data/sentencepiece_tokenizer.h"
 #include "test_paths.h"

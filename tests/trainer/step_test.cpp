@@ -5,7 +5,7 @@
 #include <vector>
 
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include "model/torch_api.h"
 
 #include "model/collate.h"
 #include "model/device.h"
