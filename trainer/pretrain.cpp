@@ -14,11 +14,8 @@
 
 #include <fmt/core.h>
 #include <fmt/format.h>
-#include <torch/optim/adamw.h>
-#include <torch/serialize.h>
-
-#include "model/torch_api.h"
 #include <nlohmann/json.hpp>
+#include <torch/serialize.h>  // optimiser state in checkpoints; the rest: trainer/step.h
 
 #include "common/atomic_file.h"
 #include "common/blas_kernels.h"
