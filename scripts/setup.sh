@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # Install what is missing (Debian 12 packages), rebuild SentencePiece privately (docs/build.md P3),
 # then configure and build dialtree into build/. Idempotent and quiet when nothing is missing.
-#   usage: scripts/setup.sh            env: BUILD_DIR (default build), JOBS (default nproc)
+#   usage: scripts/setup.sh            env: BUILD_DIR (default build), JOBS (default nproc),
+#                                           BUILD_TARGETS (default: every target, tests and
+#                                           benchmarks included; scripts/run.sh builds only the
+#                                           two executables, docs/build.md P12)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 build=${BUILD_DIR:-build}
 jobs=${JOBS:-$(nproc)}
+read -ra targets <<<"${BUILD_TARGETS:-all}"
 
 packages=(
   g++ cmake ninja-build ccache pkg-config dpkg-dev protobuf-compiler libprotobuf-dev
@@ -63,4 +67,5 @@ if [[ ! -f $build/build.ninja ]]; then
   rm -f "$log"
 fi
 # ninja prints one status line per step; keep the terminal quiet unless something fails.
-out=$(cmake --build "$build" -j "$jobs" 2>&1) || { echo "$out" >&2; exit 1; }
+out=$(cmake --build "$build" -j "$jobs" --target "${targets[@]}" 2>&1) ||
+  { echo "$out" >&2; exit 1; }
