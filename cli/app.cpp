@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <filesystem>
 #include <optional>
 #include <stdexcept>
 #include <thread>
@@ -52,7 +53,62 @@ const CLI::Option* env_source_of(const CLI::App& app, const CLI::ParseError& e, 
   return nullptr;
 }
 
+// CLI11 2.1 converts integer options with strtoull/strtoll in base 0: "-1" wraps to 2^64 - 1
+// for an unsigned option, a value past 2^64 saturates, and "010" reads as octal 8. Every integer
+// option of every subcommand takes plain decimal only, in the range of 64 bits (CLI11 then
+// refuses what its own type cannot hold); the environment twins go through the same check.
+void require_decimal_integers(CLI::App& app) {
+  for (CLI::Option* opt : app.get_options()) {
+    // "INT" or "UINT", followed by ":<description>" per validator with one ("INT:INT in [..]").
+    const std::string type = opt->get_type_name();
+    const std::string base = type.substr(0, type.find(':'));
+    const bool is_unsigned = base == "UINT";
+    if (!is_unsigned && base != "INT") continue;
+    opt->check(CLI::Validator(
+        [is_unsigned](std::string& value) -> std::string {
+          const bool negative = !value.empty() && value[0] == '-';
+          const std::string digits = negative ? value.substr(1) : value;
+          const bool decimal = !digits.empty() &&
+                               digits.find_first_not_of("0123456789") == std::string::npos &&
+                               (digits.size() == 1 || digits[0] != '0');
+          if (!decimal || (negative && is_unsigned)) {
+            return std::string("expected ") +
+                   (is_unsigned ? "a whole number >= 0" : "a whole number") +
+                   " written in decimal, got '" + value + "'";
+          }
+          errno = 0;
+          if (is_unsigned) {
+            (void)std::strtoull(value.c_str(), nullptr, 10);
+          } else {
+            (void)std::strtoll(value.c_str(), nullptr, 10);
+          }
+          if (errno == ERANGE) return "'" + value + "' is out of range";
+          return {};
+        },
+        ""));
+  }
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+    require_decimal_integers(*sub);
+  }
+}
+
 }  // namespace
+
+CLI::Validator existing_folder(const std::string& what) {
+  return CLI::Validator(
+      [what](std::string& path) -> std::string {
+        std::error_code ec;
+        const auto status = std::filesystem::status(path, ec);
+        if (status.type() == std::filesystem::file_type::not_found || ec) {
+          return "no " + what + " folder at '" + path + "'";
+        }
+        if (status.type() != std::filesystem::file_type::directory) {
+          return "'" + path + "' is a file, not a " + what + " folder";
+        }
+        return {};
+      },
+      "");
+}
 
 int run_cli(CLI::App& app, int argc, char** argv, const std::function<void()>& before_parse) {
   try {
@@ -60,6 +116,7 @@ int run_cli(CLI::App& app, int argc, char** argv, const std::function<void()>& b
     // subcommand may replace these handlers with its own (sigaction() after this point).
     install_temp_cleanup_signal_handlers();
     if (before_parse) before_parse();
+    require_decimal_integers(app);
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (const CLI::Option* opt = env_source_of(app, e, argc, argv)) {

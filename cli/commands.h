@@ -26,6 +26,11 @@ CLI::Option* add_flag_with_env(CLI::App* cmd, const std::string& name, T& value,
   return cmd->add_option("--" + name, value, help)->envname(env_twin(name))->capture_default_str();
 }
 
+/// CLI11 check of a folder flag (`--model`): the folder must exist before anything loads from
+/// it, so a wrong path is bad usage (status 2) with "no <what> folder at 'X'" or "'X' is a
+/// file, not a <what> folder", the environment twin included (cli/app.cpp).
+CLI::Validator existing_folder(const std::string& what);
+
 /// `dialtree eval score` (DialoGLUE scoring, torch-free) on the `eval` group (cli/score_cmd.cpp).
 void register_eval_score(CLI::App& eval);
 /// `dialtree eval dialoglue` and `dialtree eval probe` (torch), added to the `eval` group that

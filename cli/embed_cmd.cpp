@@ -9,6 +9,7 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -64,6 +65,15 @@ struct EmbedArgs {
   }
 };
 
+// A DataError at `name`, `where` for an API error: the message without the "<param>: " it
+// starts with, which DataError's "field '<param>'" already says.
+DataError input_error(const std::string& name, const std::string& where, const serve::ApiError& e) {
+  std::string message = e.what();
+  const std::string prefix = e.param() + ": ";
+  if (!e.param().empty() && message.rfind(prefix, 0) == 0) message.erase(0, prefix.size());
+  return DataError(name, where, e.param(), message);
+}
+
 // Reads every input; errors name the file and the 1-based line.
 std::vector<serve::Input> read_inputs(const EmbedArgs& a) {
   std::ifstream file;
@@ -91,7 +101,7 @@ std::vector<serve::Input> read_inputs(const EmbedArgs& a) {
         inputs.push_back(serve::parse_input(j, "input"));
       }
     } catch (const serve::ApiError& e) {
-      throw DataError(name, where, e.param(), e.what());
+      throw input_error(name, where, e);
     } catch (const nlohmann::json::exception& e) {
       // A text line with invalid UTF-8 cannot become a JSON string.
       throw DataError(name, where, "", "not valid UTF-8");
@@ -104,6 +114,12 @@ std::vector<serve::Input> read_inputs(const EmbedArgs& a) {
 void run_embed(const EmbedArgs& a) {
   log_to_stderr();
   check_flag_ranges(a);
+  // The vectors replace --output as a whole once every input is read; with --input as --output
+  // that would lose the inputs (as sts convert and tokenizer train, status 2).
+  if (a.input != "-" && a.output != "-" && is_same_file(a.output, a.input)) {
+    throw std::invalid_argument("--output '" + a.output + "' is the same file as --input '" +
+                                a.input + "'; refusing to overwrite an input");
+  }
   if (a.num_threads > 0) set_num_threads(a.num_threads);
   const std::vector<serve::Input> inputs = read_inputs(a);
   serve::Embedder embedder(a.model, a.max_input_length, a.device);
@@ -115,7 +131,7 @@ void run_embed(const EmbedArgs& a) {
       examples.push_back(
           embedder.prepare(inputs[i], a.truncate, serve::TruncationDirection::kRight, "input"));
     } catch (const serve::ApiError& e) {
-      throw DataError(name, "line " + std::to_string(i + 1), e.param(), e.what());
+      throw input_error(name, "line " + std::to_string(i + 1), e);
     }
   }
   // Longest first, so each batch pads little; results come back in input order.
@@ -146,7 +162,7 @@ void register_embed(CLI::App& app) {
   EmbedArgs::visit(*a, [cmd](const char* name, auto& value, const char* help, const auto&...) {
     add_flag_with_env(cmd, name, value, help);
   });
-  cmd->get_option("--model")->required();
+  cmd->get_option("--model")->required()->check(existing_folder("model bundle"));
   cmd->get_option("--input-format")->check(CLI::IsMember({"text", "jsonl"}));
   cmd->callback([a] { run_embed(*a); });
 }

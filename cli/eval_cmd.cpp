@@ -151,7 +151,8 @@ void register_dialoglue(CLI::App& eval) {
       "(mean ± std over seeds). Writes <out>/<task>/seed-<s>/test_predictions.json, "
       "<out>/results.json and <out>/results.md.");
   cmd->add_option("--model", a->model, "Model bundle folder, e.g. runs/pretrain-small/final")
-      ->required();
+      ->required()
+      ->check(existing_folder("model bundle"));
   cmd->add_option("--tasks", a->tasks,
                   "Comma-separated tasks: banking, clinc, hwu, restaurant8k, dstc8_sgd, top")
       ->capture_default_str();
@@ -222,9 +223,6 @@ void run_probe_cmd(const ProbeArgs& a) {
   }
   if (tasks.empty()) throw std::invalid_argument("--tasks: no task given");
   const std::string data_dir = eval::resolve_data_dir(a.data_dir);
-  if (!fs::is_directory(a.model)) {
-    throw std::invalid_argument("--model: no model bundle folder at '" + a.model + "'");
-  }
   check_output_file(a.out, "--out");
   const eval::ProbeReport report = eval::run_probe(a.model, data_dir, tasks, o);
   const json j = report.to_json();
@@ -247,7 +245,8 @@ void register_probe(CLI::App& eval) {
       "on 10 draws of 8 examples per label from train (mteb); prints accuracy, macro F1 and the "
       "effective rank as a Markdown table.");
   cmd->add_option("--model", a->model, "Model bundle folder, e.g. runs/pretrain-small/final")
-      ->required();
+      ->required()
+      ->check(existing_folder("model bundle"));
   cmd->add_option("--tasks", a->tasks, "Comma-separated intent tasks: banking, clinc, hwu")
       ->capture_default_str();
   cmd->add_option("--protocols", a->protocols, "Comma-separated protocols: dialoglue-few, mteb")

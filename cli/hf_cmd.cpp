@@ -29,7 +29,9 @@ void register_import_hf(CLI::App& app) {
       "import-hf",
       "Turn a Hugging Face BERT folder (config.json, model.safetensors, vocab.txt) "
       "into a dialtree bundle");
-  cmd->add_option("--from", a->from, "HF model folder")->required();
+  cmd->add_option("--from", a->from, "HF model folder")
+      ->required()
+      ->check(existing_folder("Hugging Face model"));
   cmd->add_option("--out", a->out, "Bundle folder to write (replaced as a whole)")->required();
   cmd->add_flag("--allow-missing", a->options.allow_missing,
                 "Initialise BERT tensors the checkpoint lacks (e.g. the MLM head of a BertModel "
@@ -47,7 +49,9 @@ void register_export(CLI::App& app) {
   auto a = std::make_shared<ExportArgs>();
   CLI::App* cmd = app.add_subcommand(
       "export", "Write a bundle as a folder transformers or sentence-transformers can load");
-  cmd->add_option("--model", a->model, "Bundle folder")->required();
+  cmd->add_option("--model", a->model, "Bundle folder")
+      ->required()
+      ->check(existing_folder("model bundle"));
   cmd->add_option("--format", a->format,
                   "hf (BertForPreTraining, the default) or sentence-transformers")
       ->check(CLI::IsMember({"hf", "sentence-transformers"}));

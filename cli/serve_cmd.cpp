@@ -5,7 +5,6 @@
 #include <pthread.h>
 
 #include <csignal>
-#include <filesystem>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -15,7 +14,6 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
-#include "common/error.h"
 #include "common/malloc_info.h"
 #include "model/config.h"
 #include "model/device.h"
@@ -60,16 +58,14 @@ void register_serve(CLI::App& app) {
       *o, [cmd](const char* name, auto& value, const char* help, const auto&...) {
         add_flag_with_env(cmd, name, value, help);
       });
-  cmd->get_option("--model")->required();
+  cmd->get_option("--model")->required()->check(existing_folder("model bundle"));
   cmd->callback([o] {
     log_to_stderr(/*timestamps=*/true);
     o->validate();
     model::resolve_device(o->device, "--device");  // a GPU that is not there, before binding
-    // A missing folder or a broken config.json is bad usage (status 2) and is said before the
-    // port is bound; the weights load in the background while /health answers 503.
-    if (std::error_code ec; !std::filesystem::is_directory(o->model_dir, ec)) {
-      throw DataError(o->model_dir, "", "--model", "no model bundle folder here");
-    }
+    // A missing folder (existing_folder, at parse time) or a broken config.json is bad usage
+    // (status 2) and is said before the port is bound; the weights load in the background
+    // while /health answers 503.
     model::read_encoder_config(o->model_dir);
     if (o->num_threads > 0) set_num_threads(o->num_threads);
     spdlog::info("dialtree serve: {}", o->to_json().dump());

@@ -111,7 +111,9 @@ void register_tokenizer(CLI::App& app) {
 
   auto e = std::make_shared<EncodeArgs>();
   CLI::App* enc = tok->add_subcommand("encode", "Print the ids (and pieces) of a text");
-  enc->add_option("--model", e->model, "Tokenizer directory (with tokenizer.json)")->required();
+  enc->add_option("--model", e->model, "Tokenizer directory (with tokenizer.json)")
+      ->required()
+      ->check(existing_folder("tokenizer"));
   enc->add_option("--text", e->text, "Text to encode")->required();
   enc->add_flag("--pieces", e->pieces, "Also print the pieces");
   enc->callback([e] {
@@ -122,7 +124,9 @@ void register_tokenizer(CLI::App& app) {
 
   auto d = std::make_shared<DecodeArgs>();
   CLI::App* dec = tok->add_subcommand("decode", "Print the text of a list of ids");
-  dec->add_option("--model", d->model, "Tokenizer directory (with tokenizer.json)")->required();
+  dec->add_option("--model", d->model, "Tokenizer directory (with tokenizer.json)")
+      ->required()
+      ->check(existing_folder("tokenizer"));
   dec->add_option("ids", d->ids, "Token ids")->required();
   dec->callback([d] {
     const auto tk = data::load_tokenizer(d->model);

@@ -89,6 +89,11 @@ fs::path resolve_output_path(const fs::path& target) {
   if (exists && !S_ISREG(st.st_mode)) {
     throw std::invalid_argument(refused(target, p, st, "a regular file"));
   }
+  // Some links name no path that can be followed by hand (/dev/stdout -> /proc/self/fd/1 ->
+  // "pipe:[123]"), but the kernel resolves them: a FIFO or a terminal there is refused too.
+  if (!exists && ::stat(target.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    throw std::invalid_argument(refused(target, target, st, "a regular file"));
+  }
   return p;
 }
 

@@ -163,6 +163,27 @@ std::string utf8_scalar(const ValueContext& ctx, const YAML::Node& node) {
   return text;
 }
 
+// A string field takes text. YAML 1.2's core schema reads a plain 5, 0.5 or true as a number or
+// a boolean, so a string field refuses them unquoted, as a number field refuses "3": the
+// config then means what it says ('5' or "true" is the text).
+void require_text(const ValueContext& ctx, const YAML::Node& node) {
+  if (!is_plain(node)) return;
+  const std::string& text = node.Scalar();
+  long long i = 0;
+  double d = 0;
+  bool b = false;
+  std::string why;
+  const char* found = parse_integer(text, &i, &why) ? "an integer"
+                      : parse_boolean(text, &b)      ? "a boolean"
+                      : parse_real(text, &d, &why)   ? "a number"
+                                                     : nullptr;
+  if (found != nullptr) {
+    fail(ctx.source.at(node, &ctx.key_node), ctx.key,
+         std::string("expected a string, found ") + found + " " + quote_for_message(text) +
+             " (quote it to mean the text: '" + text + "')");
+  }
+}
+
 }  // namespace
 
 void read_value(const ValueContext& ctx, const YAML::Node& node, int* out) {
@@ -205,6 +226,7 @@ void read_value(const ValueContext& ctx, const YAML::Node& node, std::string* ou
     return;
   }
   if (!node.IsScalar()) wrong_type(ctx, node, "a string");
+  require_text(ctx, node);
   *out = utf8_scalar(ctx, node);
 }
 
@@ -221,9 +243,10 @@ void read_value(const ValueContext& ctx, const YAML::Node& node, std::vector<std
                            false};
       wrong_type(element, item, "a string");
     }
-    items.push_back(utf8_scalar(
-        ValueContext{ctx.source, ctx.key_node, ctx.key + "[" + std::to_string(i) + "]", false},
-        item));
+    const ValueContext element{ctx.source, ctx.key_node, ctx.key + "[" + std::to_string(i) + "]",
+                               false};
+    require_text(element, item);
+    items.push_back(utf8_scalar(element, item));
   }
   *out = std::move(items);
 }

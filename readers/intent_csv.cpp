@@ -193,10 +193,15 @@ IntentCsv read_intent_csv(const std::string& path, const LabelMap& labels,
       ex.text = std::move(r.fields[0]);
       ex.label = std::move(r.fields[1]);
       ex.line = r.line;
+      // An utterance with no text says nothing about its intent; DialoGLUE has none.
+      if (ex.text.find_first_not_of(" \t") == std::string::npos) {
+        throw DataError(path, at_line(r.line), "text",
+                        ex.text.empty() ? "empty text" : "the text is only blanks");
+      }
+      if (ex.label.empty()) {
+        throw DataError(path, at_line(r.line), "category", "empty label");
+      }
       if (options.labels_from_file) {
-        if (ex.label.empty()) {
-          throw DataError(path, at_line(r.line), "category", "empty label");
-        }
         const auto [it, added] = own_ids.emplace(ex.label, static_cast<int>(out.labels.size()));
         if (added) out.labels.push_back(ex.label);
         ex.label_id = it->second;

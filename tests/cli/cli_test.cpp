@@ -94,7 +94,7 @@ TEST_F(Cli, HfImportAndExportAreWiredWithExitStatus2OnBadInput) {
   EXPECT_THAT(r.err, HasSubstr("--format"));
   r = run({"export", "--model", "missing", "--out", "o"}, dir());
   EXPECT_EQ(r.status, 2);
-  EXPECT_THAT(r.err, HasSubstr("missing/config.json"));
+  EXPECT_THAT(r.err, HasSubstr("--model: no model bundle folder at 'missing'"));
   EXPECT_FALSE(fs::exists(tmp_.path() / "o"));
 }
 
@@ -142,6 +142,52 @@ TEST_F(Cli, OutSafety) {
   EXPECT_EQ(r.status, 2);
   EXPECT_THAT(r.err, HasSubstr("lies inside --out"));
   EXPECT_TRUE(fs::exists(tmp_.file("corpus.txt")));
+  // Found by a break test (2026-12-03). embed: --output may not be --input either.
+  spit(tmp_.file("texts.txt"), "hello\nworld\n");
+  fs::create_directories(tmp_.file("some-bundle"));
+  r = run({"embed", "--model", "some-bundle", "--input", "texts.txt", "--output", "texts.txt"},
+          dir());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("--output 'texts.txt' is the same file as --input 'texts.txt'"));
+  EXPECT_EQ(slurp(tmp_.file("texts.txt")), "hello\nworld\n");
+}
+
+// Integer flags take plain decimal within range: CLI11 alone wraps "-1" to 2^64 - 1 for an
+// unsigned flag and saturates past 2^64 (found by a break test, 2026-12-03).
+TEST_F(Cli, IntegerFlagsAreDecimalAndInRange) {
+  spit(tmp_.file("corpus.txt"), "hello world\n");
+  const std::vector<std::string> train = {"tokenizer", "train", "--input", "corpus.txt",
+                                          "--out",     "tok",   "--vocab-size"};
+  auto with = [&](std::vector<std::string> more) {
+    std::vector<std::string> a = train;
+    a.insert(a.end(), more.begin(), more.end());
+    return a;
+  };
+  Result r = run(with({"50", "--max-sentences", "-1"}), dir());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err,
+              HasSubstr("--max-sentences: expected a whole number >= 0 written in decimal, got '-1'"));
+  r = run(with({"50", "--max-sentences", "18446744073709551617"}), dir());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("'18446744073709551617' is out of range"));
+  r = run(with({"050"}), dir());  // octal to CLI11 (40), not 50
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("--vocab-size: expected a whole number written in decimal, got '050'"));
+  EXPECT_FALSE(fs::exists(tmp_.file("tok")));
+  // The environment twin of an unsigned flag goes through the same check.
+  fs::create_directories(tmp_.file("a-bundle"));
+  ::setenv("DIALTREE_BATCH_SIZE", "-1", 1);
+  r = run({"embed", "--model", "a-bundle"}, dir());
+  ::unsetenv("DIALTREE_BATCH_SIZE");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("DIALTREE_BATCH_SIZE=-1 (the environment twin of --batch-size)"));
+  // A --model that is not a folder is named as such before anything loads.
+  r = run({"tokenizer", "encode", "--model", "nowhere", "--text", "hi"}, dir());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("--model: no tokenizer folder at 'nowhere'"));
+  r = run({"embed", "--model", "corpus.txt"}, dir());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("'corpus.txt' is a file, not a model bundle folder"));
 }
 
 TEST_F(Cli, SourceAndDomainOptions) {

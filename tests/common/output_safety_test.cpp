@@ -98,6 +98,21 @@ TEST(AtomicFileTarget, RefusesDevicesFifosFoldersAndEmptyPaths) {
   EXPECT_EQ(names_in(tmp.path()), (std::vector<std::string>{"dir", "fifo", "to-full"}));
 }
 
+// /dev/stdout on a pipe is a chain of links whose last one names no path ("pipe:[123]"):
+// following it by hand found nothing there and tried to create "/proc/self/fd/pipe:[123].tmp..."
+// (found by a break test, 2026-12-03). The kernel's answer, a FIFO, is refused like any FIFO.
+TEST(AtomicFileTarget, StdoutOnAPipeIsRefusedAsAFifo) {
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  const std::string out = "/proc/self/fd/" + std::to_string(fds[1]);
+  const std::string what =
+      error_of<std::invalid_argument>([&] { write_file_atomic(out, "x"); });
+  ::close(fds[0]);
+  ::close(fds[1]);
+  EXPECT_THAT(what, HasSubstr("output path '" + out + "' is a FIFO, not a regular file"));
+  EXPECT_THAT(what, Not(HasSubstr("pipe:[")));
+}
+
 TEST(AtomicFileTarget, SymlinksAreFollowedAndKept) {
   testing::TempDir tmp;
   fs::create_directory(tmp.file("real"));

@@ -237,7 +237,7 @@ TEST(IntentCsvRfc4180, QuotesNewlinesLineEndsAndSpaces) {
       "\"two\r\nlines, one comma\",balance\r\n"  // lines 3-4
       "\"\nleading newline\",card_lost\n"        // lines 5-6 (LF only)
       " spaced out ,balance\r\n"                 // line 7: spaces are kept
-      "\"\",greet\n"                             // line 8: empty quoted text
+      "\"\"\"\",greet\n"                         // line 8: a lone quote, quoted
       "\"a\",\"card_lost\"\n"                    // line 9: quoted label
       "last without newline,greet";              // line 10
   write_bytes(tmp.file("a.csv"), bytes);
@@ -251,7 +251,7 @@ TEST(IntentCsvRfc4180, QuotesNewlinesLineEndsAndSpaces) {
   EXPECT_EQ(csv.rows[2].line, 5u);
   EXPECT_EQ(csv.rows[3].text, " spaced out ");
   EXPECT_EQ(csv.rows[3].line, 7u);
-  EXPECT_EQ(csv.rows[4].text, "");
+  EXPECT_EQ(csv.rows[4].text, "\"");  // an empty text is an error (IntentCsvMalformed)
   EXPECT_EQ(csv.rows[4].line, 8u);
   EXPECT_EQ(csv.rows[5].label_id, 1);
   EXPECT_EQ(csv.rows[5].line, 9u);
@@ -319,6 +319,14 @@ INSTANTIATE_TEST_SUITE_P(
         BadCsv{"invalid_utf8_in_quoted_continuation", "text,category\n\"a\nb\xFF\",greet\n",
                "line 3: field 'text': invalid UTF-8 at byte 2 of the line"},
         BadCsv{"empty_file", "", "line 1: field 'header': file is empty; expected 'text,category'"},
+        // Found by a break test (2026-12-03): an empty or blank text was converted, and an empty
+        // label was reported as "label '' not in categories.json".
+        BadCsv{"empty_text", "text,category\na,greet\n\"\",greet\n",
+               "line 3: field 'text': empty text"},
+        BadCsv{"blank_text", "text,category\na,greet\n   ,greet\n",
+               "line 3: field 'text': the text is only blanks"},
+        BadCsv{"empty_label_with_categories", "text,category\nhi,\n",
+               "line 2: field 'category': empty label"},
         BadCsv{"unknown_label_after_multiline", "text,category\n\"x\ny\nz\",greet\nq,nope\n",
                "line 5: field 'category': label 'nope' not in categories.json"}),
     [](const ::testing::TestParamInfo<BadCsv>& i) { return std::string(i.param.name); });
