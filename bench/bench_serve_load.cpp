@@ -3,7 +3,8 @@
 // through the lines of a text file, for a fixed duration or a fixed total number of requests.
 // Connections are opened one by one before timing starts. Prints one `RESULT key=value ...` line:
 // requests, errors, seconds, requests/s, and the p50, p99 and max latency in milliseconds (send to
-// full response, measured on the client).
+// full response, measured on the client), and the CPU seconds this client process used over the
+// timed phase (user + system: on a machine shared with the server, what the load itself costs).
 //
 //   usage: bench_serve_load --port P --texts FILE [--host H] [--clients N]
 //                           [--duration S | --requests N] [--check-dims D]
@@ -18,6 +19,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <sys/resource.h>
 
 #include <httplib.h>
 #include <nlohmann/json.hpp>
@@ -145,6 +148,14 @@ void run_client(const LoadOptions& o, const std::vector<std::string>& bodies, ht
   }
 }
 
+/// User + system CPU seconds of this process so far (all its threads; getrusage).
+double process_cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  auto sec = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec * 1e-6; };
+  return sec(u.ru_utime) + sec(u.ru_stime);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -158,6 +169,7 @@ int main(int argc, char** argv) {
     std::vector<std::unique_ptr<httplib::Client>> clients;
     for (int c = 0; c < o.clients; ++c) clients.push_back(connect(o));
     std::vector<std::thread> threads;
+    const double cpu0 = process_cpu_seconds();
     const auto t0 = Clock::now();
     const auto deadline = t0 + std::chrono::duration_cast<Clock::duration>(
                                    std::chrono::duration<double>(o.duration_s));
@@ -168,6 +180,7 @@ int main(int argc, char** argv) {
     }
     for (auto& t : threads) t.join();
     const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    const double client_cpu_s = process_cpu_seconds() - cpu0;
     std::vector<double> all;
     long errors = 0;
     std::string first_error;
@@ -180,9 +193,9 @@ int main(int argc, char** argv) {
     if (!first_error.empty()) std::fprintf(stderr, "first error: %s\n", first_error.c_str());
     std::printf(
         "RESULT clients=%d requests=%zu errors=%ld seconds=%.3f rps=%.1f p50_ms=%.2f "
-        "p99_ms=%.2f max_ms=%.2f\n",
+        "p99_ms=%.2f max_ms=%.2f client_cpu_s=%.3f\n",
         o.clients, all.size(), errors, seconds, static_cast<double>(all.size()) / seconds,
-        quantile(all, 0.50), quantile(all, 0.99), all.empty() ? 0.0 : all.back());
+        quantile(all, 0.50), quantile(all, 0.99), all.empty() ? 0.0 : all.back(), client_cpu_s);
     return errors > 0 ? 1 : 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_serve_load: %s\n", e.what());

@@ -10,7 +10,9 @@
 #      rate on the same texts (tokenisation included on both sides, the server's thread count),
 #      measured right before and right after each load run and averaged, so that the ratio is
 #      taken in one window of this shared machine's speed; p50/p99 latency, mean batch size from
-#      /metrics; once per server thread count in SERVER_THREADS;
+#      /metrics; the CPU time server and client each used during the run, as a share of all
+#      CPUs (both run on this machine, so the server's share bounds its fraction of offline);
+#      once per server thread count in SERVER_THREADS;
 #   3. the server's resident set size after warm-up and after SOAK requests from 32 clients, in
 #      ten chunks, with an offline pass after each chunk (the soak's ratio uses their median).
 # Takes about 2 min + 1.5 min per server thread count + SOAK / (32-client requests/s) + 1 min.
@@ -58,6 +60,12 @@ now() { date +%s.%N; }
 field() { sed -nE "s/.*[ ]$1=([^ ]+).*/\1/p" <<<"$2"; }
 med() { sort -g | awk '{v[NR] = $1} END {print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 rss_mib() { awk '/^VmRSS/ {printf "%.1f", $2 / 1024}' "/proc/$1/status"; }
+# User + system CPU seconds of process $1 so far (fields 14 and 15 of /proc/PID/stat, counted
+# after the command name, which may hold spaces).
+cpu_s() { sed -E 's/.*\) //' "/proc/$1/stat" | awk -v hz="$(getconf CLK_TCK)" '{print ($12 + $13) / hz}'; }
+# "server/client" CPU share of all CPUs over a run: server CPU seconds $1, RESULT line $2.
+cpu_share() { awk -v sv="$1" -v c="$(field client_cpu_s "$2")" -v t="$(field seconds "$2")" -v n="$(nproc)" \
+  'BEGIN {printf "%.2f / %.2f", sv / (t * n), c / (t * n)}'; }
 
 "$py" - "$csv" "$out/texts.txt" <<'EOF'
 import csv, sys
@@ -128,7 +136,7 @@ offline_now() {
 }
 batches() { curl -s "http://127.0.0.1:$port/metrics" |
   awk '/^dialtree_batch_size_sum/ {s = $2} /^dialtree_batch_size_count/ {c = $2} END {print s, c}'; }
-declare -A res mean_batch off_at
+declare -A res mean_batch off_at share
 first=1
 for st in $server_threads; do
   echo "== 2. dialtree serve --num-threads $st --http-threads $http_threads --max-wait-ms $max_wait --max-batch-requests $max_batch"
@@ -142,7 +150,9 @@ for st in $server_threads; do
   for c in 1 8 32; do
     o0=$(offline_now "$st")
     b0=$(batches)
+    c0=$(cpu_s "$server_pid")
     res[$st.$c]=$("${load[@]}" --clients "$c" --duration "$duration") || true # errors: in the table
+    share[$st.$c]=$(cpu_share "$(awk -v a="$c0" -v b="$(cpu_s "$server_pid")" 'BEGIN {print b - a}')" "${res[$st.$c]}")
     b1=$(batches)
     o1=$(offline_now "$st")
     off_at[$st.$c]=$(awk -v a="$o0" -v b="$o1" 'BEGIN {printf "%.1f", (a + b) / 2}')
@@ -158,8 +168,11 @@ for st in $server_threads; do
     rss_series=$rss0
     : >"$out/soak.txt"
     : >"$out/soak-offline.txt"
+    soak_server_cpu=0
     for ((k = 1; k <= 10; ++k)); do # 10 chunks, RSS and an offline pass after each
+      c0=$(cpu_s "$server_pid")
       "${load[@]}" --clients 32 --requests $((soak / 10)) >>"$out/soak.txt" || true
+      soak_server_cpu=$(awk -v s="$soak_server_cpu" -v a="$c0" -v b="$(cpu_s "$server_pid")" 'BEGIN {print s + b - a}')
       rss_series+=" $(rss_mib "$server_pid")"
       offline_now "$st" >>"$out/soak-offline.txt"
     done
@@ -170,11 +183,12 @@ for st in $server_threads; do
     rss1=$(rss_mib "$server_pid")
     # Sums over the chunks; p50 = median of the chunks' p50s, p99 and max = their maxima.
     soak_res=$(awk '{for (i = 2; i <= NF; ++i) {split($i, kv, "="); v[kv[1]] = kv[2]}
-      n += v["requests"]; e += v["errors"]; s += v["seconds"]
+      n += v["requests"]; e += v["errors"]; s += v["seconds"]; cpu += v["client_cpu_s"]
       if (v["p99_ms"] + 0 > p99) p99 = v["p99_ms"] + 0; if (v["max_ms"] + 0 > mx) mx = v["max_ms"] + 0}
-      END {printf "RESULT requests=%d errors=%d seconds=%.3f rps=%.1f p50_ms=%s p99_ms=%.2f max_ms=%.2f\n",
-        n, e, s, n / s, p50, p99, mx}' p50="$(sed -nE 's/.* p50_ms=([^ ]+).*/\1/p' "$out/soak.txt" | med)" \
+      END {printf "RESULT requests=%d errors=%d seconds=%.3f rps=%.1f p50_ms=%s p99_ms=%.2f max_ms=%.2f client_cpu_s=%.3f\n",
+        n, e, s, n / s, p50, p99, mx, cpu}' p50="$(sed -nE 's/.* p50_ms=([^ ]+).*/\1/p' "$out/soak.txt" | med)" \
       "$out/soak.txt")
+    soak_share=$(cpu_share "$soak_server_cpu" "$soak_res")
     echo "$soak_res mean_batch=$soak_batch offline_median=$soak_off ($(tr '\n' ' ' <"$out/soak-offline.txt"))"
     echo "RSS (MiB) after warm-up, then after each tenth of the soak: $rss_series"
     first=0
@@ -200,19 +214,19 @@ printf '| max abs difference of the vectors | %s | | |\n' "$(field max_abs_diff 
 printf '| dialtree, text input (tokenisation included): whole process %.2f s; in-process %.0f sentences/s | | | |\n' \
   "$w_text" "$off"
 echo
-echo "| server: /embed, one sentence per request | requests/s | offline sentences/s, same threads, around the run | server / offline | p50 ms | p99 ms | max ms | mean batch | errors |"
-echo "|---|---|---|---|---|---|---|---|---|"
+echo "| server: /embed, one sentence per request | requests/s | offline sentences/s, same threads, around the run | server / offline | CPU share of the $(nproc) CPUs: server / client | p50 ms | p99 ms | max ms | mean batch | errors |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
 for st in $server_threads; do
   for c in 1 8 32; do
     r=${res[$st.$c]}
-    printf '| --num-threads %s, %d clients, %s s | %.0f | %.0f | %.2f | %s | %s | %s | %s | %s |\n' "$st" "$c" "$duration" \
-      "$(field rps "$r")" "${off_at[$st.$c]}" "$(awk -v a="$(field rps "$r")" -v b="${off_at[$st.$c]}" 'BEGIN {print a / b}')" "$(field p50_ms "$r")" \
+    printf '| --num-threads %s, %d clients, %s s | %.0f | %.0f | %.2f | %s | %s | %s | %s | %s | %s |\n' "$st" "$c" "$duration" \
+      "$(field rps "$r")" "${off_at[$st.$c]}" "$(awk -v a="$(field rps "$r")" -v b="${off_at[$st.$c]}" 'BEGIN {print a / b}')" "${share[$st.$c]}" "$(field p50_ms "$r")" \
       "$(field p99_ms "$r")" "$(field max_ms "$r")" "${mean_batch[$st.$c]}" "$(field errors "$r")"
   done
 done
-printf '| --num-threads %s, soak: %s requests, 32 clients | %.0f | %.0f | %.2f | %s | %s | %s | %s | %s |\n' "$soak_threads" \
+printf '| --num-threads %s, soak: %s requests, 32 clients | %.0f | %.0f | %.2f | %s | %s | %s | %s | %s | %s |\n' "$soak_threads" \
   "$(field requests "$soak_res")" "$(field rps "$soak_res")" "$soak_off" \
-  "$(awk -v a="$(field rps "$soak_res")" -v b="$soak_off" 'BEGIN {print a / b}')" \
+  "$(awk -v a="$(field rps "$soak_res")" -v b="$soak_off" 'BEGIN {print a / b}')" "$soak_share" \
   "$(field p50_ms "$soak_res")" "$(field p99_ms "$soak_res")" "$(field max_ms "$soak_res")" "$soak_batch" \
   "$(field errors "$soak_res")"
 echo
