@@ -118,6 +118,24 @@ std::string line_col(const std::string& text, std::size_t pos) {
   }
   return "line " + std::to_string(line) + ", column " + std::to_string(col);
 }
+
+// nlohmann's message for a DataError that names the place itself: without the
+// "[json.exception.parse_error.101] " tag and the "parse error at line 1, column 18: " head (for
+// one line of a JSONL file its "line 1" is not the file's line; `column`, when given, says where
+// in the line), and escaped, as its "last read: '...'" excerpt quotes the input's bytes raw.
+std::string json_error_text(const json::exception& e, const std::string& column = "") {
+  std::string m = e.what();
+  if (m.rfind("[json.exception.", 0) == 0) {
+    if (const auto end = m.find("] "); end != std::string::npos) m.erase(0, end + 2);
+  }
+  if (m.rfind("parse error at line ", 0) == 0) {
+    if (const auto end = m.find(": "); end != std::string::npos) m.erase(0, end + 2);
+  } else if (m.rfind("parse error: ", 0) == 0) {
+    m.erase(0, 13);
+  }
+  return "invalid JSON" + (column.empty() ? "" : " at column " + column) + ": " +
+         escape_for_message(m, 400, /*escape_quotes=*/false);
+}
 }  // namespace
 
 json json_parse_file(const std::string& path) {
@@ -129,9 +147,9 @@ json json_parse_text(const std::string& text, const std::string& path) {
     return json::parse(text);
   } catch (const json::parse_error& e) {
     std::size_t pos = e.byte > 0 ? e.byte - 1 : 0;
-    throw DataError(path, line_col(text, pos), "", std::string("invalid JSON: ") + e.what());
+    throw DataError(path, line_col(text, pos), "", json_error_text(e));
   } catch (const json::exception& e) {  // e.g. a number out of range (1e400)
-    throw DataError(path, "", "", std::string("invalid JSON: ") + e.what());
+    throw DataError(path, "", "", json_error_text(e));
   }
 }
 
@@ -149,9 +167,9 @@ void json_for_each_line(const std::string& path,
     try {
       v = json::parse(line);
     } catch (const json::parse_error& e) {
-      throw DataError(path, at_line(no), "", std::string("invalid JSON: ") + e.what());
+      throw DataError(path, at_line(no), "", json_error_text(e, std::to_string(e.byte)));
     } catch (const json::exception& e) {
-      throw DataError(path, at_line(no), "", std::string("invalid JSON: ") + e.what());
+      throw DataError(path, at_line(no), "", json_error_text(e));
     }
     fn(no, v);
   }

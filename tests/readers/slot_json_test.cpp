@@ -25,6 +25,7 @@ using ::dialtree::testing::TempDir;
 using ::dialtree::testing::write_bytes;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::UnorderedElementsAreArray;
 
 // --- real data ---------------------------------------------------------------------------------
@@ -138,6 +139,17 @@ TEST(SlotJsonReal, MalformedCopies) {
   write_bytes(path, real.substr(0, 1000));
   const std::string msg = error_of<DataError>([&] { read_slot_json(path); });
   EXPECT_THAT(msg, HasSubstr(path + ": line 1, column 1001: invalid JSON"));
+  EXPECT_THAT(msg, Not(HasSubstr("json.exception")));
+  EXPECT_THAT(msg, Not(HasSubstr("parse error at line")));  // the place is said once
+
+  // An invalid byte inside a string is escaped in the message, never printed raw (found by a
+  // break test, 2026-12-03).
+  write_bytes(path, "[{\"userInput\":{\"text\":\"caf\xC3\"}}]");
+  const std::string bad = error_of<DataError>([&] { read_slot_json(path); });
+  EXPECT_THAT(bad, HasSubstr("invalid JSON: syntax error while parsing value - invalid string: "
+                             "ill-formed UTF-8 byte"));
+  EXPECT_THAT(bad, HasSubstr("\\xC3"));
+  EXPECT_EQ(bad.find('\xC3'), std::string::npos) << bad;
 }
 
 // --- C07: offset 0 omitted ---------------------------------------------------------------------
