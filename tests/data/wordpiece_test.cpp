@@ -238,7 +238,9 @@ TEST(WordPiece, OffsetsAgreeWithEncodeOnRealUtterances) {
       std::transform(src.begin(), src.end(), src.begin(), ::tolower);
       const bool ascii =
           std::all_of(src.begin(), src.end(), [](char c) { return (c & 0x80) == 0; });
-      if (ascii && piece != "[UNK]") ASSERT_EQ(src, bare) << line;
+      if (ascii && piece != "[UNK]") {
+        ASSERT_EQ(src, bare) << line;
+      }
     }
     ASSERT_EQ(ids, tok.encode(line)) << line;
   }
