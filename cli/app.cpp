@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "common/atomic_file.h"
 #include "common/blas_kernels.h"
 #include "common/check.h"
 #include "common/error.h"
@@ -93,6 +94,14 @@ void require_decimal_integers(CLI::App& app) {
 }
 
 }  // namespace
+
+void refuse_overwriting_input(const std::string& out_flag, const std::string& out,
+                              const std::string& input_what, const std::string& input) {
+  if (is_same_file(out, input)) {
+    throw std::invalid_argument(out_flag + " '" + out + "' is the same file as " + input_what +
+                                " '" + input + "'; refusing to overwrite an input");
+  }
+}
 
 CLI::Validator existing_folder(const std::string& what) {
   return CLI::Validator(

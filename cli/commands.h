@@ -31,6 +31,13 @@ CLI::Option* add_flag_with_env(CLI::App* cmd, const std::string& name, T& value,
 /// file, not a <what> folder", the environment twin included (cli/app.cpp).
 CLI::Validator existing_folder(const std::string& what);
 
+/// Refuses an output that is the same file as one of the command's inputs (is_same_file: links
+/// and other spellings count), before anything is written: "<out_flag> '<out>' is the same file
+/// as <input_what> '<input>'; refusing to overwrite an input". @throws std::invalid_argument
+/// (status 2).
+void refuse_overwriting_input(const std::string& out_flag, const std::string& out,
+                              const std::string& input_what, const std::string& input);
+
 /// `dialtree eval score` (DialoGLUE scoring, torch-free) on the `eval` group (cli/score_cmd.cpp).
 void register_eval_score(CLI::App& eval);
 /// `dialtree eval dialoglue` and `dialtree eval probe` (torch), added to the `eval` group that

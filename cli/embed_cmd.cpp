@@ -116,9 +116,8 @@ void run_embed(const EmbedArgs& a) {
   check_flag_ranges(a);
   // The vectors replace --output as a whole once every input is read; with --input as --output
   // that would lose the inputs (as sts convert and tokenizer train, status 2).
-  if (a.input != "-" && a.output != "-" && is_same_file(a.output, a.input)) {
-    throw std::invalid_argument("--output '" + a.output + "' is the same file as --input '" +
-                                a.input + "'; refusing to overwrite an input");
+  if (a.input != "-" && a.output != "-") {
+    refuse_overwriting_input("--output", a.output, "--input", a.input);
   }
   if (a.num_threads > 0) set_num_threads(a.num_threads);
   const std::vector<serve::Input> inputs = read_inputs(a);

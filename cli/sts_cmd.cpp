@@ -42,12 +42,7 @@ void check_out_is_not_an_input(const ConvertArgs& a, sts::SourceFormat format) {
                             ? a.categories
                             : (fs::path(a.input).parent_path() / "categories.json").string());
   }
-  for (const auto& [what, path] : inputs) {
-    if (is_same_file(a.out, path)) {
-      throw std::invalid_argument("--out '" + a.out + "' is the same file as " + what + " '" +
-                                  path + "'; refusing to overwrite an input");
-    }
-  }
+  for (const auto& [what, path] : inputs) refuse_overwriting_input("--out", a.out, what, path);
 }
 
 void run_convert(const ConvertArgs& a) {

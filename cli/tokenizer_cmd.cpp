@@ -38,10 +38,7 @@ void check_out_is_not_an_input(const data::SentencePieceTrainOptions& t) {
   fs::path out = fs::weakly_canonical(fs::absolute(t.out_dir, ec), ec).lexically_normal();
   if (out.filename().empty() && out.has_relative_path()) out = out.parent_path();  // "tok/"
   for (const std::string& input : t.inputs) {
-    if (is_same_file(t.out_dir, input)) {
-      throw std::invalid_argument("--out '" + t.out_dir + "' is the same file as --input '" +
-                                  input + "'; refusing to overwrite an input");
-    }
+    refuse_overwriting_input("--out", t.out_dir, "--input", input);
     std::error_code ec2;
     const fs::path in = fs::weakly_canonical(fs::absolute(input, ec2), ec2);
     if (ec || ec2 || out.empty()) continue;

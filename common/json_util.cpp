@@ -128,10 +128,9 @@ std::string json_error_text(const json::exception& e, const std::string& column 
   if (m.rfind("[json.exception.", 0) == 0) {
     if (const auto end = m.find("] "); end != std::string::npos) m.erase(0, end + 2);
   }
-  if (m.rfind("parse error at line ", 0) == 0) {
+  // "parse error at line 1, column 18: ..." or "parse error: ...": drop up to the first ": ".
+  if (m.rfind("parse error", 0) == 0) {
     if (const auto end = m.find(": "); end != std::string::npos) m.erase(0, end + 2);
-  } else if (m.rfind("parse error: ", 0) == 0) {
-    m.erase(0, 13);
   }
   return "invalid JSON" + (column.empty() ? "" : " at column " + column) + ": " +
          escape_for_message(m, 400, /*escape_quotes=*/false);
