@@ -12,7 +12,8 @@
 #      taken in one window of this shared machine's speed; p50/p99 latency, mean batch size from
 #      /metrics; the CPU time server and client each used during the run, as a share of all
 #      CPUs (both run on this machine, so the server's share bounds its fraction of offline);
-#      once per server thread count in SERVER_THREADS;
+#      once per entry of SERVER_THREADS: a thread count, or THREADS:WORKERS to set
+#      --inference-workers too (e.g. "2:1 2" runs the single-worker design, then the default);
 #   3. the server's resident set size after warm-up and after SOAK requests from 32 clients, in
 #      ten chunks, with an offline pass after each chunk (the soak's ratio uses their median).
 # Takes about 2 min + 1.5 min per server thread count + SOAK / (32-client requests/s) + 1 min.
@@ -116,9 +117,12 @@ w_cpp=$(awk '{print $1}' "$out/whole.txt" | med)
 w_py=$(awk '{print $2}' "$out/whole.txt" | med)
 w_text=$(awk '{print $3}' "$out/whole.txt" | med)
 
-# Starts the server with $1 LibTorch threads; sets server_pid and port.
+# The serve flags of a SERVER_THREADS entry $1: THREADS or THREADS:WORKERS.
+serve_flags() { if [[ $1 == *:* ]]; then echo "--num-threads ${1%%:*} --inference-workers ${1#*:}"; else echo "--num-threads $1"; fi; }
+# Starts the server for SERVER_THREADS entry $1; sets server_pid and port.
 start_server() {
-  "$dialtree" serve --model "$model" --port 0 --num-threads "$1" --http-threads "$http_threads" \
+  # shellcheck disable=SC2046 # two words on purpose
+  "$dialtree" serve --model "$model" --port 0 $(serve_flags "$1") --http-threads "$http_threads" \
     --max-wait-ms "$max_wait" --max-batch-requests "$max_batch" 2>"$out/server.$1.log" &
   server_pid=$!
   port=
@@ -139,7 +143,7 @@ batches() { curl -s "http://127.0.0.1:$port/metrics" |
 declare -A res mean_batch off_at share
 first=1
 for st in $server_threads; do
-  echo "== 2. dialtree serve --num-threads $st --http-threads $http_threads --max-wait-ms $max_wait --max-batch-requests $max_batch"
+  echo "== 2. dialtree serve $(serve_flags "$st") --http-threads $http_threads --max-wait-ms $max_wait --max-batch-requests $max_batch"
   start_server "$st"
   load=("$build/bench/bench_serve_load" --port "$port" --texts "$out/texts.txt")
   hidden=$(sed -nE 's/.*"hidden_size":([0-9]+).*/\1/p' <<<"$(curl -s "http://127.0.0.1:$port/info")")
@@ -148,20 +152,20 @@ for st in $server_threads; do
   rss0=$(rss_mib "$server_pid")
   echo "port $port, RSS after warm-up (3 s, 32 clients): $rss0 MiB"
   for c in 1 8 32; do
-    o0=$(offline_now "$st")
+    o0=$(offline_now "${st%%:*}")
     b0=$(batches)
     c0=$(cpu_s "$server_pid")
     res[$st.$c]=$("${load[@]}" --clients "$c" --duration "$duration") || true # errors: in the table
     share[$st.$c]=$(cpu_share "$(awk -v a="$c0" -v b="$(cpu_s "$server_pid")" 'BEGIN {print b - a}')" "${res[$st.$c]}")
     b1=$(batches)
-    o1=$(offline_now "$st")
+    o1=$(offline_now "${st%%:*}")
     off_at[$st.$c]=$(awk -v a="$o0" -v b="$o1" 'BEGIN {printf "%.1f", (a + b) / 2}')
     mean_batch[$st.$c]=$(awk -v a="$b0" -v b="$b1" 'BEGIN {split(a, x, " "); split(b, y, " ")
       printf "%.1f", (y[1] - x[1]) / (y[2] - x[2])}')
     echo "${res[$st.$c]} mean_batch=${mean_batch[$st.$c]} offline_before=$o0 offline_after=$o1"
   done
   if ((first)); then
-    echo "== 3. soak: $soak requests from 32 clients (server --num-threads $st)"
+    echo "== 3. soak: $soak requests from 32 clients (server $(serve_flags "$st"))"
     soak_threads=$st
     b0=$(batches)
     soak_rss0=$rss0
@@ -174,7 +178,7 @@ for st in $server_threads; do
       "${load[@]}" --clients 32 --requests $((soak / 10)) >>"$out/soak.txt" || true
       soak_server_cpu=$(awk -v s="$soak_server_cpu" -v a="$c0" -v b="$(cpu_s "$server_pid")" 'BEGIN {print s + b - a}')
       rss_series+=" $(rss_mib "$server_pid")"
-      offline_now "$st" >>"$out/soak-offline.txt"
+      offline_now "${st%%:*}" >>"$out/soak-offline.txt"
     done
     soak_off=$(med <"$out/soak-offline.txt")
     b1=$(batches)
@@ -219,15 +223,15 @@ echo "|---|---|---|---|---|---|---|---|---|---|"
 for st in $server_threads; do
   for c in 1 8 32; do
     r=${res[$st.$c]}
-    printf '| --num-threads %s, %d clients, %s s | %.0f | %.0f | %.2f | %s | %s | %s | %s | %s | %s |\n' "$st" "$c" "$duration" \
+    printf '| %s, %d clients, %s s | %.0f | %.0f | %.2f | %s | %s | %s | %s | %s | %s |\n' "$(serve_flags "$st")" "$c" "$duration" \
       "$(field rps "$r")" "${off_at[$st.$c]}" "$(awk -v a="$(field rps "$r")" -v b="${off_at[$st.$c]}" 'BEGIN {print a / b}')" "${share[$st.$c]}" "$(field p50_ms "$r")" \
       "$(field p99_ms "$r")" "$(field max_ms "$r")" "${mean_batch[$st.$c]}" "$(field errors "$r")"
   done
 done
-printf '| --num-threads %s, soak: %s requests, 32 clients | %.0f | %.0f | %.2f | %s | %s | %s | %s | %s | %s |\n' "$soak_threads" \
+printf '| %s, soak: %s requests, 32 clients | %.0f | %.0f | %.2f | %s | %s | %s | %s | %s | %s |\n' "$(serve_flags "$soak_threads")" \
   "$(field requests "$soak_res")" "$(field rps "$soak_res")" "$soak_off" \
   "$(awk -v a="$(field rps "$soak_res")" -v b="$soak_off" 'BEGIN {print a / b}')" "$soak_share" \
   "$(field p50_ms "$soak_res")" "$(field p99_ms "$soak_res")" "$(field max_ms "$soak_res")" "$soak_batch" \
   "$(field errors "$soak_res")"
 echo
-echo "Server RSS (--num-threads $soak_threads): $soak_rss0 MiB after warm-up, $rss1 MiB after the soak ($(awk -v a="$soak_rss0" -v b="$rss1" 'BEGIN {printf "%+.1f", b - a}') MiB); after warm-up and each tenth of the soak: $rss_series MiB."
+echo "Server RSS ($(serve_flags "$soak_threads")): $soak_rss0 MiB after warm-up, $rss1 MiB after the soak ($(awk -v a="$soak_rss0" -v b="$rss1" 'BEGIN {printf "%+.1f", b - a}') MiB); after warm-up and each tenth of the soak: $rss_series MiB."

@@ -1,5 +1,6 @@
 // Dynamic batching for `dialtree serve` (docs/serving.md "Batching, limits and operation", as TEI's
-// queue): one background thread owns a FIFO of inputs and hands the next batch to a runner. A batch
+// queue): worker threads share a FIFO of inputs, and each in turn takes the next batch and runs
+// it (one worker by default; the server runs one per CPU, docs/serving.md "Inference workers"). A batch
 // takes queued inputs in order while the padded token budget holds — max(tokens) × count <=
 // max_batch_tokens — and count <= max_batch_requests; it starts as soon as the budget is full, or
 // when it has gathered as many inputs as the previous batch took (the steady load's forecast), or
@@ -36,20 +37,26 @@ struct BatchLimits {
   std::chrono::microseconds max_wait{2000};
 };
 
-/// A FIFO of `Item`s (each with a `std::size_t tokens` member) drained by one thread that calls
-/// `runner(batch)` with batches packed by BatchLimits. The runner must not throw (it owns the
-/// error reporting of its items); if it does, the exception is swallowed and the batch dropped.
+/// A FIFO of `Item`s (each with a `std::size_t tokens` member) drained by `workers` threads, each
+/// of which calls `runner(batch)` with batches packed by BatchLimits, one batch at a time; with
+/// several workers, batches run concurrently, so the runner must be thread-safe. Items leave the
+/// queue in arrival order. The runner must not throw (it owns the error reporting of its items);
+/// if it does, the exception is swallowed and the batch dropped.
 template <class Item>
 class Batcher {
  public:
   using Runner = std::function<void(std::vector<Item>& batch)>;
 
-  /// Starts the batching thread. @throws std::invalid_argument if a limit is 0.
-  Batcher(BatchLimits limits, Runner runner) : limits_(limits), runner_(std::move(runner)) {
+  /// Starts `workers` batching threads. @throws std::invalid_argument if a limit or `workers`
+  /// is 0.
+  Batcher(BatchLimits limits, Runner runner, std::size_t workers = 1)
+      : limits_(limits), runner_(std::move(runner)) {
     if (limits_.max_batch_tokens == 0 || limits_.max_batch_requests == 0) {
       throw std::invalid_argument("batcher: max_batch_tokens and max_batch_requests must be >= 1");
     }
-    thread_ = std::thread([this] { loop(); });
+    if (workers == 0) throw std::invalid_argument("batcher: workers must be >= 1");
+    threads_.reserve(workers);
+    for (std::size_t i = 0; i < workers; ++i) threads_.emplace_back([this] { loop(); });
   }
   Batcher(const Batcher&) = delete;
   Batcher& operator=(const Batcher&) = delete;
@@ -73,14 +80,16 @@ class Batcher {
     return queue_.size();
   }
 
-  /// Runs every queued input (without waiting for max_wait), then joins the thread. Idempotent.
+  /// Runs every queued input (without waiting for max_wait), then joins the threads. Idempotent.
   void stop() {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       stopping_ = true;
     }
-    cv_.notify_one();
-    if (thread_.joinable()) thread_.join();
+    cv_.notify_all();
+    for (std::thread& t : threads_) {
+      if (t.joinable()) t.join();
+    }
   }
 
  private:
@@ -102,22 +111,27 @@ class Batcher {
     return {n, n < queue_.size() || n == limits_.max_batch_requests};
   }
 
+  // One worker. Its forecast and the time it became free are its own.
   void loop() {
     std::vector<Item> batch;
-    // The forecast: as many inputs as the previous batch took (at first, a full batch).
+    // The forecast: as many inputs as this worker's previous batch took (at first, a full batch).
     std::size_t expected = limits_.max_batch_requests;
     Clock::time_point free_since = Clock::now();
     for (;;) {
+      bool more = false;
       {
         std::unique_lock<std::mutex> lock(mutex_);
-        cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-        if (queue_.empty()) return;  // stopping and drained
-        const auto deadline = std::max(queue_.front().enqueued, free_since) + limits_.max_wait;
-        cv_.wait_until(lock, deadline, [&] {
-          if (stopping_) return true;
-          const auto [n, full] = plan();
-          return full || n >= expected;
-        });
+        for (;;) {
+          cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+          if (queue_.empty()) return;  // stopping and drained
+          const auto deadline = std::max(queue_.front().enqueued, free_since) + limits_.max_wait;
+          cv_.wait_until(lock, deadline, [&] {
+            if (stopping_ || queue_.empty()) return true;
+            const auto [n, full] = plan();
+            return full || n >= expected;
+          });
+          if (!queue_.empty()) break;  // else another worker took them while this one waited
+        }
         const std::size_t n = plan().first;
         expected = n;
         batch.clear();
@@ -125,7 +139,10 @@ class Batcher {
           batch.push_back(std::move(queue_.front().item));
           queue_.pop_front();
         }
+        more = !queue_.empty();
       }
+      // Inputs left behind: another free worker starts on them while this one runs its batch.
+      if (more) cv_.notify_one();
       try {
         runner_(batch);
       } catch (...) {
@@ -142,7 +159,7 @@ class Batcher {
   std::deque<Queued> queue_;
   mutable std::vector<std::size_t> lengths_;  // plan()'s scratch, guarded by mutex_
   bool stopping_ = false;
-  std::thread thread_;
+  std::vector<std::thread> threads_;
 };
 
 }  // namespace dialtree::serve

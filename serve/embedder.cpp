@@ -146,6 +146,15 @@ ForwardOutputs Embedder::forward(const std::vector<const data::SerializedExample
   examples.reserve(batch.size());
   for (const auto* ex : batch) examples.push_back(*ex);
 
+  if (threads_per_forward_ > 0) {
+    // Per thread: OpenMP's thread count (what LibTorch and OpenBLAS read) is the calling
+    // thread's own setting.
+    thread_local int configured = 0;
+    if (configured != threads_per_forward_) {
+      at::set_num_threads(threads_per_forward_);
+      configured = threads_per_forward_;
+    }
+  }
   torch::InferenceMode guard;
   model::SpaceModel& net = impl_->bundle.model;
   const model::EncoderInputs inputs = model::to_device(model::collate(examples), impl_->device);
@@ -168,6 +177,18 @@ ForwardOutputs Embedder::forward(const std::vector<const data::SerializedExample
     }
   }
   return out;
+}
+
+void Embedder::set_threads_per_forward(int threads) {
+  if (threads < 0) {
+    throw std::invalid_argument("threads per forward pass must be >= 0, got " +
+                                std::to_string(threads));
+  }
+  threads_per_forward_ = threads;
+}
+
+int Embedder::intra_op_threads() {
+  return at::get_num_threads();
 }
 
 std::vector<std::vector<float>> embed_batched(const Embedder& embedder,

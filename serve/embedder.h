@@ -33,8 +33,9 @@ struct InputLimits {
   std::size_t max_turns = 0;             ///< utterances kept; derived (the turn table's size)
 };
 
-/// A bundle on one device in eval mode. forward() is not re-entrant: call it from one thread at a
-/// time (the server's single inference worker); prepare() is thread-safe.
+/// A bundle on one device in eval mode. prepare() and forward() are thread-safe: forward() only
+/// reads the weights, under inference mode, so the server's inference workers run it
+/// concurrently (docs/serving.md "Inference workers").
 class Embedder {
  public:
   /// Loads the bundle at `model_dir` (model/bundle.h) and derives the limits: utterances keep
@@ -75,6 +76,13 @@ class Embedder {
   std::size_t hidden_size() const;
   /// True when the bundle has an intent head (num_labels > 0).
   bool has_classifier() const;
+  /// Makes each later forward() run its LibTorch operations on `threads` threads of the thread
+  /// that calls it (at::set_num_threads on that thread, once), as the server's inference workers
+  /// do; 0, the default, leaves every calling thread's setting as it is (the offline path).
+  /// Call it before forward() runs concurrently. @throws std::invalid_argument if < 0.
+  void set_threads_per_forward(int threads);
+  /// LibTorch's intra-op thread count on the calling thread (at::get_num_threads()).
+  static int intra_op_threads();
   /// Intent names by class id (size num_labels).
   const std::vector<std::string>& intent_labels() const;
   /// Model dtype name, "float32".
@@ -88,6 +96,7 @@ class Embedder {
   std::unique_ptr<Impl> impl_;
   std::string model_dir_;
   InputLimits limits_;
+  int threads_per_forward_ = 0;
 };
 
 /// The pooled vectors of `examples`, in their order, from forward() over the batches that

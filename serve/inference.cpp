@@ -77,7 +77,16 @@ struct Inference::Impl {
     limits.max_batch_tokens = o.max_batch_tokens;
     limits.max_batch_requests = o.max_batch_requests;
     limits.max_wait = std::chrono::microseconds(static_cast<long long>(o.max_wait_ms * 1000));
-    batcher = std::make_unique<Batcher<Job>>(limits, [this](std::vector<Job>& b) { run_batch(b); });
+    // docs/serving.md "Inference workers": several workers, each running whole batches on its
+    // share of the threads, instead of one whose threads meet at a barrier after every op.
+    const int threads = std::max(1, Embedder::intra_op_threads());
+    const std::size_t workers = o.inference_workers;
+    const int per_worker =
+        workers > 1 ? std::max(1, threads / static_cast<int>(workers)) : threads;
+    if (workers > 1) embedder.set_threads_per_forward(per_worker);
+    spdlog::info("inference: {} worker(s), {} LibTorch thread(s) each", workers, per_worker);
+    batcher = std::make_unique<Batcher<Job>>(
+        limits, [this](std::vector<Job>& b) { run_batch(b); }, workers);
   }
 
   // Runs one batch from the batcher as one forward pass. Mixed lengths cost little: the

@@ -38,6 +38,7 @@ struct ServerOptions {
   int keep_alive_timeout_s = 5;               ///< idle keep-alive connections close after this
   int request_timeout_s = 30;                 ///< headers + body of one request, in total (408)
   int num_threads = 0;                        ///< LibTorch intra-op threads; 0 = leave as is
+  std::size_t inference_workers = 1;          ///< batches run at once, threads split among them
   std::string device = "auto";                ///< auto, cpu, cuda, cuda:N (docs/gpu.md)
 
   /// Calls `v(flag, member, help)`, or `v(flag, member, help, range)` for a number, for every
@@ -80,9 +81,13 @@ struct ServerOptions {
       "Seconds a request's headers and body may take to arrive, in total (408 beyond)",
       between(1, 3600, "seconds"));
     v("num-threads", o.num_threads,
-      "LibTorch threads of the inference worker, in [1, CPUs] (0 = DIALTREE_NUM_THREADS or all "
-      "CPUs)",
+      "LibTorch threads of the inference workers together, in [1, CPUs] (0 = "
+      "DIALTREE_NUM_THREADS or all CPUs)",
       between(0, cpus, "0 = leave as is; at most this machine's CPUs"));
+    v("inference-workers", o.inference_workers,
+      "Batches run at once, each by its own worker thread on max(1, threads / workers) LibTorch "
+      "threads (more throughput under heavy load, slower single requests)",
+      between(1, 256));
     v("device", o.device, kDeviceHelp);
   }
 

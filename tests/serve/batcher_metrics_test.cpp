@@ -1,7 +1,9 @@
 // serve/batcher.h (dynamic batching by a padded token budget) and serve/metrics.h (Prometheus).
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -158,6 +160,67 @@ TEST(Batcher, ARunnerThatThrowsDoesNotEndTheWorker) {
     b.submit({{1, 1}});
   }
   EXPECT_EQ(calls.load(), 2);
+}
+
+// docs/serving.md "Inference workers": with two workers a second batch starts while the first
+// is still running, every input runs exactly once, and the queue still leaves in arrival order.
+TEST(Batcher, TwoWorkersRunTwoBatchesAtOnceAndEveryInputOnce) {
+  Recorder rec;
+  BatchLimits limits;
+  limits.max_batch_requests = 2;
+  limits.max_wait = 1ms;
+  std::mutex mutex;
+  std::condition_variable cv;
+  int running = 0, most = 0;
+  {
+    Batcher<Item> b(
+        limits,
+        [&](std::vector<Item>& batch) {
+          {
+            std::unique_lock<std::mutex> lock(mutex);
+            most = std::max(most, ++running);
+            cv.notify_all();
+            // The first two batches wait for each other (at most 5 s): with one worker this
+            // would time out with most == 1.
+            cv.wait_for(lock, 5s, [&] { return running >= 2 || most >= 2; });
+            --running;
+          }
+          rec(batch);
+        },
+        /*workers=*/2);
+    std::vector<Item> items;
+    for (int i = 0; i < 40; ++i) items.push_back({1, i});
+    b.submit(items);
+    wait_for(rec, 40);
+  }
+  EXPECT_EQ(most, 2);
+  std::vector<int> seen;
+  for (const auto& batch : rec.batches) {
+    EXPECT_LE(batch.size(), 2u);
+    // Within a batch, arrival order; a batch is two consecutive inputs.
+    for (std::size_t k = 1; k < batch.size(); ++k) EXPECT_EQ(batch[k], batch[k - 1] + 1);
+    seen.insert(seen.end(), batch.begin(), batch.end());
+  }
+  std::sort(seen.begin(), seen.end());
+  ASSERT_EQ(seen.size(), 40u);
+  for (int i = 0; i < 40; ++i) EXPECT_EQ(seen[static_cast<std::size_t>(i)], i);
+  EXPECT_THROW(Batcher<Item>(BatchLimits{}, [](std::vector<Item>&) {}, 0), std::invalid_argument);
+}
+
+TEST(Batcher, StopWithTwoWorkersDrainsTheQueueAndJoinsBoth) {
+  Recorder rec;
+  BatchLimits limits;
+  limits.max_batch_requests = 3;
+  limits.max_wait = 10s;  // stop() must not wait for it
+  Batcher<Item> b(limits, [&](std::vector<Item>& batch) { rec(batch); }, 2);
+  std::vector<Item> items;
+  for (int i = 0; i < 10; ++i) items.push_back({2, i});
+  b.submit(items);
+  const auto t0 = std::chrono::steady_clock::now();
+  b.stop();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
+  EXPECT_EQ(rec.items.load(), 10);
+  EXPECT_EQ(b.queue_depth(), 0u);
 }
 
 TEST(Metrics, RendersCountersGaugesAndCumulativeHistograms) {

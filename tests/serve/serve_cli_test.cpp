@@ -86,7 +86,9 @@ TEST_F(ServeCli, ServerVectorsEqualTheOfflineEmbedCommand) {
   ASSERT_EQ(want[0].size(), 32u);
 
   TempDir io;
-  const pid_t pid = start({"serve", "--model", bundle_, "--port", "0"}, tmp_.path().string(), io);
+  // Two inference workers (docs/serving.md "Inference workers"): the same vectors.
+  const pid_t pid = start({"serve", "--model", bundle_, "--port", "0", "--inference-workers", "2"},
+                          tmp_.path().string(), io);
   ChildGuard guard(pid);
   const int port = wait_until_ready(io);
   ASSERT_NE(port, 0);
@@ -107,6 +109,7 @@ TEST_F(ServeCli, ServerVectorsEqualTheOfflineEmbedCommand) {
   const Result r = finish(pid, io);
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_THAT(r.err, HasSubstr("\"max_batch_tokens\":16384"));  // effective config logged
+  EXPECT_THAT(r.err, HasSubstr("inference: 2 worker(s)"));
 }
 
 TEST_F(ServeCli, EnvironmentTwinsSetFlagsAndSigtermDrainsARequestInFlight) {

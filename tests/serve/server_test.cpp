@@ -454,39 +454,47 @@ TEST_F(ServerTest, ClientsThatVanishDoNotTakeTheServerDown) {  // C24 (SIGPIPE i
   EXPECT_EQ(r.client().Get("/health")->status, 200);
 }
 
+// With one inference worker and with three (docs/serving.md "Inference workers": batches run
+// concurrently on the shared weights), every client gets its own input's vector.
 TEST_F(ServerTest, ManyClientsShareForwardPassesAndGetTheirOwnVectors) {
-  ServerOptions o = options_for(plain_);
-  o.max_wait_ms = 20;
-  Running r(o);
   const std::vector<std::string> texts = {"hello", "i lost my card", "transfer money", "the bank"};
+  Embedder offline(plain_, 256);
   std::vector<std::vector<float>> want;
   for (const auto& t : texts) {
-    auto [s, v] = post(r, "/embed", json{{"inputs", t}}.dump());
-    ASSERT_EQ(s, 200);
-    want.push_back(floats(v[0]));
+    const auto ex = offline.prepare(Input{{Turn{"user", t}}, std::nullopt}, true,
+                                    TruncationDirection::kRight, "x");
+    want.push_back(offline.forward({&ex}, false).pooled[0]);
   }
-  std::atomic<int> wrong{0};
-  std::vector<std::thread> clients;
-  for (int c = 0; c < 8; ++c) {
-    clients.emplace_back([&, c] {
-      auto cl = r.client();
-      for (int k = 0; k < 5; ++k) {
-        const std::size_t i = static_cast<std::size_t>(c + k) % texts.size();
-        auto res = cl.Post("/embed", json{{"inputs", texts[i]}}.dump(), "application/json");
-        if (!res || res->status != 200 ||
-            max_abs_diff(floats(json::parse(res->body)[0]), want[i]) > 1e-5f) {
-          ++wrong;
+  for (const std::size_t workers : {1, 3}) {
+    SCOPED_TRACE("inference_workers " + std::to_string(workers));
+    ServerOptions o = options_for(plain_);
+    o.max_wait_ms = 20;
+    o.inference_workers = workers;
+    Running r(o);
+    std::atomic<int> wrong{0};
+    std::vector<std::thread> clients;
+    for (int c = 0; c < 8; ++c) {
+      clients.emplace_back([&, c] {
+        auto cl = r.client();
+        for (int k = 0; k < 5; ++k) {
+          const std::size_t i = static_cast<std::size_t>(c + k) % texts.size();
+          auto res = cl.Post("/embed", json{{"inputs", texts[i]}, {"normalize", false}}.dump(),
+                             "application/json");
+          if (!res || res->status != 200 ||
+              max_abs_diff(floats(json::parse(res->body)[0]), want[i]) > 1e-5f) {
+            ++wrong;
+          }
         }
-      }
-    });
+      });
+    }
+    for (auto& t : clients) t.join();
+    EXPECT_EQ(wrong.load(), 0);
+    const std::string m = r.client().Get("/metrics")->body;
+    std::smatch match;
+    ASSERT_TRUE(std::regex_search(m, match, std::regex("dialtree_batch_size_count (\\d+)")));
+    // 1 warm-up batch + 40 concurrent requests in fewer forward passes.
+    EXPECT_LT(std::stoi(match[1]), 1 + 40);
   }
-  for (auto& t : clients) t.join();
-  EXPECT_EQ(wrong.load(), 0);
-  const std::string m = r.client().Get("/metrics")->body;
-  std::smatch match;
-  ASSERT_TRUE(std::regex_search(m, match, std::regex("dialtree_batch_size_count (\\d+)")));
-  // 1 warm-up batch + 4 single requests + 40 concurrent requests in fewer forward passes.
-  EXPECT_LT(std::stoi(match[1]), 1 + 4 + 40);
 }
 
 TEST_F(ServerTest, IdleKeepAliveConnectionsDoNotStarveNewClients) {
@@ -624,6 +632,11 @@ TEST_F(ServerTest, BadOptionsAndABadBundleAreClearErrors) {
   o.num_threads = 100000;  // C27
   EXPECT_THAT(problem(o), HasSubstr("--num-threads: must be in [0, "));
   EXPECT_THAT(problem(o), HasSubstr("(0 = leave as is; at most this machine's CPUs), got 100000"));
+  o = options_for(plain_);
+  o.inference_workers = 257;
+  EXPECT_THAT(problem(o), HasSubstr("--inference-workers: must be in [1, 256], got 257"));
+  o.inference_workers = 0;
+  EXPECT_THAT(problem(o), HasSubstr("--inference-workers: must be in [1, 256], got 0"));
   o = options_for(plain_);
   o.port = 70000;
   EXPECT_EQ(problem(o), "--port: must be in [0, 65535], got 70000");
