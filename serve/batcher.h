@@ -1,10 +1,11 @@
 // Dynamic batching for `dialtree serve` (docs/serving.md "Batching, limits and operation", as TEI's
 // queue): worker threads share a FIFO of inputs, and each in turn takes the next batch and runs
-// it (one worker by default; the server runs one per CPU, docs/serving.md "Inference workers"). A batch
-// takes queued inputs in order while the padded token budget holds — max(tokens) × count <=
-// max_batch_tokens — and count <= max_batch_requests; it starts as soon as the budget is full, or
-// when it has gathered as many inputs as the previous batch took (the steady load's forecast), or
-// max_wait after its first input arrived or the runner became free, whichever is later. So a lone
+// it (one worker by default; `dialtree serve --inference-workers`, docs/serving.md "Inference
+// workers"). A batch takes queued inputs in order while the padded token budget holds —
+// max(tokens) × count <= max_batch_tokens — and count <= max_batch_requests; it starts as soon as
+// the budget is full, or when it has gathered as many inputs as the worker's previous batch took
+// (the steady load's forecast), or max_wait after its first input arrived or the worker became
+// free, whichever is later. So a lone
 // client's requests start at once, while under load the inputs that come back from the clients of
 // the batch just finished are waited for instead of leaving in a small batch of stragglers (docs/
 // serving.md "Batching, limits and operation"). Inputs of many requests share a forward pass; an
