@@ -10,7 +10,8 @@
 #   env: BUILD_DIR (build), ROUNDS (3), STEPS (20), WARMUP (3), SEQ_LEN (128), THREADS (2),
 #        MODES ("fp32 bf16"), OUT (out/bench/train_step),
 #        PATCHED (optional: another bench_train_step binary, e.g. built against a modified
-#        encoder; it runs third in every round and gets its own table rows)
+#        encoder or by another compiler; it runs third in every round, with the same
+#        MALLOC_CONF as the C++ side unless it sets its own, and gets its own table rows)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -43,7 +44,7 @@ declare -A cmd=([cpp]="env MALLOC_CONF=$cpp_malloc $build/bench/bench_train_step
   [py]="$py bench/reference/train_step.py")
 impls=(cpp py)
 if [[ -n ${PATCHED:-} ]]; then
-  cmd[patched]=$PATCHED
+  cmd[patched]="env MALLOC_CONF=$cpp_malloc $PATCHED"
   impls+=(patched)
 fi
 

@@ -166,7 +166,15 @@ double softplus(double z) {
 
 using Index = std::ptrdiff_t;
 
-__attribute__((target("arch=x86-64-v4"), optimize("fp-contract=fast"))) void matmul_avx512(
+// Multiply-adds round once (FMA) in these kernels: gcc needs to be told per function; clang
+// contracts `a += x * y` into an FMA by default (-ffp-contract=on) and has no such attribute.
+#if defined(__clang__)
+#define DIALTREE_FP_CONTRACT_FAST
+#else
+#define DIALTREE_FP_CONTRACT_FAST , optimize("fp-contract=fast")
+#endif
+
+__attribute__((target("arch=x86-64-v4") DIALTREE_FP_CONTRACT_FAST)) void matmul_avx512(
     const double* l, Index m, Index q, const double* r, Index p8, double* c) {
   typedef double v8d __attribute__((vector_size(64), aligned(8), may_alias));
   for (Index i = 0; i < m; i += 6) {
@@ -197,7 +205,7 @@ __attribute__((target("arch=x86-64-v4"), optimize("fp-contract=fast"))) void mat
   }
 }
 
-__attribute__((target("arch=x86-64-v3"), optimize("fp-contract=fast"))) void matmul_avx2(
+__attribute__((target("arch=x86-64-v3") DIALTREE_FP_CONTRACT_FAST)) void matmul_avx2(
     const double* l, Index m, Index q, const double* r, Index p8, double* c) {
   typedef double v4d __attribute__((vector_size(32), aligned(8), may_alias));
   for (Index i = 0; i < m; i += 4) {
@@ -231,6 +239,8 @@ __attribute__((target("arch=x86-64-v3"), optimize("fp-contract=fast"))) void mat
     }
   }
 }
+
+#undef DIALTREE_FP_CONTRACT_FAST
 
 void matmul_rr(const double* l, Index m, Index q, const double* r, Index p8, double* c) {
   static const int level = probe_detail::matmul_level();
