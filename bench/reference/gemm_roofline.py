@@ -7,11 +7,13 @@ same OpenBLAS as LibTorch:
 
 bench/train_step.sh reports MFU as 3 x the forward pass's matrix-product FLOPs per step over the
 step time and the best 1024^2 `mm` rate the process measures. This script times each product of
-that step (forward, input gradient and weight gradient of every linear layer; the attention
-products per example and head; the MLM head) at the step's shapes (bench/README.md "Pre-training
-step": 64 sequences of 128 tokens, hidden 256, FFN 1024, 4 heads, vocabulary 8000, 15 % MLM
-targets) against the same 1024^2 peak, and prints their FLOP-weighted rate: the MFU of a step
-that did nothing but these products, each at its best. Outputs are preallocated: a fresh 32 MB
+that step (forward, input gradient and weight gradient of every linear layer; the two attention
+products per example and head and their four gradient products; the MLM head) at the step's
+shapes (bench/README.md "Pre-training step": per step 2 x (64 + 32) sequences of 128 tokens
+through 4 layers, hidden 256, FFN 1024, 4 heads, vocabulary 8000, 15 % MLM targets) against the
+same 1024^2 peak, and prints their rate weighted by each product's share of the step's FLOPs:
+the MFU of a step that did nothing but these products, each at its best. (The projection head
+and the contrastive logits, under 1 % of the FLOPs, are left out.) Outputs are preallocated: a fresh 32 MB
 result per call would time glibc's mmap and the kernel's page faults, not the product
 (dialtree's jemalloc keeps its pages, docs/build.md P13).
 """
@@ -44,32 +46,38 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
-    tokens, hidden, ffn, vocab, seq, heads = 64 * 128, 256, 1024, 8000, 128, 4
-    targets = int(0.15 * tokens / 64 * 32 * 2)  # MLM targets of the two 32-example batches
-    head_dim, pairs = hidden // heads, 64 * heads
-    shapes = []
+    seqs, seq, hidden, ffn, vocab, heads, layers = 64, 128, 256, 1024, 8000, 4, 4
+    tokens = seqs * seq  # timed at 64 sequences; the step runs 3x as many through 4 layers
+    per_step = 3 * layers
+    targets = int(0.15 * 2 * 32 * seq)  # MLM targets of the two 32-example MLM passes
+    head_dim, pairs = hidden // heads, seqs * heads
+    shapes = []  # (name, m, k, n, batch, times per step)
     for name, n_in, n_out in (("qkv", hidden, 3 * hidden), ("attention out", hidden, hidden),
                               ("ffn in", hidden, ffn), ("ffn out", ffn, hidden)):
-        shapes += [(f"{name} forward", tokens, n_in, n_out, 1),
-                   (f"{name} input grad", tokens, n_out, n_in, 1),
-                   (f"{name} weight grad", n_out, tokens, n_in, 1)]
-    shapes += [("attention QK^T, per example and head", seq, head_dim, seq, pairs),
-               ("attention PV, per example and head", seq, seq, head_dim, pairs),
-               ("MLM head forward", targets, hidden, vocab, 1),
-               ("MLM head input grad", targets, vocab, hidden, 1),
-               ("MLM head weight grad", vocab, targets, hidden, 1)]
+        shapes += [(f"{name} forward", tokens, n_in, n_out, 1, per_step),
+                   (f"{name} input grad", tokens, n_out, n_in, 1, per_step),
+                   (f"{name} weight grad", n_out, tokens, n_in, 1, per_step)]
+    shapes += [("attention QK^T", seq, head_dim, seq, pairs, per_step),
+               ("attention PV", seq, seq, head_dim, pairs, per_step),
+               ("attention grad dQ = dS K, dK = dS^T Q", seq, seq, head_dim, pairs, 2 * per_step),
+               ("attention grad dP = dO V^T", seq, head_dim, seq, pairs, per_step),
+               ("attention grad dV = P^T dO", seq, seq, head_dim, pairs, per_step),
+               ("MLM head forward", targets, hidden, vocab, 1, 1),
+               ("MLM head input grad", targets, vocab, hidden, 1, 1),
+               ("MLM head weight grad", vocab, targets, hidden, 1, 1)]
     peak, _ = rate(1024, 1024, 1024)
     print(f"threads {args.threads}; 1024^2 mm peak: {peak:.1f} GFLOP/s")
     total_flops = total_s = 0.0
-    for name, m, k, n, batch in shapes:
+    for name, m, k, n, batch, count in shapes:
         g, flops = rate(m, k, n, batch)
-        total_flops += flops
-        total_s += flops / (g * 1e9)
+        total_flops += count * flops
+        total_s += count * flops / (g * 1e9)
         times = f" x{batch}" if batch > 1 else ""
-        print(f"{name:40s} [{m}x{k}]x[{k}x{n}]{times}: {g:6.1f} GFLOP/s = {100 * g / peak:5.1f}% of peak")
+        print(f"{name:38s} [{m}x{k}]x[{k}x{n}]{times}, {count:2d}/step: {g:6.1f} GFLOP/s = "
+              f"{100 * g / peak:5.1f}% of peak")
     weighted = total_flops / total_s / 1e9
-    print(f"RESULT peak_gflops={peak:.1f} weighted_gflops={weighted:.1f} "
-          f"mfu_ceiling={100 * weighted / peak:.1f}%")
+    print(f"RESULT peak_gflops={peak:.1f} step_gflop={total_flops / 1e9:.1f} "
+          f"weighted_gflops={weighted:.1f} mfu_ceiling={100 * weighted / peak:.1f}%")
 
 
 if __name__ == "__main__":
