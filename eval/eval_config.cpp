@@ -33,6 +33,11 @@ struct Field {
   std::string (*string_problem)(const std::string&) = nullptr;
 };
 
+std::string classifier_init_problem(const std::string& value) {
+  if (value == "random" || value == "linear_probe") return {};
+  return "must be random or linear_probe, got \"" + value + "\"";
+}
+
 const std::vector<Field>& fields() {
   using O = FinetuneOptions;
   static const std::vector<Field> table = {
@@ -52,7 +57,9 @@ const std::vector<Field>& fields() {
       {"mlm_weight", &O::mlm_weight, at_least(0)},
       {"mlm_probability", &O::mlm_probability, {0, false, 1, false}},
       {"early_stopping_patience", &O::early_stopping_patience, at_least(0, "0 = off")},
-      {"device", &O::device, {}, &device_spec_problem}};
+      {"device", &O::device, {}, &device_spec_problem},
+      {"classifier_init", &O::classifier_init, {}, &classifier_init_problem},
+      {"linear_probe_c", &O::linear_probe_c, greater_than(0)}};
   return table;
 }
 

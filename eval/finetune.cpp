@@ -20,6 +20,8 @@
 #include "data/masking.h"
 #include "data/serialize.h"
 #include "eval/eval_config.h"
+#include "eval/probe.h"
+#include "eval/probe_model.h"
 #include "model/bundle.h"
 #include "model/collate.h"
 #include "model/device.h"
@@ -304,6 +306,56 @@ std::vector<std::int64_t> predict_intent_batch(model::SpaceModel& net,
   return argmax_ids(net->intent_logits(net->forward_cls(inputs)));
 }
 
+namespace {
+
+/// LP-FT's first stage (FinetuneOptions::classifier_init "linear_probe"): fits L2 logistic
+/// regression to the frozen [CLS] vectors of `texts` and writes it into `net`'s intent head
+/// (its rows in label-id order). Two classes: the binary model's w·x + b becomes the softmax pair
+/// (−w/2, −b/2), (w/2, b/2), which gives the same probabilities. A label absent from `labels`
+/// keeps weight 0 and gets the lowest fitted bias.
+void init_classifier_from_probe(model::SpaceModel& net, const data::Tokenizer& tok,
+                                const std::vector<std::string>& texts,
+                                const std::vector<int>& labels, const FinetuneOptions& o,
+                                bool bf16) {
+  const ProbeMatrix x =
+      embed_texts(*net, tok, texts, o.per_device_eval_batch_size, o.max_utt_len, bf16);
+  LogisticOptions lo;
+  lo.C = o.linear_probe_c;
+  const LogisticModel fit = fit_logistic(x, labels, lo);
+  const std::int64_t num_labels = net->config().num_labels, hidden = x.cols();
+  Eigen::MatrixXd w = Eigen::MatrixXd::Zero(num_labels, hidden);
+  Eigen::VectorXd b = Eigen::VectorXd::Constant(num_labels, 0.0);
+  if (fit.classes.size() == 2) {
+    for (int k = 0; k < 2; ++k) {
+      const double sign = k == 0 ? -0.5 : 0.5;
+      w.row(fit.classes[k]) = sign * fit.coef.row(0);
+      b(fit.classes[k]) = sign * fit.intercept(0);
+    }
+  } else {
+    b.setConstant(fit.intercept.minCoeff());
+    for (std::size_t k = 0; k < fit.classes.size(); ++k) {
+      w.row(fit.classes[k]) = fit.coef.row(static_cast<Eigen::Index>(k));
+      b(fit.classes[k]) = fit.intercept(static_cast<Eigen::Index>(k));
+    }
+  }
+  // Eigen's default storage is column-major: transpose into a row-major float copy.
+  const Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> wf =
+      w.cast<float>();
+  const Eigen::VectorXf bf = b.cast<float>();
+  const torch::Tensor wt =
+      torch::from_blob(const_cast<float*>(wf.data()), {num_labels, hidden}, torch::kFloat32)
+          .clone();
+  const torch::Tensor bt =
+      torch::from_blob(const_cast<float*>(bf.data()), {num_labels}, torch::kFloat32).clone();
+  torch::NoGradGuard no_grad;
+  for (auto& [name, p] : model::model_tensors(*net)) {
+    if (name == "intent_classifier.weight") p.copy_(wt.to(p.device()));
+    if (name == "intent_classifier.bias") p.copy_(bt.to(p.device()));
+  }
+}
+
+}  // namespace
+
 IntentRunResult finetune_intent(const std::string& bundle_dir, const IntentTask& task,
                                 const FinetuneOptions& o, std::uint64_t seed,
                                 const std::function<void(const EpochInfo&)>& on_epoch,
@@ -319,6 +371,9 @@ IntentRunResult finetune_intent(const std::string& bundle_dir, const IntentTask&
   const auto train = serialize_texts(task.train.texts, tok, net->config(), o.max_utt_len);
   const auto val = serialize_texts(task.val.texts, tok, net->config(), o.max_utt_len);
   const auto test = serialize_texts(task.test.texts, tok, net->config(), o.max_utt_len);
+  if (o.classifier_init == "linear_probe") {
+    init_classifier_from_probe(net, tok, task.train.texts, task.train.labels, o, bf16);
+  }
 
   // MLM masks: one stream per run, from the seed alone (docs/evaluation.md).
   std::mt19937_64 mask_rng(seed ^ 0x6d6c6d2d66746e65ull);
@@ -378,6 +433,11 @@ TaggingRunResult finetune_tagging(const std::string& bundle_dir, const TaggingTa
                                   const TaggingScorer& val_score,
                                   const std::function<void(const EpochInfo&)>& on_epoch) {
   check_options(o);
+  if (o.classifier_init != "random") {
+    throw std::invalid_argument("fine-tuning: classifier_init " + o.classifier_init +
+                                " applies to intent tasks only; tagging tasks (and TOP) start "
+                                "their heads at random (classifier_init: random)");
+  }
   const torch::Device device = model::resolve_device(o.device, "device");
   const bool bf16 = model::effective_bf16(device, o.bf16);
   const bool top = !task.intent_labels.empty();

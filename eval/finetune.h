@@ -53,6 +53,16 @@ struct FinetuneOptions {
   /// Stop when the val metric has not improved for this many epochs in a row (HF's
   /// EarlyStoppingCallback); the best epoch's weights are kept either way. 0 = never stop early.
   int early_stopping_patience = 0;
+  /// Intent tasks: how the new classifier starts (docs/evaluation.md "Linear-probe
+  /// initialisation"). "random": HF BERT initialisation. "linear_probe": LP-FT (Kumar et al.
+  /// 2022, "Fine-Tuning can Distort Pretrained Features"): before the first step, the frozen
+  /// [CLS] vectors of the training texts (eval mode, no dropout) are fitted by L2 logistic
+  /// regression (eval/probe.h fit_logistic, C = linear_probe_c) and its weights become the
+  /// classifier's, so that fine-tuning starts from the best linear head on the pretrained
+  /// features instead of pulling them towards a random one.
+  std::string classifier_init = "random";
+  /// Inverse L2 strength of the linear-probe fit (scikit-learn's C), > 0.
+  double linear_probe_c = 1.0;
 };
 
 /// Progress of one epoch.
@@ -115,7 +125,8 @@ using TaggingScorer = std::function<double(const std::vector<std::vector<std::st
 /// SentencePiece or WordPiece alike), plus for TOP a root-intent classifier on [CLS] (the
 /// two cross-entropies summed). Words left without a sub-word (empty, or cut by max_utt_len's
 /// left truncation) are predicted "O". Selects the epoch with the best `val_score`, then
-/// predicts the test split. @throws as finetune_intent().
+/// predicts the test split. @throws as finetune_intent(), and std::invalid_argument when
+/// options.classifier_init is not "random" (the linear-probe start is for intent tasks).
 TaggingRunResult finetune_tagging(const std::string& bundle_dir, const TaggingTask& task,
                                   const FinetuneOptions& options, std::uint64_t seed,
                                   const TaggingScorer& val_score,

@@ -114,6 +114,15 @@ TEST(FinetuneConfig, RangesAreCheckedAtLoadTimeWithTheLine) {
   EXPECT_EQ(parse_finetune_options("device: cuda:1\n", "eval.yaml").device, "cuda:1");
   EXPECT_EQ(parse_finetune_options("", "eval.yaml", {"device=cpu"}).device, "cpu");
   EXPECT_EQ(FinetuneOptions{}.device, "auto");
+  // The classifier's start: two names, and a positive C for the linear probe.
+  EXPECT_THAT(error_of("classifier_init: probe\n"),
+              AllOf(HasSubstr("line 1"), HasSubstr("classifier_init"),
+                    HasSubstr("must be random or linear_probe, got \"probe\"")));
+  EXPECT_THAT(error_of("linear_probe_c: 0\n"), HasSubstr("must be > 0.0, got 0.0"));
+  EXPECT_EQ(FinetuneOptions{}.classifier_init, "random");
+  EXPECT_EQ(parse_finetune_options("", "eval.yaml", {"classifier_init=linear_probe"})
+                .classifier_init,
+            "linear_probe");
   // dropout < 0 keeps the bundle's values: allowed.
   EXPECT_DOUBLE_EQ(parse_finetune_options("dropout: -1\n", "eval.yaml").dropout, -1.0);
   // Options built in code are checked by the same table.

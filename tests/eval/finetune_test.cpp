@@ -17,9 +17,12 @@
 #include "eval/dialoglue.h"
 #include "eval/finetune.h"
 #include "eval/finetune_step.h"
+#include "eval/probe.h"
+#include "eval/probe_model.h"
 #include "model/bundle.h"
 #include "model/collate.h"
 #include "model/encoder.h"
+#include "expect_error.h"
 #include "test_paths.h"
 #include "tiny_intent.h"
 #include "trainer/step.h"
@@ -127,6 +130,91 @@ TEST_F(TinyIntent, RejectsBadOptions) {
   o.dropout = 1.0;
   EXPECT_THROW(finetune_intent(tmp_.file("bundle"), task_, o, 1), std::invalid_argument);
   EXPECT_THROW(finetune_intent(tmp_.file("missing"), task_, options_, 1), DataError);
+}
+
+// The saved bundle's intent head as [K, H] and [K] double matrices.
+std::pair<Eigen::MatrixXd, Eigen::VectorXd> intent_head_of(const model::LoadedBundle& b) {
+  torch::Tensor w, bias;
+  for (const auto& [name, t] : model::model_tensors(*b.model)) {
+    if (name == "intent_classifier.weight") w = t.to(torch::kFloat64).contiguous();
+    if (name == "intent_classifier.bias") bias = t.to(torch::kFloat64).contiguous();
+  }
+  Eigen::MatrixXd wm(w.size(0), w.size(1));
+  Eigen::VectorXd bv(bias.size(0));
+  for (Eigen::Index r = 0; r < wm.rows(); ++r) {
+    bv(r) = bias[r].item<double>();
+    for (Eigen::Index c = 0; c < wm.cols(); ++c) wm(r, c) = w[r][c].item<double>();
+  }
+  return {wm, bv};
+}
+
+TEST_F(TinyIntent, LinearProbeInitStartsFromTheFittedLogisticRegression) {
+  // One epoch at a learning rate of 1e-12 leaves every weight as it started (AdamW moves each
+  // by about lr), and with dropout 0 the epoch's loss is the start's cross-entropy on train.
+  FinetuneOptions o = options_;
+  o.num_train_epochs = 1;
+  o.learning_rate = 1e-12;
+  o.classifier_init = "linear_probe";
+  // The tiny encoder's vectors are short (norm ~1): at C = 1 the fit stays near ln 3.
+  o.linear_probe_c = 100.0;
+  double lp_loss = -1;
+  finetune_intent(tmp_.file("bundle"), task_, o, 1,
+                  [&](const EpochInfo& e) { lp_loss = e.train_loss; }, tmp_.file("lp"));
+  // The reference: the probe's logistic regression on the frozen [CLS] vectors of train.
+  model::LoadedBundle saved = model::load_bundle(tmp_.file("lp"));
+  const ProbeMatrix x = embed_texts(*saved.model, *saved.tokenizer, task_.train.texts, 128,
+                                    o.max_utt_len, false);
+  const LogisticModel fit = fit_logistic(x, task_.train.labels, {100.0, 100, 1e-4, false});
+  ASSERT_EQ(fit.classes, (std::vector<int>{0, 1, 2}));
+  const auto [w, b] = intent_head_of(saved);
+  EXPECT_LT((w - fit.coef).cwiseAbs().maxCoeff(), 1e-5);
+  EXPECT_LT((b - fit.intercept).cwiseAbs().maxCoeff(), 1e-5);
+  // Its mean cross-entropy on train is the epoch's loss.
+  const Eigen::MatrixXd z = decision_function(fit, x);
+  double ce = 0;
+  for (Eigen::Index i = 0; i < z.rows(); ++i) {
+    const double m = z.row(i).maxCoeff();
+    ce += m + std::log((z.row(i).array() - m).exp().sum()) - z(i, task_.train.labels[i]);
+  }
+  ce /= static_cast<double>(z.rows());
+  EXPECT_NEAR(lp_loss, ce, 1e-4);
+  EXPECT_LT(ce, std::log(3.0) - 0.01);  // the fit learnt something on these vectors
+
+  // Two classes: the binary model w·x + b becomes the softmax pair (−w/2, −b/2), (w/2, b/2).
+  IntentTask two = task_;
+  for (IntentSplit* s : {&two.train, &two.val, &two.test}) {
+    IntentSplit kept;
+    for (std::size_t i = 0; i < s->labels.size(); ++i) {
+      if (s->labels[i] == 2) continue;
+      kept.texts.push_back(s->texts[i]);
+      kept.labels.push_back(s->labels[i]);
+    }
+    *s = kept;
+  }
+  two.labels.pop_back();
+  o.classifier_init = "linear_probe";
+  finetune_intent(tmp_.file("bundle"), two, o, 1, {}, tmp_.file("lp2"));
+  model::LoadedBundle saved2 = model::load_bundle(tmp_.file("lp2"));
+  const ProbeMatrix x2 = embed_texts(*saved2.model, *saved2.tokenizer, two.train.texts, 128,
+                                     o.max_utt_len, false);
+  const LogisticModel fit2 = fit_logistic(x2, two.train.labels, {100.0, 100, 1e-4, false});
+  ASSERT_EQ(fit2.coef.rows(), 1);
+  const auto [w2, b2] = intent_head_of(saved2);
+  ASSERT_EQ(w2.rows(), 2);
+  EXPECT_LT((w2.row(1) - w2.row(0) - fit2.coef.row(0)).cwiseAbs().maxCoeff(), 1e-5);
+  EXPECT_LT((w2.row(1) + w2.row(0)).cwiseAbs().maxCoeff(), 1e-6);
+  EXPECT_NEAR(b2(1) - b2(0), fit2.intercept(0), 1e-5);
+}
+
+TEST_F(TinyIntent, LinearProbeInitIsForIntentTasksOnly) {
+  FinetuneOptions o = options_;
+  o.classifier_init = "linear_probe";
+  TaggingTask tagging;
+  EXPECT_THAT(testing::error_of<std::invalid_argument>([&] {
+                finetune_tagging(tmp_.file("bundle"), tagging, o, 1,
+                                 [](const auto&, const auto&) { return 0.0; });
+              }),
+              HasSubstr("classifier_init linear_probe applies to intent tasks only"));
 }
 
 TEST(IntentLoss, SymmetricKlKnownAnswer) {
