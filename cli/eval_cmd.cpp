@@ -1,6 +1,7 @@
 // The torch side of `dialtree eval`, each subcommand in its own static function: `eval
-// dialoglue` (fine-tune and predict) and `eval probe` (frozen-embedding representation probe,
-// eval/probe_model.h). `eval score` is torch-free, in cli/score_cmd.cpp.
+// dialoglue` (fine-tune and predict), `eval probe` (frozen-embedding representation probe,
+// eval/probe_model.h) and `eval pseudo-label` (the probe's classifier labels the unlabelled
+// training texts for the intent stage, eval/pseudo_label.h). `eval score` is torch-free, in cli/score_cmd.cpp.
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,9 +24,13 @@
 #include "eval/eval_config.h"
 #include "eval/metrics.h"
 #include "eval/probe_model.h"
+#include "eval/pseudo_label.h"
 #include "eval/submission.h"
 #include "eval/tasks.h"
+#include "model/bundle.h"
 #include "model/device.h"
+#include "model/encoder.h"
+#include "sts/format.h"
 
 namespace dialtree::cli {
 
@@ -187,6 +192,21 @@ void register_dialoglue(CLI::App& eval) {
   });
 }
 
+/// The --tasks list of a command that works on the intent tasks only; `what` completes the
+/// message "(<what> for the intent tasks: ...)". @throws std::invalid_argument for an empty list
+/// or a task that is not an intent task.
+std::vector<std::string> intent_tasks(const std::string& list, const std::string& what) {
+  std::vector<std::string> tasks = split_list(list);
+  if (tasks.empty()) throw std::invalid_argument("--tasks: no task given");
+  for (const auto& t : tasks) {
+    if (!eval::is_intent_task(t)) {
+      throw std::invalid_argument("--tasks: unknown task '" + t + "' (" + what +
+                                  " for the intent tasks: banking, clinc, hwu)");
+    }
+  }
+  return tasks;
+}
+
 struct ProbeArgs {
   std::string model, tasks = "banking,clinc,hwu", protocols = "dialoglue-few,mteb", split = "test",
                      data_dir, out, dump_dir, pooling = "cls";
@@ -212,16 +232,9 @@ void run_probe_cmd(const ProbeArgs& a) {
   o.dump_dir = a.dump_dir;
   o.from_scratch_seed = a.from_scratch_seed;
   o.device = a.device;
-  std::vector<std::string> tasks = split_list(a.tasks);
   // Options, tasks and the data folder are checked before the bundle is loaded.
   eval::check_probe_options(o);
-  for (const auto& t : tasks) {
-    if (!eval::is_intent_task(t)) {
-      throw std::invalid_argument("--tasks: unknown task '" + t +
-                                  "' (the probe runs on the intent tasks: banking, clinc, hwu)");
-    }
-  }
-  if (tasks.empty()) throw std::invalid_argument("--tasks: no task given");
+  const std::vector<std::string> tasks = intent_tasks(a.tasks, "the probe is");
   const std::string data_dir = eval::resolve_data_dir(a.data_dir);
   check_output_file(a.out, "--out");
   const eval::ProbeReport report = eval::run_probe(a.model, data_dir, tasks, o);
@@ -288,12 +301,107 @@ void register_probe(CLI::App& eval) {
   cmd->callback([a] { run_probe_cmd(*a); });
 }
 
+struct PseudoLabelArgs {
+  std::string model, tasks = "banking,clinc,hwu", data_dir, out_dir, device = "auto";
+  eval::PseudoLabelOptions options;
+  bool as_json = false;
+};
+
+void run_pseudo_label_cmd(const PseudoLabelArgs& a) {
+  eval::PseudoLabelOptions o = a.options;
+  o.device = a.device;
+  eval::check_pseudo_label_options(o);
+  const std::vector<std::string> tasks = intent_tasks(a.tasks, "pseudo-labels are");
+  const std::string data_dir = eval::resolve_data_dir(a.data_dir);
+  if (fs::exists(a.out_dir) && !fs::is_directory(a.out_dir))
+    throw std::invalid_argument("--out-dir: '" + a.out_dir + "' exists and is not a folder");
+  // Everything is checked before the bundle loads; the files are written once all tasks are done,
+  // so a failure leaves no partial set behind.
+  model::LoadedBundle bundle = model::load_bundle(a.model);
+  bundle.model->to(model::resolve_device(o.device, "--device"));
+  std::vector<eval::PseudoLabelReport> reports;
+  for (const auto& t : tasks)
+    reports.push_back(eval::pseudo_label_task(*bundle.model, *bundle.tokenizer, data_dir, t, o));
+  fs::create_directories(a.out_dir);
+  json summary = {{"format", "dialtree-pseudo-label/1"},
+                  {"model", a.model},
+                  {"data_dir", data_dir},
+                  {"options",
+                   {{"per_label", o.per_label},
+                    {"C", o.C},
+                    {"max_iter", o.max_iter},
+                    {"max_utt_len", o.max_utt_len}}},
+                  {"tasks", json::array()}};
+  for (const auto& r : reports) {
+    const std::string file = (fs::path(a.out_dir) / (r.task + ".pseudo.jsonl")).string();
+    sts::write_jsonl(file, r.records);
+    json j = r.to_json();
+    j["file"] = file;
+    summary["tasks"].push_back(j);
+  }
+  write_file_atomic((fs::path(a.out_dir) / "pseudo_label.json").string(), summary.dump(2) + "\n");
+  if (a.as_json) {
+    fmt::print("{}\n", summary.dump());
+    return;
+  }
+  fmt::print("| task | labelled | pool | kept | val accuracy | val precision of the rule | "
+             "mean confidence | file |\n|---|---|---|---|---|---|---|---|\n");
+  for (std::size_t i = 0; i < reports.size(); ++i) {
+    const auto& r = reports[i];
+    fmt::print("| {} | {} | {} | {} | {:.2f} | {:.2f} ({} kept) | {:.3f} | {} |\n", r.task,
+               r.labelled, r.pool, r.kept, 100 * r.val_accuracy, 100 * r.val_precision,
+               r.val_kept, r.mean_confidence, summary["tasks"][i]["file"].get<std::string>());
+  }
+}
+
+void register_pseudo_label(CLI::App& eval) {
+  auto a = std::make_shared<PseudoLabelArgs>();
+  CLI::App* cmd = eval.add_subcommand(
+      "pseudo-label",
+      "Pseudo-label the unlabelled training utterances of DialoGLUE's intent tasks for the "
+      "semi-supervised intent stage (docs/training.md, Pseudo-labelled intent stage): the "
+      "probe's standardized logistic regression, fitted on a bundle's frozen [CLS] vectors of "
+      "train_10, labels train.csv's texts (its labels are never used); the most confident "
+      "--per-label per predicted intent are written as sts/1 records to DIR/<task>.pseudo.jsonl.");
+  cmd->add_option("--model", a->model, "Model bundle folder, e.g. runs/pretrain-lm/final")
+      ->required()
+      ->check(existing_folder("model bundle"));
+  cmd->add_option("--out-dir", a->out_dir,
+                  "Folder for <task>.pseudo.jsonl and pseudo_label.json (created)")
+      ->required();
+  cmd->add_option("--tasks", a->tasks, "Comma-separated intent tasks: banking, clinc, hwu")
+      ->capture_default_str();
+  cmd->add_option("--data,--data-dir", a->data_dir,
+                  "DialoGLUE data folder (default: $DIALTREE_DATA, else ../shared/data/dialoglue)");
+  cmd->add_option("--per-label", a->options.per_label,
+                  "Most confident utterances kept per predicted intent")
+      ->capture_default_str();
+  cmd->add_option("--C", a->options.C, "Logistic regression C (as the probe)")
+      ->capture_default_str();
+  cmd->add_option("--max-iter", a->options.max_iter, "L-BFGS iterations (as the probe)")
+      ->capture_default_str();
+  cmd->add_option("--batch-size", a->options.batch_size, "Texts per forward pass")
+      ->capture_default_str();
+  cmd->add_option("--max-utt-len", a->options.max_utt_len,
+                  "Sub-words kept per utterance (its last ones), as intent fine-tuning")
+      ->capture_default_str();
+  cmd->add_option("--bf16", a->options.bf16,
+                  "Embed under bf16 autocast where the CPU has native bf16; false: fp32")
+      ->capture_default_str();
+  cmd->add_flag("--json", a->as_json, "Print the summary as one JSON object instead of the table");
+  cmd->add_option("--device", a->device, kDeviceHelp)
+      ->envname("DIALTREE_DEVICE")
+      ->capture_default_str();
+  cmd->callback([a] { run_pseudo_label_cmd(*a); });
+}
+
 }  // namespace
 
 void register_eval(CLI::App& app) {
   CLI::App* eval = app.get_subcommand("eval");  // created by register_light_commands()
   register_dialoglue(*eval);
   register_probe(*eval);
+  register_pseudo_label(*eval);
 }
 
 }  // namespace dialtree::cli

@@ -274,6 +274,35 @@ TEST_F(Cli, EvalProbeErrors) {
   EXPECT_THAT(r.err, HasSubstr("C must be > 0"));
 }
 
+// `eval pseudo-label`: usage errors exit 2 before any model is loaded, and nothing is written
+// (the labelling itself: tests/eval/pseudo_label_test.cpp).
+TEST_F(Cli, EvalPseudoLabelErrors) {
+  fs::create_directories(tmp_.path() / "bundle");
+  const std::string data = shared_data("dialoglue");
+  Result r = run({"eval", "pseudo-label", "--model", "bundle", "--data", data, "--out-dir", "pl",
+                  "--tasks", "hwu,top"},
+                 dir());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("unknown task 'top' (pseudo-labels are for the intent tasks"));
+  r = run({"eval", "pseudo-label", "--model", "bundle", "--data", data, "--out-dir", "pl",
+           "--per-label", "0"},
+          dir());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("per_label must be >= 1, got 0"));
+  r = run({"eval", "pseudo-label", "--model", "bundle", "--data", data, "--out-dir", "pl"}, dir());
+  EXPECT_EQ(r.status, 2);  // an empty bundle folder
+  EXPECT_THAT(r.err, HasSubstr("bundle"));
+  EXPECT_FALSE(fs::exists(tmp_.path() / "pl"));
+  std::ofstream(tmp_.path() / "file") << "x";
+  r = run({"eval", "pseudo-label", "--model", "bundle", "--data", data, "--out-dir", "file"},
+          dir());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("--out-dir: 'file' exists and is not a folder"));
+  r = run({"eval", "pseudo-label", "--model", "bundle", "--data", data}, dir());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("--out-dir is required"));
+}
+
 // `eval score`: DialoGLUE's answer key scored against itself, the default --gold lookup
 // ($DIALTREE_DATA, then ../shared/data/dialoglue relative to the working directory), errors.
 TEST_F(Cli, EvalScore) {

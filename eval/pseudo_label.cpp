@@ -1,0 +1,174 @@
+// The torch-free half of eval/pseudo_label.h: probabilities, the confident subset, the pool and
+// the records (docs/training.md "Pseudo-labelled intent stage").
+#include "eval/pseudo_label.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <unordered_set>
+
+#include <fmt/format.h>
+
+#include "sts/tree.h"
+
+namespace dialtree::eval {
+
+void check_pseudo_label_options(const PseudoLabelOptions& o) {
+  auto at_least_one = [](int v, const char* name) {
+    if (v < 1) throw std::invalid_argument(fmt::format("{} must be >= 1, got {}", name, v));
+  };
+  at_least_one(o.per_label, "per_label");
+  at_least_one(o.max_iter, "max_iter");
+  at_least_one(o.batch_size, "batch_size");
+  at_least_one(o.max_utt_len, "max_utt_len");
+  if (!(o.C > 0) || !std::isfinite(o.C))
+    throw std::invalid_argument(fmt::format("C must be a finite number > 0, got {}", o.C));
+}
+
+Eigen::MatrixXd predict_proba(const LogisticModel& model, const ProbeMatrix& x) {
+  const Eigen::MatrixXd z = decision_function(model, x);
+  Eigen::MatrixXd p(z.rows(), static_cast<Eigen::Index>(model.classes.size()));
+  if (model.classes.size() == 2) {
+    for (Eigen::Index i = 0; i < z.rows(); ++i) {
+      const double s = 1.0 / (1.0 + std::exp(-z(i, 0)));
+      p(i, 0) = 1.0 - s;
+      p(i, 1) = s;
+    }
+    return p;
+  }
+  for (Eigen::Index i = 0; i < z.rows(); ++i) {
+    const double m = z.row(i).maxCoeff();  // shift for a stable exp
+    double sum = 0;
+    for (Eigen::Index k = 0; k < z.cols(); ++k) sum += (p(i, k) = std::exp(z(i, k) - m));
+    p.row(i) /= sum;
+  }
+  return p;
+}
+
+std::vector<PseudoPick> select_confident(const Eigen::MatrixXd& probabilities,
+                                         const std::vector<int>& classes, int per_label) {
+  if (per_label < 1)
+    throw std::invalid_argument(fmt::format("per_label must be >= 1, got {}", per_label));
+  if (static_cast<Eigen::Index>(classes.size()) != probabilities.cols()) {
+    throw std::invalid_argument(fmt::format("select_confident: {} classes for {} columns",
+                                            classes.size(), probabilities.cols()));
+  }
+  std::vector<std::vector<PseudoPick>> by_column(classes.size());
+  for (Eigen::Index i = 0; i < probabilities.rows(); ++i) {
+    Eigen::Index best = 0;
+    probabilities.row(i).maxCoeff(&best);  // Eigen keeps the first maximum: the lowest column
+    by_column[static_cast<std::size_t>(best)].push_back(
+        {static_cast<std::size_t>(i), classes[static_cast<std::size_t>(best)],
+         probabilities(i, best)});
+  }
+  std::vector<PseudoPick> kept;
+  for (auto& col : by_column) {
+    std::stable_sort(col.begin(), col.end(), [](const PseudoPick& a, const PseudoPick& b) {
+      return a.confidence > b.confidence;
+    });
+    const std::size_t n = std::min(col.size(), static_cast<std::size_t>(per_label));
+    kept.insert(kept.end(), col.begin(), col.begin() + static_cast<std::ptrdiff_t>(n));
+  }
+  std::sort(kept.begin(), kept.end(),
+            [](const PseudoPick& a, const PseudoPick& b) { return a.row < b.row; });
+  return kept;
+}
+
+std::vector<std::string> unlabelled_pool(const std::vector<std::string>& texts,
+                                         const std::vector<std::string>& labelled) {
+  std::unordered_set<std::string> seen(labelled.begin(), labelled.end());
+  std::vector<std::string> pool;
+  for (const auto& t : texts) {
+    if (seen.insert(t).second) pool.push_back(t);
+  }
+  return pool;
+}
+
+double pick_precision(const std::vector<PseudoPick>& picks, const std::vector<int>& truth) {
+  if (picks.empty()) return 0;
+  std::size_t right = 0;
+  for (const auto& p : picks) right += truth.at(p.row) == p.label ? 1 : 0;
+  return static_cast<double>(right) / static_cast<double>(picks.size());
+}
+
+std::vector<sts::Dialog> pseudo_dialogs(const std::string& task,
+                                        const std::vector<std::string>& pool,
+                                        const std::vector<PseudoPick>& picks,
+                                        const std::vector<std::string>& label_names) {
+  std::vector<sts::Dialog> out;
+  out.reserve(picks.size());
+  for (const auto& p : picks) {
+    sts::Tree tree;
+    tree.add_intent(sts::kDefaultDomain, label_names.at(static_cast<std::size_t>(p.label)));
+    sts::Turn turn;
+    turn.role = "user";
+    turn.text = pool.at(p.row);
+    turn.label = sts::fix_up(std::move(tree));
+    turn.extra = {{"pseudo_label_confidence", p.confidence}};
+    out.push_back(sts::Dialog{fmt::format("{}/pseudo/{}", task, p.row), task, {std::move(turn)}});
+  }
+  return out;
+}
+
+nlohmann::json PseudoLabelReport::to_json() const {
+  return {{"task", task},
+          {"labelled", labelled},
+          {"pool", pool},
+          {"kept", kept},
+          {"per_label", per_label},
+          {"val_accuracy", val_accuracy},
+          {"val_precision", val_precision},
+          {"val_kept", val_kept},
+          {"mean_confidence", mean_confidence},
+          {"seconds", seconds}};
+}
+
+PseudoLabelReport pseudo_label_vectors(const std::string& task, const ProbeMatrix& labelled_x,
+                                       const std::vector<int>& labelled_y,
+                                       const ProbeMatrix& val_x, const std::vector<int>& val_y,
+                                       const ProbeMatrix& pool_x,
+                                       const std::vector<std::string>& pool,
+                                       const std::vector<std::string>& label_names,
+                                       const PseudoLabelOptions& o) {
+  check_pseudo_label_options(o);
+  if (static_cast<std::size_t>(pool_x.rows()) != pool.size()) {
+    throw std::invalid_argument(
+        fmt::format("pseudo_label_vectors: {} pool vectors for {} texts", pool_x.rows(), pool.size()));
+  }
+  LogisticOptions lo;
+  lo.C = o.C;
+  lo.max_iter = o.max_iter;
+  lo.standardize = true;  // the probe's "LR std" column: scale-free in the vectors
+  const LogisticModel clf = fit_logistic(labelled_x, labelled_y, lo);
+
+  PseudoLabelReport r;
+  r.task = task;
+  r.labelled = labelled_y.size();
+  r.pool = pool.size();
+  r.per_label = o.per_label;
+  if (val_x.rows() > 0) {
+    const Eigen::MatrixXd pv = predict_proba(clf, val_x);
+    r.val_accuracy = probe_accuracy(val_y, predict(clf, val_x));
+    // The pool's per-label share applied to val: per_label * |val| / |pool| rows per label, at
+    // least 1, so that val's kept fraction matches the pool's.
+    const double share = pool.empty() ? 1.0
+                                      : std::min(1.0, static_cast<double>(o.per_label) /
+                                                          static_cast<double>(pool.size()));
+    const int val_per_label =
+        std::max(1, static_cast<int>(std::lround(share * static_cast<double>(val_y.size()))));
+    const auto val_picks = select_confident(pv, clf.classes, val_per_label);
+    r.val_kept = val_picks.size();
+    r.val_precision = pick_precision(val_picks, val_y);
+  }
+  if (!pool.empty()) {
+    const auto picks = select_confident(predict_proba(clf, pool_x), clf.classes, o.per_label);
+    double sum = 0;
+    for (const auto& p : picks) sum += p.confidence;
+    r.kept = picks.size();
+    r.mean_confidence = picks.empty() ? 0 : sum / static_cast<double>(picks.size());
+    r.records = pseudo_dialogs(task, pool, picks, label_names);
+  }
+  return r;
+}
+
+}  // namespace dialtree::eval

@@ -1,0 +1,116 @@
+// Pseudo-labels for the semi-supervised intent stage (docs/training.md "Pseudo-labelled intent
+// stage"): the probe's logistic regression, fitted on a task's labelled few-shot examples, labels
+// the task's unlabelled training utterances; the most confident ones per predicted intent become
+// sts/1 records that the intent stage reads beside the labelled ones. The selection, the pool and
+// the records are torch-free (pseudo_label.cpp); embedding a model's vectors is the torch side
+// (pseudo_label_model.cpp). This header stays free of LibTorch.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "eval/probe_model.h"  // torch-free: the model and tokenizer are forward-declared
+#include "sts/format.h"
+
+namespace dialtree::eval {
+
+/// What `pseudo_label_task` does (the CLI's `dialtree eval pseudo-label` options).
+struct PseudoLabelOptions {
+  int per_label = 30;         ///< most confident pool rows kept per predicted label, >= 1
+  double C = 1.0;             ///< logistic regression C, as the probe (eval/probe.h)
+  int max_iter = 100;         ///< L-BFGS iterations, as the probe
+  int batch_size = 128;       ///< texts per forward pass when embedding
+  int max_utt_len = 64;       ///< sub-words kept per utterance (as intent fine-tuning)
+  bool bf16 = true;           ///< embed under bf16 autocast where the CPU has it natively
+  std::string device = "auto";  ///< bundle runs: auto, cpu, cuda or cuda:N
+};
+
+/// @throws std::invalid_argument naming the field: per_label, max_iter, batch_size or
+///   max_utt_len < 1, C <= 0.
+void check_pseudo_label_options(const PseudoLabelOptions& options);
+
+/// One kept pool row.
+struct PseudoPick {
+  std::size_t row = 0;    ///< row of the pool (and of the probability matrix)
+  int label = 0;          ///< predicted class id
+  double confidence = 0;  ///< its probability, in (0, 1]
+};
+
+/// Class probabilities [n, K] of a fitted logistic regression: the softmax of
+/// decision_function() (K = model.classes.size()); for two classes [1 - σ(z), σ(z)], the binary
+/// model of fit_logistic(). Column k is class model.classes[k].
+/// @throws as decision_function().
+Eigen::MatrixXd predict_proba(const LogisticModel& model, const ProbeMatrix& x);
+
+/// The class-balanced confident subset: every row goes to its arg-max column (the lowest on
+/// ties); within each column the `per_label` rows of highest probability are kept (ties: the
+/// lower row first). `classes[k]` is the label of column k. Returned in row order.
+/// @throws std::invalid_argument if per_label < 1 or classes.size() != probabilities.cols().
+std::vector<PseudoPick> select_confident(const Eigen::MatrixXd& probabilities,
+                                         const std::vector<int>& classes, int per_label);
+
+/// The unlabelled pool of a task: `texts` (the training utterances, their labels never read)
+/// without those that occur verbatim in `labelled` and without repeats, first occurrence kept,
+/// in input order.
+std::vector<std::string> unlabelled_pool(const std::vector<std::string>& texts,
+                                         const std::vector<std::string>& labelled);
+
+/// Fraction of `picks` whose label equals truth[pick.row]; 0 when there are none.
+/// @throws std::out_of_range for a row past truth.
+double pick_precision(const std::vector<PseudoPick>& picks, const std::vector<int>& truth);
+
+/// The sts/1 records of the picks, in pick order: one user turn with the pool text, labelled
+/// DEFAULT_DOMAIN / label_names[label] exactly as `dialtree sts convert` writes an intent CSV
+/// row; id "<task>/pseudo/<row>", source `task`, extra {"pseudo_label_confidence": p}.
+/// @throws std::out_of_range for a row past pool or a label past label_names.
+std::vector<sts::Dialog> pseudo_dialogs(const std::string& task,
+                                        const std::vector<std::string>& pool,
+                                        const std::vector<PseudoPick>& picks,
+                                        const std::vector<std::string>& label_names);
+
+/// What pseudo-labelling one task did.
+struct PseudoLabelReport {
+  std::string task;
+  std::size_t labelled = 0;    ///< train_10 examples the classifier was fitted on
+  std::size_t pool = 0;        ///< unlabelled utterances scored
+  std::size_t kept = 0;        ///< records written
+  int per_label = 0;           ///< PseudoLabelOptions::per_label
+  double val_accuracy = 0;     ///< the classifier on val (fraction)
+  /// The same selection rule on val, keeping the same share of val as of the pool (at least one
+  /// per label): how often a kept label is right, the check that the pool's labels cannot give.
+  double val_precision = 0;
+  std::size_t val_kept = 0;
+  double mean_confidence = 0;  ///< mean probability of the kept pool rows
+  double seconds = 0;
+  std::vector<sts::Dialog> records;  ///< the pseudo-labelled records (pseudo_dialogs())
+  /// {"task", "labelled", "pool", "kept", "per_label", "val_accuracy", "val_precision",
+  ///  "val_kept", "mean_confidence", "seconds"} (no records).
+  nlohmann::json to_json() const;
+};
+
+/// The confident-subset rule on a whole task, given its vectors: fits the probe's standardized
+/// logistic regression on (labelled_x, labelled_y), scores val, selects from the pool. Torch-free
+/// (the caller embeds). `label_names` maps class ids to names.
+/// @throws as fit_logistic() / select_confident().
+PseudoLabelReport pseudo_label_vectors(const std::string& task, const ProbeMatrix& labelled_x,
+                                       const std::vector<int>& labelled_y,
+                                       const ProbeMatrix& val_x, const std::vector<int>& val_y,
+                                       const ProbeMatrix& pool_x,
+                                       const std::vector<std::string>& pool,
+                                       const std::vector<std::string>& label_names,
+                                       const PseudoLabelOptions& options);
+
+/// pseudo_label_vectors() on a DialoGLUE intent task with an in-memory model: the labelled
+/// examples are `<task>/train_10.csv`, the pool unlabelled_pool() of `<task>/train.csv`'s texts
+/// (its label column is read by the CSV reader, which checks it, and dropped), val `val.csv`.
+/// Vectors as the probe's (embed_texts(), [CLS], not normalised).
+/// @throws std::invalid_argument for a task that is not an intent task or bad options; DataError
+///   for bad data files.
+PseudoLabelReport pseudo_label_task(model::SpaceModelImpl& net, const data::Tokenizer& tok,
+                                    const std::string& data_dir, const std::string& task,
+                                    const PseudoLabelOptions& options);
+
+}  // namespace dialtree::eval

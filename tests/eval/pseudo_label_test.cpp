@@ -1,0 +1,186 @@
+// eval/pseudo_label: the confident-subset rule on known probabilities, the softmax / binary
+// probabilities of the fitted probe, the unlabelled pool, the records, and pseudo_label_task on a
+// DialoGLUE-shaped folder with a tiny bundle (train.csv's labels never change the output).
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "eval/pseudo_label.h"
+#include "model/bundle.h"
+#include "model/encoder.h"
+#include "test_paths.h"
+#include "tiny_intent.h"
+
+namespace dialtree::eval {
+namespace {
+
+namespace fs = std::filesystem;
+
+TEST(PseudoLabel, SelectsTheMostConfidentRowsPerPredictedLabelInRowOrder) {
+  // Rows 0-4 predicted column 0 with 0.9, 0.6, 0.8, 0.6, 0.7; rows 5-6 column 1; row 7 ties
+  // columns 0 and 1 at 0.5 and goes to column 0 (the lowest), with the lowest confidence there.
+  Eigen::MatrixXd p(8, 2);
+  p << 0.9, 0.1, 0.6, 0.4, 0.8, 0.2, 0.6, 0.4, 0.7, 0.3, 0.2, 0.8, 0.45, 0.55, 0.5, 0.5;
+  const std::vector<int> classes = {3, 7};  // column k is label classes[k]
+  const auto picks = select_confident(p, classes, 3);
+  ASSERT_EQ(picks.size(), 5u);  // 3 of column 0 (rows 0, 2, 4), both of column 1 (rows 5, 6)
+  const std::vector<std::size_t> rows = {0, 2, 4, 5, 6};
+  const std::vector<int> labels = {3, 3, 3, 7, 7};
+  for (std::size_t i = 0; i < picks.size(); ++i) {
+    EXPECT_EQ(picks[i].row, rows[i]);
+    EXPECT_EQ(picks[i].label, labels[i]);
+  }
+  EXPECT_DOUBLE_EQ(picks[1].confidence, 0.8);
+  EXPECT_DOUBLE_EQ(picks[4].confidence, 0.55);
+  // Equal confidences: the lower row wins the last place (rows 1 and 3 at 0.6).
+  const auto four = select_confident(p, classes, 4);
+  ASSERT_EQ(four.size(), 6u);
+  EXPECT_EQ(four[1].row, 1u);
+  EXPECT_EQ(four[2].row, 2u);
+  EXPECT_THROW(select_confident(p, classes, 0), std::invalid_argument);
+  EXPECT_THROW(select_confident(p, {1, 2, 3}, 1), std::invalid_argument);
+  EXPECT_DOUBLE_EQ(pick_precision(picks, {3, 0, 3, 0, 7, 7, 7, 3}), 0.8);  // row 4 is wrong
+  EXPECT_DOUBLE_EQ(pick_precision({}, {}), 0.0);
+}
+
+TEST(PseudoLabel, ProbabilitiesAreTheSoftmaxOfTheLogitsAndTheSigmoidForTwoClasses) {
+  LogisticModel m;
+  m.classes = {0, 1, 2};
+  m.coef = Eigen::MatrixXd::Identity(3, 2).eval();
+  m.coef(2, 0) = m.coef(2, 1) = 0;
+  m.intercept = Eigen::Vector3d(0, 0, std::log(2.0));
+  ProbeMatrix x(1, 2);
+  x << std::log(3.0), 0;  // logits ln 3, 0, ln 2: probabilities 3/6, 1/6, 2/6
+  const Eigen::MatrixXd p = predict_proba(m, x);
+  EXPECT_NEAR(p(0, 0), 0.5, 1e-12);
+  EXPECT_NEAR(p(0, 1), 1.0 / 6, 1e-12);
+  EXPECT_NEAR(p(0, 2), 1.0 / 3, 1e-12);
+  LogisticModel b;
+  b.classes = {4, 9};
+  b.coef = Eigen::MatrixXd::Ones(1, 2);
+  b.intercept = Eigen::VectorXd::Zero(1);
+  ProbeMatrix xb(1, 2);
+  xb << std::log(3.0), 0;  // z = ln 3: P(9) = 3/4
+  const Eigen::MatrixXd pb = predict_proba(b, xb);
+  EXPECT_NEAR(pb(0, 0), 0.25, 1e-12);
+  EXPECT_NEAR(pb(0, 1), 0.75, 1e-12);
+}
+
+TEST(PseudoLabel, PoolDropsLabelledTextsAndRepeatsKeepingOrder) {
+  EXPECT_EQ(unlabelled_pool({"a", "b", "c", "b", "d", "a", "e"}, {"c", "x"}),
+            (std::vector<std::string>{"a", "b", "d", "e"}));
+}
+
+TEST(PseudoLabel, RecordsAreIntentRowsAsStsConvertWritesThem) {
+  const auto d = pseudo_dialogs("hwu", {"wake me up at 7", "play jazz"},
+                                {{1, 0, 0.9}}, {"play_music", "alarm_set"});
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(sts::to_json(d[0]).dump(),
+            R"({"format":"sts/1","id":"hwu/pseudo/1","source":"hwu","turns":[{"role":"user",)"
+            R"("text":"play jazz","label":{"DEFAULT_DOMAIN":{"play_music":{}}},)"
+            R"("extra":{"pseudo_label_confidence":0.9}}]})");
+  EXPECT_THROW(pseudo_dialogs("hwu", {"a"}, {{1, 0, 0.9}}, {"x"}), std::out_of_range);
+}
+
+TEST(PseudoLabel, VectorsOfTwoClustersLabelThePoolAndScoreVal) {
+  // Labelled: two points per class around (+-2, 0); val: one right, one near the boundary and
+  // wrong; pool: 3 clear class-0 rows, 1 clear class-1 row, one ambiguous row.
+  ProbeMatrix lx(4, 2), vx(2, 2), px(5, 2);
+  lx << -2, 0.1, -2.2, -0.1, 2, 0.1, 2.2, -0.1;
+  vx << -2, 0, -0.1, 0;
+  px << -3, 0, -2.5, 0, -1, 0, 2.8, 0, 0.05, 0;
+  PseudoLabelOptions o;
+  o.per_label = 2;
+  const auto r = pseudo_label_vectors("banking", lx, {0, 0, 1, 1}, vx, {0, 1}, px,
+                                      {"p0", "p1", "p2", "p3", "p4"}, {"lost_card", "top_up"}, o);
+  EXPECT_EQ(r.labelled, 4u);
+  EXPECT_EQ(r.pool, 5u);
+  EXPECT_DOUBLE_EQ(r.val_accuracy, 0.5);
+  // Kept: the two most confident class-0 rows (p0, p1) and both class-1 rows (p3, p4).
+  ASSERT_EQ(r.kept, 4u);
+  std::vector<std::string> ids;
+  for (const auto& d : r.records) ids.push_back(d.id);
+  EXPECT_EQ(ids, (std::vector<std::string>{"banking/pseudo/0", "banking/pseudo/1",
+                                           "banking/pseudo/3", "banking/pseudo/4"}));
+  EXPECT_EQ(sts::to_json(r.records[2])["turns"][0]["label"].dump(),
+            R"({"DEFAULT_DOMAIN":{"top_up":{}}})");
+  // Val share: per_label 2 of a 5-row pool, times 2 val rows -> 1 per label. Both val rows are
+  // predicted class 0, so only the more confident one is kept, and it is right.
+  EXPECT_EQ(r.val_kept, 1u);
+  EXPECT_DOUBLE_EQ(r.val_precision, 1.0);
+  EXPECT_GT(r.mean_confidence, 0.5);
+  EXPECT_LE(r.mean_confidence, 1.0);
+  o.per_label = 0;
+  EXPECT_THROW(pseudo_label_vectors("banking", lx, {0, 0, 1, 1}, vx, {0, 1}, px,
+                                    {"p0", "p1", "p2", "p3", "p4"}, {"a", "b"}, o),
+               std::invalid_argument);
+  o.per_label = 1;
+  EXPECT_THROW(pseudo_label_vectors("banking", lx, {0, 0, 1, 1}, vx, {0, 1}, px, {"p0"},
+                                    {"a", "b"}, o),
+               std::invalid_argument);  // 5 vectors for 1 text
+}
+
+class PseudoLabelTask : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    testing_tiny::save_tiny_bundle(tmp_.file("tok"), tmp_.file("bundle"), 5);
+    bundle_ = model::load_bundle(tmp_.file("bundle"));
+  }
+  // hwu: train_10 = the first 3 texts of each intent, val the 4th and 5th, test the 8th; train.csv
+  // = all 8 with the labels given by `train_label` (k: the intent's own index).
+  fs::path write_data(const std::string& name, const std::function<int(int)>& train_label) {
+    const fs::path dir = tmp_.path() / name;
+    fs::create_directories(dir / "hwu");
+    std::ofstream(dir / "hwu" / "categories.json") << nlohmann::json(testing_tiny::kLabels).dump();
+    auto csv = [&](const std::string& file, int from, int to, bool train) {
+      std::ofstream out(dir / "hwu" / file);
+      out << "text,category\n";
+      for (int k = 0; k < 3; ++k) {
+        for (int i = from; i < to; ++i) {
+          out << testing_tiny::kTexts[k][i] << ","
+              << testing_tiny::kLabels[train ? train_label(k) : k] << "\n";
+        }
+      }
+    };
+    csv("train.csv", 0, 8, true);
+    csv("train_10.csv", 0, 3, false);
+    csv("val.csv", 3, 5, false);
+    csv("test.csv", 7, 8, false);
+    return dir;
+  }
+  testing::TempDir tmp_;
+  model::LoadedBundle bundle_;
+};
+
+TEST_F(PseudoLabelTask, LabelsTheTrainTextsWithoutReadingTheirLabels) {
+  PseudoLabelOptions o;
+  o.per_label = 2;
+  o.bf16 = false;
+  const auto right = write_data("right", [](int k) { return k; });
+  const auto wrong = write_data("wrong", [](int) { return 0; });  // every train label "card_arrival"
+  const PseudoLabelReport a =
+      pseudo_label_task(*bundle_.model, *bundle_.tokenizer, right.string(), "hwu", o);
+  const PseudoLabelReport b =
+      pseudo_label_task(*bundle_.model, *bundle_.tokenizer, wrong.string(), "hwu", o);
+  EXPECT_EQ(a.labelled, 9u);
+  EXPECT_EQ(a.pool, 15u);  // 24 train texts less the 9 of train_10
+  EXPECT_LE(a.kept, 6u);   // at most 2 per label
+  EXPECT_GE(a.kept, 2u);
+  ASSERT_EQ(a.records.size(), b.records.size());
+  for (std::size_t i = 0; i < a.records.size(); ++i)
+    EXPECT_EQ(sts::to_json(a.records[i]).dump(), sts::to_json(b.records[i]).dump());
+  EXPECT_DOUBLE_EQ(a.val_accuracy, b.val_accuracy);
+  for (const auto& d : a.records) {
+    EXPECT_EQ(d.source, "hwu");
+    ASSERT_EQ(d.turns.size(), 1u);
+    EXPECT_TRUE(d.turns[0].label.has_value());
+  }
+  EXPECT_THROW(pseudo_label_task(*bundle_.model, *bundle_.tokenizer, right.string(), "top", o),
+               std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace dialtree::eval
