@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -37,6 +38,25 @@ namespace dialtree::cli {
 namespace {
 
 namespace fs = std::filesystem;
+
+/// Makes `dir` (option `flag`) an existing, writable folder, before any long work: creates it and
+/// checks that a file can be created in it. @throws std::invalid_argument naming the flag.
+void prepare_output_dir(const std::string& dir, const std::string& flag) {
+  if (dir.empty()) throw std::invalid_argument(flag + " must not be empty");
+  std::error_code ec;
+  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
+    throw std::invalid_argument(flag + ": '" + dir + "' exists and is not a folder");
+  fs::create_directories(dir, ec);
+  if (ec || !fs::is_directory(dir)) {
+    throw std::invalid_argument(flag + ": cannot create the folder '" + dir +
+                                "': " + (ec ? ec.message() : "not a folder"));
+  }
+  const fs::path probe = fs::path(dir) / (".dialtree-write-test." + std::to_string(::getpid()));
+  std::ofstream(probe.string()) << "";
+  const bool ok = fs::exists(probe, ec);
+  fs::remove(probe, ec);
+  if (!ok) throw std::invalid_argument(flag + ": cannot write into the folder '" + dir + "'");
+}
 
 struct DialoglueArgs {
   std::string model, tasks = "banking,clinc,hwu", setting = "few", seeds = "1,2,3", out, data_dir,
@@ -117,10 +137,8 @@ void run_dialoglue_cmd(const DialoglueArgs& a) {
   run.options = a.config.empty() ? eval::parse_finetune_options("", "defaults", overrides)
                                  : eval::load_finetune_options(a.config, overrides);
   model::resolve_device(run.options.device, "device");  // before any data is read
-  // The output folder must be a folder: refuse a file before anything is trained.
-  if (std::error_code ec; fs::exists(a.out, ec) && !fs::is_directory(a.out, ec)) {
-    throw std::invalid_argument("--out: '" + a.out + "' exists and is not a folder");
-  }
+  // The output folder must be a writable folder: checked before anything is trained.
+  prepare_output_dir(a.out, "--out");
   if (a.from_scratch) run.options.from_scratch = true;
   run.save_models = a.save_models;
   const bool tty = ::isatty(STDERR_FILENO);
@@ -312,17 +330,22 @@ void run_pseudo_label_cmd(const PseudoLabelArgs& a) {
   o.device = a.device;
   eval::check_pseudo_label_options(o);
   const std::vector<std::string> tasks = intent_tasks(a.tasks, "pseudo-labels are");
+  for (std::size_t i = 0; i < tasks.size(); ++i) {
+    if (std::find(tasks.begin(), tasks.begin() + static_cast<std::ptrdiff_t>(i), tasks[i]) !=
+        tasks.begin() + static_cast<std::ptrdiff_t>(i))
+      throw std::invalid_argument("--tasks: '" + tasks[i] + "' is given twice");
+  }
   const std::string data_dir = eval::resolve_data_dir(a.data_dir);
-  if (fs::exists(a.out_dir) && !fs::is_directory(a.out_dir))
-    throw std::invalid_argument("--out-dir: '" + a.out_dir + "' exists and is not a folder");
-  // Everything is checked before the bundle loads; the files are written once all tasks are done,
-  // so a failure leaves no partial set behind.
+  // Every task's files and the output folder are checked before the bundle loads; the files are
+  // written once all tasks are labelled, so a failure in a later task writes nothing.
+  std::vector<eval::PseudoLabelData> data;
+  for (const auto& t : tasks) data.push_back(eval::load_pseudo_label_data(data_dir, t));
+  prepare_output_dir(a.out_dir, "--out-dir");
   model::LoadedBundle bundle = model::load_bundle(a.model);
   bundle.model->to(model::resolve_device(o.device, "--device"));
   std::vector<eval::PseudoLabelReport> reports;
-  for (const auto& t : tasks)
-    reports.push_back(eval::pseudo_label_task(*bundle.model, *bundle.tokenizer, data_dir, t, o));
-  fs::create_directories(a.out_dir);
+  for (const auto& d : data)
+    reports.push_back(eval::pseudo_label_task(*bundle.model, *bundle.tokenizer, d, o));
   json summary = {{"format", "dialtree-pseudo-label/1"},
                   {"model", a.model},
                   {"data_dir", data_dir},
@@ -330,16 +353,38 @@ void run_pseudo_label_cmd(const PseudoLabelArgs& a) {
                    {{"per_label", o.per_label},
                     {"C", o.C},
                     {"max_iter", o.max_iter},
-                    {"max_utt_len", o.max_utt_len}}},
+                    {"batch_size", o.batch_size},
+                    {"max_utt_len", o.max_utt_len},
+                    {"bf16", o.bf16},
+                    {"device", o.device}}},
                   {"tasks", json::array()}};
+  std::vector<std::string> written;
   for (const auto& r : reports) {
     const std::string file = (fs::path(a.out_dir) / (r.task + ".pseudo.jsonl")).string();
     sts::write_jsonl(file, r.records);
+    written.push_back(fs::path(file).filename().string());
     json j = r.to_json();
     j["file"] = file;
     summary["tasks"].push_back(j);
   }
   write_file_atomic((fs::path(a.out_dir) / "pseudo_label.json").string(), summary.dump(2) + "\n");
+  for (const auto& e : fs::directory_iterator(a.out_dir)) {
+    const std::string name = e.path().filename().string();
+    if (name.size() > 13 && name.compare(name.size() - 13, 13, ".pseudo.jsonl") == 0 &&
+        std::find(written.begin(), written.end(), name) == written.end()) {
+      fmt::print(stderr, "warning: {} is from an earlier run (not in this run's tasks)\n",
+                 e.path().string());
+    }
+  }
+  for (const auto& r : reports) {
+    if (!r.converged) {
+      fmt::print(stderr,
+                 "warning: {}: the logistic regression stopped at --max-iter {} before its "
+                 "tolerance; the kept set may change with the vectors' rounding\n",
+                 r.task, o.max_iter);
+    }
+    if (r.pool == 0) fmt::print(stderr, "warning: {}: no unlabelled utterances to label\n", r.task);
+  }
   if (a.as_json) {
     fmt::print("{}\n", summary.dump());
     return;

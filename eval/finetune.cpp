@@ -169,8 +169,8 @@ LoopResult train_and_select(
       since_best = 0;
       best.clear();
       for (const auto& p : net->parameters()) best.push_back(p.detach().clone());
-    } else {
-      ++since_best;
+    } else if (step > warmup) {
+      ++since_best;  // epochs that end inside the warm-up do not count (docs/evaluation.md)
     }
     const EpochInfo info{epoch,
                          o.num_train_epochs,

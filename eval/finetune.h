@@ -51,7 +51,8 @@ struct FinetuneOptions {
   /// Probability that a sub-word is an MLM target, in (0, 1) (BERT / SPACE-2: 0.15).
   double mlm_probability = 0.15;
   /// Stop when the val metric has not improved for this many epochs in a row (HF's
-  /// EarlyStoppingCallback); the best epoch's weights are kept either way. 0 = never stop early.
+  /// EarlyStoppingCallback), not counting epochs that end inside the learning-rate warm-up; the
+  /// best epoch's weights are kept either way. 0 = never stop early.
   int early_stopping_patience = 0;
   /// Intent tasks: how the new classifier starts (docs/evaluation.md "Linear-probe
   /// initialisation"). "random": HF BERT initialisation. "linear_probe": LP-FT (Kumar et al.

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "common/error.h"
 #include "sts/tree.h"
 
 namespace dialtree::eval {
@@ -120,6 +121,8 @@ nlohmann::json PseudoLabelReport::to_json() const {
           {"val_precision", val_precision},
           {"val_kept", val_kept},
           {"mean_confidence", mean_confidence},
+          {"iterations", iterations},
+          {"converged", converged},
           {"seconds", seconds}};
 }
 
@@ -143,6 +146,8 @@ PseudoLabelReport pseudo_label_vectors(const std::string& task, const ProbeMatri
 
   PseudoLabelReport r;
   r.task = task;
+  r.iterations = clf.iterations;
+  r.converged = clf.converged;
   r.labelled = labelled_y.size();
   r.pool = pool.size();
   r.per_label = o.per_label;
@@ -169,6 +174,35 @@ PseudoLabelReport pseudo_label_vectors(const std::string& task, const ProbeMatri
     r.records = pseudo_dialogs(task, pool, picks, label_names);
   }
   return r;
+}
+
+PseudoLabelData load_pseudo_label_data(const std::string& data_dir, const std::string& task) {
+  if (!is_intent_task(task)) {
+    throw std::invalid_argument("pseudo-labels are for the intent tasks (banking, clinc, hwu), "
+                                "not '" + task + "'");
+  }
+  IntentTask few = load_intent_task(data_dir, task, Setting::Few);
+  const std::string folder = data_dir + "/" + task + "/";
+  std::unordered_set<int> intents(few.train.labels.begin(), few.train.labels.end());
+  if (intents.size() < 2) {
+    throw DataError(folder + "train_10.csv", "", "category",
+                    fmt::format("{} intent(s) in {} rows; the classifier needs at least two",
+                                intents.size(), few.train.labels.size()));
+  }
+  if (few.val.texts.empty()) {
+    throw DataError(folder + "val.csv", "", "",
+                    "no rows; the precision of the pseudo-labels is checked on val");
+  }
+  PseudoLabelData d;
+  d.task = task;
+  // train.csv's texts only: its labels are read by the strict CSV reader and dropped here, so
+  // nothing after this line can see them (the few-shot rule of docs/evaluation.md).
+  d.pool = unlabelled_pool(load_intent_task(data_dir, task, Setting::Full).train.texts,
+                           few.train.texts);
+  d.label_names = std::move(few.labels);
+  d.labelled = std::move(few.train);
+  d.val = std::move(few.val);
+  return d;
 }
 
 }  // namespace dialtree::eval

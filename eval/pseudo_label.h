@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "eval/probe_model.h"  // torch-free: the model and tokenizer are forward-declared
+#include "eval/tasks.h"
 #include "sts/format.h"
 
 namespace dialtree::eval {
@@ -21,7 +22,9 @@ namespace dialtree::eval {
 struct PseudoLabelOptions {
   int per_label = 30;         ///< most confident pool rows kept per predicted label, >= 1
   double C = 1.0;             ///< logistic regression C, as the probe (eval/probe.h)
-  int max_iter = 100;         ///< L-BFGS iterations, as the probe
+  /// L-BFGS iterations. More than the probe's 100 (MTEB's): an unconverged fit makes the kept
+  /// set depend on float noise in the vectors (batch size, bf16); 1000 converges on DialoGLUE.
+  int max_iter = 1000;
   int batch_size = 128;       ///< texts per forward pass when embedding
   int max_utt_len = 64;       ///< sub-words kept per utterance (as intent fine-tuning)
   bool bf16 = true;           ///< embed under bf16 autocast where the CPU has it natively
@@ -84,10 +87,12 @@ struct PseudoLabelReport {
   double val_precision = 0;
   std::size_t val_kept = 0;
   double mean_confidence = 0;  ///< mean probability of the kept pool rows
+  int iterations = 0;          ///< L-BFGS iterations of the fit
+  bool converged = false;      ///< the fit met its tolerance before max_iter
   double seconds = 0;
   std::vector<sts::Dialog> records;  ///< the pseudo-labelled records (pseudo_dialogs())
   /// {"task", "labelled", "pool", "kept", "per_label", "val_accuracy", "val_precision",
-  ///  "val_kept", "mean_confidence", "seconds"} (no records).
+  ///  "val_kept", "mean_confidence", "iterations", "converged", "seconds"} (no records).
   nlohmann::json to_json() const;
 };
 
@@ -103,14 +108,28 @@ PseudoLabelReport pseudo_label_vectors(const std::string& task, const ProbeMatri
                                        const std::vector<std::string>& label_names,
                                        const PseudoLabelOptions& options);
 
-/// pseudo_label_vectors() on a DialoGLUE intent task with an in-memory model: the labelled
-/// examples are `<task>/train_10.csv`, the pool unlabelled_pool() of `<task>/train.csv`'s texts
-/// (its label column is read by the CSV reader, which checks it, and dropped), val `val.csv`.
-/// Vectors as the probe's (embed_texts(), [CLS], not normalised).
-/// @throws std::invalid_argument for a task that is not an intent task or bad options; DataError
-///   for bad data files.
+/// The texts of one DialoGLUE intent task that pseudo-labelling reads.
+struct PseudoLabelData {
+  std::string task;
+  std::vector<std::string> label_names;  ///< class id -> intent (categories.json)
+  IntentSplit labelled;                  ///< `<task>/train_10.csv`
+  IntentSplit val;                       ///< `<task>/val.csv`
+  std::vector<std::string> pool;         ///< unlabelled_pool() of train.csv's texts
+};
+
+/// Reads `<data_dir>/<task>/` (load_intent_task(); test.csv is read and checked too): train_10,
+/// val, and the pool from train.csv, whose label column the CSV reader checks and this function
+/// drops. Torch-free, so that a command can read every task before it loads a model.
+/// @throws std::invalid_argument for a task that is not an intent task; DataError for bad data
+///   files, naming the file: a train_10.csv with fewer than two intents, an empty val.csv.
+PseudoLabelData load_pseudo_label_data(const std::string& data_dir, const std::string& task);
+
+/// pseudo_label_vectors() on the data of one task with an in-memory model. Vectors as the
+/// probe's (embed_texts(), [CLS], not normalised).
+/// @throws std::invalid_argument for bad options; std::runtime_error naming the task if the
+///   model's vectors are not finite.
 PseudoLabelReport pseudo_label_task(model::SpaceModelImpl& net, const data::Tokenizer& tok,
-                                    const std::string& data_dir, const std::string& task,
+                                    const PseudoLabelData& data,
                                     const PseudoLabelOptions& options);
 
 }  // namespace dialtree::eval

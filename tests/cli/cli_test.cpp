@@ -289,10 +289,23 @@ TEST_F(Cli, EvalPseudoLabelErrors) {
           dir());
   EXPECT_EQ(r.status, 2);
   EXPECT_THAT(r.err, HasSubstr("per_label must be >= 1, got 0"));
-  r = run({"eval", "pseudo-label", "--model", "bundle", "--data", data, "--out-dir", "pl"}, dir());
-  EXPECT_EQ(r.status, 2);  // an empty bundle folder
+  r = run({"eval", "pseudo-label", "--model", "bundle", "--data", data, "--out-dir", "pl",
+           "--tasks", "hwu,hwu"},
+          dir());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("--tasks: 'hwu' is given twice"));
+  r = run({"eval", "pseudo-label", "--model", "bundle", "--data", data, "--out-dir", "pl",
+           "--tasks", "hwu"},
+          dir());
+  EXPECT_EQ(r.status, 2);  // an empty bundle folder: the output folder is made, nothing written
   EXPECT_THAT(r.err, HasSubstr("bundle"));
-  EXPECT_FALSE(fs::exists(tmp_.path() / "pl"));
+  EXPECT_TRUE(fs::is_empty(tmp_.path() / "pl"));
+  std::ofstream(tmp_.path() / "file2") << "x";
+  r = run({"eval", "pseudo-label", "--model", "bundle", "--data", data, "--out-dir", "file2/sub",
+           "--tasks", "hwu"},
+          dir());
+  EXPECT_EQ(r.status, 2);  // before the (empty) bundle is read
+  EXPECT_THAT(r.err, HasSubstr("--out-dir: cannot create the folder 'file2/sub'"));
   std::ofstream(tmp_.path() / "file") << "x";
   r = run({"eval", "pseudo-label", "--model", "bundle", "--data", data, "--out-dir", "file"},
           dir());

@@ -1,6 +1,7 @@
 // eval/finetune, eval/dialoglue: intent fine-tuning of a tiny bundle on a separable toy task and
 // the whole `eval dialoglue` run on a DialoGLUE-shaped folder (the recipe reader:
 // eval_config_test.cpp).
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -206,6 +207,21 @@ TEST_F(TinyIntent, LinearProbeInitStartsFromTheFittedLogisticRegression) {
   EXPECT_NEAR(b2(1) - b2(0), fit2.intercept(0), 1e-5);
 }
 
+TEST_F(TinyIntent, EarlyStoppingDoesNotCountTheWarmUpEpochs) {
+  // At a learning rate of 1e-12 val never improves on epoch 1. With warm-up over the first 10 of
+  // 40 epochs and patience 3, the run stops at epoch 13; without warm-up, at epoch 4 (HF's rule).
+  FinetuneOptions o = options_;
+  o.num_train_epochs = 40;
+  o.learning_rate = 1e-12;
+  o.early_stopping_patience = 3;
+  o.warmup_ratio = 0.25;
+  const IntentRunResult r = finetune_intent(tmp_.file("bundle"), task_, o, 1);
+  EXPECT_EQ(r.best_epoch, 1);
+  EXPECT_EQ(r.epochs_run, 13);
+  o.warmup_ratio = 0.0;
+  EXPECT_EQ(finetune_intent(tmp_.file("bundle"), task_, o, 1).epochs_run, 4);
+}
+
 TEST_F(TinyIntent, LinearProbeInitIsForIntentTasksOnly) {
   FinetuneOptions o = options_;
   o.classifier_init = "linear_probe";
@@ -279,8 +295,9 @@ TEST_F(TinyIntent, RecipeRunsConvergeAndStopEarlyKeepingTheValCurve) {
   const IntentRunResult r = finetune_intent(tmp_.file("bundle"), task_, o, 1,
                                             [&](const EpochInfo& e) { seen.push_back(e); });
   EXPECT_DOUBLE_EQ(r.best_val_accuracy, 1.0);
-  // It stopped 10 epochs after its best epoch (the first to reach 100 %), long before 80.
-  EXPECT_EQ(r.epochs_run, r.best_epoch + 10);
+  // It stopped 10 epochs after its best epoch (the first to reach 100 %), or after the warm-up's
+  // 8 epochs (10 % of 80) if that came first, long before 80.
+  EXPECT_EQ(r.epochs_run, std::max(r.best_epoch, 8) + 10);
   EXPECT_LT(r.epochs_run, 80);
   ASSERT_EQ(r.curve.size(), static_cast<std::size_t>(r.epochs_run));
   ASSERT_EQ(seen.size(), r.curve.size());

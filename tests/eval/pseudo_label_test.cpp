@@ -5,12 +5,15 @@
 #include <filesystem>
 #include <fstream>
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "common/error.h"
 #include "eval/pseudo_label.h"
 #include "model/bundle.h"
 #include "model/encoder.h"
+#include "expect_error.h"
 #include "test_paths.h"
 #include "tiny_intent.h"
 
@@ -161,10 +164,10 @@ TEST_F(PseudoLabelTask, LabelsTheTrainTextsWithoutReadingTheirLabels) {
   o.bf16 = false;
   const auto right = write_data("right", [](int k) { return k; });
   const auto wrong = write_data("wrong", [](int) { return 0; });  // every train label "card_arrival"
-  const PseudoLabelReport a =
-      pseudo_label_task(*bundle_.model, *bundle_.tokenizer, right.string(), "hwu", o);
-  const PseudoLabelReport b =
-      pseudo_label_task(*bundle_.model, *bundle_.tokenizer, wrong.string(), "hwu", o);
+  const PseudoLabelReport a = pseudo_label_task(*bundle_.model, *bundle_.tokenizer,
+                                                load_pseudo_label_data(right.string(), "hwu"), o);
+  const PseudoLabelReport b = pseudo_label_task(*bundle_.model, *bundle_.tokenizer,
+                                                load_pseudo_label_data(wrong.string(), "hwu"), o);
   EXPECT_EQ(a.labelled, 9u);
   EXPECT_EQ(a.pool, 15u);  // 24 train texts less the 9 of train_10
   EXPECT_LE(a.kept, 6u);   // at most 2 per label
@@ -178,8 +181,25 @@ TEST_F(PseudoLabelTask, LabelsTheTrainTextsWithoutReadingTheirLabels) {
     ASSERT_EQ(d.turns.size(), 1u);
     EXPECT_TRUE(d.turns[0].label.has_value());
   }
-  EXPECT_THROW(pseudo_label_task(*bundle_.model, *bundle_.tokenizer, right.string(), "top", o),
-               std::invalid_argument);
+  EXPECT_TRUE(a.converged);
+  EXPECT_THROW(load_pseudo_label_data(right.string(), "top"), std::invalid_argument);
+}
+
+TEST_F(PseudoLabelTask, RefusesDataItCannotCheckNamingTheFile) {
+  // One intent in train_10: no classifier; an empty val: no precision check.
+  const auto one = write_data("one", [](int k) { return k; });
+  {
+    std::ofstream out(one / "hwu" / "train_10.csv");
+    out << "text,category\n" << testing_tiny::kTexts[0][0] << "," << testing_tiny::kLabels[0]
+        << "\n";
+  }
+  EXPECT_THAT(testing::error_of<DataError>([&] { load_pseudo_label_data(one.string(), "hwu"); }),
+              ::testing::AllOf(::testing::HasSubstr("train_10.csv"),
+                               ::testing::HasSubstr("needs at least two")));
+  const auto noval = write_data("noval", [](int k) { return k; });
+  std::ofstream(noval / "hwu" / "val.csv") << "text,category\n";
+  EXPECT_THAT(testing::error_of<DataError>([&] { load_pseudo_label_data(noval.string(), "hwu"); }),
+              ::testing::HasSubstr("val.csv"));
 }
 
 }  // namespace
