@@ -26,17 +26,31 @@ NAMES = {
     "h12k": "(h12k) f12k + SPACE-2 stage 1 + intent stage",
     "s12k": "(s12k) f12k + SPACE-2 stage 1",
     "i12k": "(i12k) f12k + intent stage (no stage 1)",
+    "il": "(i12k) + LP-FT start",
+    "fl": "(f12k) + LP-FT start",
+    "p30": "(p12k) f12k + pseudo-labelled intent stage, + LP-FT start",
+    "r2": "(p12k, round 2) pseudo-labels from (p12k), 60 per intent, + LP-FT start",
+    "p30lr1": "(p12k) + LP-FT start, fine-tuned at lr 1e-4",
+    "p30rand": "(p12k), random classifier start",
+    "ilong": "(i12k-long) f12k + intent stage for 23 epochs, + LP-FT start",
 }
 
 
-def cell(scores):
+def cell(scores, runs=None):
+    """mean ± std (n); with `runs`, each seed's test (val, best epoch / epochs run) after it."""
     if not scores:
         return "–"
     mean = sum(scores) / len(scores)
     if len(scores) == 1:
-        return f"{mean:.2f} (1)"
-    std = math.sqrt(sum((s - mean) ** 2 for s in scores) / (len(scores) - 1))
-    return f"{mean:.2f} ± {std:.2f} ({len(scores)})"
+        text = f"{mean:.2f} (1)"
+    else:
+        std = math.sqrt(sum((s - mean) ** 2 for s in scores) / (len(scores) - 1))
+        text = f"{mean:.2f} ± {std:.2f} ({len(scores)})"
+    if runs:
+        text += ": " + ", ".join(
+            f"s{r['seed']} {r['test']:.2f} (val {r['val']:.2f}, best {r['best_epoch']}/{len(r['curve'])})"
+            for r in sorted(runs, key=lambda r: r["seed"]))
+    return text
 
 
 def main():
@@ -45,6 +59,8 @@ def main():
     p.add_argument("--sub", default="lr3e-4")
     p.add_argument("--tfidf", default="runs/tfidf.json")
     p.add_argument("--rows", default="a,f,s,h")
+    p.add_argument("--detail", action="store_true",
+                   help="after each cell, every seed's test (val, best epoch / epochs run)")
     p.add_argument("--write", default="",
                    help="also write DIR/<row>/results.json: each row's tasks and seeds merged "
                         "into one results file, for `dialtree plot`")
@@ -59,6 +75,7 @@ def main():
             print(f"| TF-IDF {r['model']} + LR | " + " | ".join(vals) + " |")
     for row in a.rows.split(","):
         scores = {task: [] for task in TASKS}
+        runs = {task: [] for task in TASKS}
         merged = None
         for res in sorted((root / row / a.sub).glob("*-s*/results.json")):
             m = re.fullmatch(r"(\w+)-s(\d+)", res.parent.name)
@@ -68,6 +85,7 @@ def main():
             task = r["tasks"][m.group(1)]
             for run in task["runs"]:
                 scores[m.group(1)].append(run["test"])
+                runs[m.group(1)].append(run)
             if merged is None:
                 merged = dict(r, tasks={}, seeds=[])
             into = merged["tasks"].setdefault(m.group(1), dict(task, runs=[]))
@@ -79,7 +97,7 @@ def main():
             vals = [x["val"] for x in into["runs"]]
             into["val_mean"] = sum(vals) / len(vals)
             merged["seeds"] = sorted(set(merged["seeds"]) | {x["seed"] for x in task["runs"]})
-        print(f"| {NAMES.get(row, row)} | " + " | ".join(cell(scores[t]) for t in TASKS) + " |")
+        print(f"| {NAMES.get(row, row)} | " + " | ".join(cell(scores[t], runs[t] if a.detail else None) for t in TASKS) + " |")
         if a.write and merged is not None:
             out = pathlib.Path(a.write) / row
             out.mkdir(parents=True, exist_ok=True)
