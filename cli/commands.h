@@ -40,8 +40,8 @@ void refuse_overwriting_input(const std::string& out_flag, const std::string& ou
 
 /// `dialtree eval score` (DialoGLUE scoring, torch-free) on the `eval` group (cli/score_cmd.cpp).
 void register_eval_score(CLI::App& eval);
-/// `dialtree eval dialoglue` and `dialtree eval probe` (torch), added to the `eval` group that
-/// register_light_commands() created (cli/eval_cmd.cpp).
+/// `dialtree eval dialoglue`, `dialtree eval probe` and `dialtree eval pseudo-label` (torch),
+/// added to the `eval` group that register_light_commands() created (cli/eval_cmd.cpp).
 void register_eval(CLI::App& app);
 /// `dialtree embed --model DIR`: offline batch embeddings (cli/embed_cmd.cpp).
 void register_embed(CLI::App& app);

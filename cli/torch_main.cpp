@@ -1,7 +1,7 @@
 // dialtree-torch: the executable behind `dialtree` that runs the commands needing LibTorch
-// (embed, eval dialoglue / probe, serve, export, import-hf, train, version --verbose), and the
-// torch-free ones too. Users run `dialtree`, which chooses the BLAS kernels and exec()s this
-// (cli/app.h, docs/performance.md).
+// (embed, eval dialoglue / probe / pseudo-label, serve, export, import-hf, train, version
+// --verbose), and the torch-free ones too. Users run `dialtree`, which chooses the BLAS kernels
+// and exec()s this (cli/app.h, docs/performance.md).
 //
 // Exit status: 0 on success (also --help, --version); 2 for bad input or usage; 1 for anything
 // else (cli/app.h, run_cli). Every error is one line on stderr: "error: ...".
