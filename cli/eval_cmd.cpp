@@ -346,27 +346,13 @@ void run_pseudo_label_cmd(const PseudoLabelArgs& a) {
   std::vector<eval::PseudoLabelReport> reports;
   for (const auto& d : data)
     reports.push_back(eval::pseudo_label_task(*bundle.model, *bundle.tokenizer, d, o));
-  json summary = {{"format", "dialtree-pseudo-label/1"},
-                  {"model", a.model},
-                  {"data_dir", data_dir},
-                  {"options",
-                   {{"per_label", o.per_label},
-                    {"C", o.C},
-                    {"max_iter", o.max_iter},
-                    {"batch_size", o.batch_size},
-                    {"max_utt_len", o.max_utt_len},
-                    {"bf16", o.bf16},
-                    {"device", o.device}}},
-                  {"tasks", json::array()}};
   std::vector<std::string> written;
-  for (const auto& r : reports) {
-    const std::string file = (fs::path(a.out_dir) / (r.task + ".pseudo.jsonl")).string();
-    sts::write_jsonl(file, r.records);
-    written.push_back(fs::path(file).filename().string());
-    json j = r.to_json();
-    j["file"] = file;
-    summary["tasks"].push_back(j);
+  for (auto& r : reports) {
+    r.file = (fs::path(a.out_dir) / (r.task + ".pseudo.jsonl")).string();
+    sts::write_jsonl(r.file, r.records);
+    written.push_back(fs::path(r.file).filename().string());
   }
+  const json summary = eval::pseudo_label_summary(a.model, data_dir, o, reports);
   write_file_atomic((fs::path(a.out_dir) / "pseudo_label.json").string(), summary.dump(2) + "\n");
   for (const auto& e : fs::directory_iterator(a.out_dir)) {
     const std::string name = e.path().filename().string();
@@ -389,14 +375,7 @@ void run_pseudo_label_cmd(const PseudoLabelArgs& a) {
     fmt::print("{}\n", summary.dump());
     return;
   }
-  fmt::print("| task | labelled | pool | kept | val accuracy | val precision of the rule | "
-             "mean confidence | file |\n|---|---|---|---|---|---|---|---|\n");
-  for (std::size_t i = 0; i < reports.size(); ++i) {
-    const auto& r = reports[i];
-    fmt::print("| {} | {} | {} | {} | {:.2f} | {:.2f} ({} kept) | {:.3f} | {} |\n", r.task,
-               r.labelled, r.pool, r.kept, 100 * r.val_accuracy, 100 * r.val_precision,
-               r.val_kept, r.mean_confidence, summary["tasks"][i]["file"].get<std::string>());
-  }
+  fmt::print("{}", eval::pseudo_label_table(reports));
 }
 
 void register_pseudo_label(CLI::App& eval) {

@@ -111,8 +111,39 @@ std::vector<sts::Dialog> pseudo_dialogs(const std::string& task,
   return out;
 }
 
+nlohmann::json to_json(const PseudoLabelOptions& o) {
+  return {{"per_label", o.per_label}, {"C", o.C},
+          {"max_iter", o.max_iter},   {"batch_size", o.batch_size},
+          {"max_utt_len", o.max_utt_len}, {"bf16", o.bf16},
+          {"device", o.device}};
+}
+
+nlohmann::json pseudo_label_summary(const std::string& model, const std::string& data_dir,
+                                    const PseudoLabelOptions& options,
+                                    const std::vector<PseudoLabelReport>& reports) {
+  nlohmann::json tasks = nlohmann::json::array();
+  for (const auto& r : reports) tasks.push_back(r.to_json());
+  return {{"format", "dialtree-pseudo-label/1"},
+          {"model", model},
+          {"data_dir", data_dir},
+          {"options", to_json(options)},
+          {"tasks", tasks}};
+}
+
+std::string pseudo_label_table(const std::vector<PseudoLabelReport>& reports) {
+  std::string out =
+      "| task | labelled | pool | kept | val accuracy | val precision of the rule | "
+      "mean confidence | file |\n|---|---|---|---|---|---|---|---|\n";
+  for (const auto& r : reports) {
+    out += fmt::format("| {} | {} | {} | {} | {:.2f} | {:.2f} ({} kept) | {:.3f} | {} |\n", r.task,
+                       r.labelled, r.pool, r.kept, 100 * r.val_accuracy, 100 * r.val_precision,
+                       r.val_kept, r.mean_confidence, r.file);
+  }
+  return out;
+}
+
 nlohmann::json PseudoLabelReport::to_json() const {
-  return {{"task", task},
+  nlohmann::json j = {{"task", task},
           {"labelled", labelled},
           {"pool", pool},
           {"kept", kept},
@@ -124,6 +155,8 @@ nlohmann::json PseudoLabelReport::to_json() const {
           {"iterations", iterations},
           {"converged", converged},
           {"seconds", seconds}};
+  if (!file.empty()) j["file"] = file;
+  return j;
 }
 
 PseudoLabelReport pseudo_label_vectors(const std::string& task, const ProbeMatrix& labelled_x,

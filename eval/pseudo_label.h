@@ -35,6 +35,9 @@ struct PseudoLabelOptions {
 ///   max_utt_len < 1, C <= 0.
 void check_pseudo_label_options(const PseudoLabelOptions& options);
 
+/// {"per_label", "C", "max_iter", "batch_size", "max_utt_len", "bf16", "device"}.
+nlohmann::json to_json(const PseudoLabelOptions& options);
+
 /// One kept pool row.
 struct PseudoPick {
   std::size_t row = 0;    ///< row of the pool (and of the probability matrix)
@@ -91,10 +94,23 @@ struct PseudoLabelReport {
   bool converged = false;      ///< the fit met its tolerance before max_iter
   double seconds = 0;
   std::vector<sts::Dialog> records;  ///< the pseudo-labelled records (pseudo_dialogs())
+  std::string file;                  ///< where the records were written ("" until then)
   /// {"task", "labelled", "pool", "kept", "per_label", "val_accuracy", "val_precision",
-  ///  "val_kept", "mean_confidence", "iterations", "converged", "seconds"} (no records).
+  ///  "val_kept", "mean_confidence", "iterations", "converged", "seconds"}, and "file" when
+  /// set (no records).
   nlohmann::json to_json() const;
 };
+
+/// The summary `dialtree eval pseudo-label` writes to pseudo_label.json: {"format":
+/// "dialtree-pseudo-label/1", "model", "data_dir", "options" (to_json(options)), "tasks"
+/// [report.to_json()...]}.
+nlohmann::json pseudo_label_summary(const std::string& model, const std::string& data_dir,
+                                    const PseudoLabelOptions& options,
+                                    const std::vector<PseudoLabelReport>& reports);
+
+/// The Markdown table of the reports: task, labelled, pool, kept, val accuracy, val precision of
+/// the rule (with val_kept), mean confidence, file; percentages with 2 decimals.
+std::string pseudo_label_table(const std::vector<PseudoLabelReport>& reports);
 
 /// The confident-subset rule on a whole task, given its vectors: fits the probe's standardized
 /// logistic regression on (labelled_x, labelled_y), scores val, selects from the pool. Torch-free
