@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -321,9 +322,32 @@ void register_probe(CLI::App& eval) {
 
 struct PseudoLabelArgs {
   std::string model, tasks = "banking,clinc,hwu", data_dir, out_dir, device = "auto";
+  std::vector<std::string> teachers;  ///< "TASK=DIR", as given
   eval::PseudoLabelOptions options;
   bool as_json = false;
 };
+
+/// --teacher's "TASK=DIR" pairs by task. @throws std::invalid_argument naming the bad value: no
+/// '=', a task not in `tasks`, a task given twice, a DIR that is not a folder.
+std::map<std::string, std::string> parse_teachers(const std::vector<std::string>& given,
+                                                  const std::vector<std::string>& tasks) {
+  std::map<std::string, std::string> out;
+  for (const auto& g : given) {
+    const auto eq = g.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == g.size()) {
+      throw std::invalid_argument("--teacher '" + g + "': expected TASK=DIR, e.g. "
+                                  "banking=runs/ft/banking/seed-1/model");
+    }
+    const std::string task = g.substr(0, eq), dir = g.substr(eq + 1);
+    if (std::find(tasks.begin(), tasks.end(), task) == tasks.end())
+      throw std::invalid_argument("--teacher '" + g + "': " + task + " is not one of --tasks");
+    if (!out.emplace(task, dir).second)
+      throw std::invalid_argument("--teacher: " + task + " is given twice");
+    if (!fs::is_directory(dir))
+      throw std::invalid_argument("--teacher '" + g + "': " + dir + " is not a folder");
+  }
+  return out;
+}
 
 void run_pseudo_label_cmd(const PseudoLabelArgs& a) {
   eval::PseudoLabelOptions o = a.options;
@@ -335,17 +359,36 @@ void run_pseudo_label_cmd(const PseudoLabelArgs& a) {
         tasks.begin() + static_cast<std::ptrdiff_t>(i))
       throw std::invalid_argument("--tasks: '" + tasks[i] + "' is given twice");
   }
+  const std::map<std::string, std::string> teachers = parse_teachers(a.teachers, tasks);
+  const bool probe_needed = teachers.size() < tasks.size();
+  if (probe_needed && a.model.empty()) {
+    throw std::invalid_argument("--model is required unless every task has a --teacher");
+  }
+  const torch::Device device = model::resolve_device(o.device, "--device");
   const std::string data_dir = eval::resolve_data_dir(a.data_dir);
-  // Every task's files and the output folder are checked before the bundle loads; the files are
+  // Every task's files and the output folder are checked before a bundle loads; the files are
   // written once all tasks are labelled, so a failure in a later task writes nothing.
   std::vector<eval::PseudoLabelData> data;
   for (const auto& t : tasks) data.push_back(eval::load_pseudo_label_data(data_dir, t));
   prepare_output_dir(a.out_dir, "--out-dir");
-  model::LoadedBundle bundle = model::load_bundle(a.model);
-  bundle.model->to(model::resolve_device(o.device, "--device"));
+  model::LoadedBundle bundle;
+  if (probe_needed) {
+    bundle = model::load_bundle(a.model);
+    bundle.model->to(device);
+  }
   std::vector<eval::PseudoLabelReport> reports;
-  for (const auto& d : data)
-    reports.push_back(eval::pseudo_label_task(*bundle.model, *bundle.tokenizer, d, o));
+  for (const auto& d : data) {
+    const auto teacher = teachers.find(d.task);
+    if (teacher == teachers.end()) {
+      reports.push_back(eval::pseudo_label_task(*bundle.model, *bundle.tokenizer, d, o));
+      continue;
+    }
+    model::LoadedBundle fine_tuned = model::load_bundle(teacher->second);
+    fine_tuned.model->to(device);
+    reports.push_back(eval::pseudo_label_task_head(*fine_tuned.model, *fine_tuned.tokenizer,
+                                                   fine_tuned.info.intent_labels, d, o,
+                                                   teacher->second));
+  }
   std::vector<std::string> written;
   for (auto& r : reports) {
     r.file = (fs::path(a.out_dir) / (r.task + ".pseudo.jsonl")).string();
@@ -387,9 +430,15 @@ void register_pseudo_label(CLI::App& eval) {
       "probe's standardized logistic regression, fitted on a bundle's frozen [CLS] vectors of "
       "train_10, labels train.csv's texts (its labels are never used); the most confident "
       "--per-label per predicted intent are written as sts/1 records to DIR/<task>.pseudo.jsonl.");
-  cmd->add_option("--model", a->model, "Model bundle folder, e.g. runs/pretrain-lm/final")
-      ->required()
+  cmd->add_option("--model", a->model,
+                  "Model bundle folder whose frozen vectors the probe's classifier labels from, "
+                  "e.g. runs/pretrain-lm/final (required unless every task has a --teacher)")
       ->check(existing_folder("model bundle"));
+  cmd->add_option("--teacher", a->teachers,
+                  "TASK=DIR: label TASK with the intent head of DIR, a bundle fine-tuned on it "
+                  "(`eval dialoglue --save-models`: OUT/TASK/seed-N/model) instead of the probe "
+                  "(self-training); repeat per task")
+      ->take_all();
   cmd->add_option("--out-dir", a->out_dir,
                   "Folder for <task>.pseudo.jsonl and pseudo_label.json (created)")
       ->required();

@@ -132,12 +132,12 @@ nlohmann::json pseudo_label_summary(const std::string& model, const std::string&
 
 std::string pseudo_label_table(const std::vector<PseudoLabelReport>& reports) {
   std::string out =
-      "| task | labelled | pool | kept | val accuracy | val precision of the rule | "
-      "mean confidence | file |\n|---|---|---|---|---|---|---|---|\n";
+      "| task | labeller | labelled | pool | kept | val accuracy | val precision of the rule | "
+      "mean confidence | file |\n|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& r : reports) {
-    out += fmt::format("| {} | {} | {} | {} | {:.2f} | {:.2f} ({} kept) | {:.3f} | {} |\n", r.task,
-                       r.labelled, r.pool, r.kept, 100 * r.val_accuracy, 100 * r.val_precision,
-                       r.val_kept, r.mean_confidence, r.file);
+    out += fmt::format("| {} | {} | {} | {} | {} | {:.2f} | {:.2f} ({} kept) | {:.3f} | {} |\n",
+                       r.task, r.labeller, r.labelled, r.pool, r.kept, 100 * r.val_accuracy,
+                       100 * r.val_precision, r.val_kept, r.mean_confidence, r.file);
   }
   return out;
 }
@@ -152,6 +152,7 @@ nlohmann::json PseudoLabelReport::to_json() const {
           {"val_precision", val_precision},
           {"val_kept", val_kept},
           {"mean_confidence", mean_confidence},
+          {"labeller", labeller},
           {"iterations", iterations},
           {"converged", converged},
           {"seconds", seconds}};
@@ -176,30 +177,58 @@ PseudoLabelReport pseudo_label_vectors(const std::string& task, const ProbeMatri
   lo.max_iter = o.max_iter;
   lo.standardize = true;  // the probe's "LR std" column: scale-free in the vectors
   const LogisticModel clf = fit_logistic(labelled_x, labelled_y, lo);
-
-  PseudoLabelReport r;
-  r.task = task;
+  const Eigen::MatrixXd no_rows(0, static_cast<Eigen::Index>(clf.classes.size()));
+  PseudoLabelReport r = pseudo_label_probabilities(
+      task, val_x.rows() > 0 ? predict_proba(clf, val_x) : no_rows, val_y,
+      pool.empty() ? no_rows : predict_proba(clf, pool_x), clf.classes, pool, label_names,
+      o.per_label);
+  r.labelled = labelled_y.size();
   r.iterations = clf.iterations;
   r.converged = clf.converged;
-  r.labelled = labelled_y.size();
+  return r;
+}
+
+PseudoLabelReport pseudo_label_probabilities(const std::string& task,
+                                             const Eigen::MatrixXd& val_p,
+                                             const std::vector<int>& val_y,
+                                             const Eigen::MatrixXd& pool_p,
+                                             const std::vector<int>& classes,
+                                             const std::vector<std::string>& pool,
+                                             const std::vector<std::string>& label_names,
+                                             int per_label) {
+  const auto k = static_cast<Eigen::Index>(classes.size());
+  if (val_p.rows() != static_cast<Eigen::Index>(val_y.size()) ||
+      pool_p.rows() != static_cast<Eigen::Index>(pool.size()) || val_p.cols() != k ||
+      pool_p.cols() != k) {
+    throw std::invalid_argument(fmt::format(
+        "pseudo_label_probabilities: val {}x{} for {} labels, pool {}x{} for {} texts, {} classes",
+        val_p.rows(), val_p.cols(), val_y.size(), pool_p.rows(), pool_p.cols(), pool.size(), k));
+  }
+  PseudoLabelReport r;
+  r.task = task;
   r.pool = pool.size();
-  r.per_label = o.per_label;
-  if (val_x.rows() > 0) {
-    const Eigen::MatrixXd pv = predict_proba(clf, val_x);
-    r.val_accuracy = probe_accuracy(val_y, predict(clf, val_x));
+  r.per_label = per_label;
+  if (!val_y.empty()) {
+    std::size_t right = 0;
+    for (Eigen::Index i = 0; i < val_p.rows(); ++i) {
+      Eigen::Index best = 0;
+      val_p.row(i).maxCoeff(&best);  // the first maximum, as select_confident()
+      right += classes[static_cast<std::size_t>(best)] == val_y[static_cast<std::size_t>(i)];
+    }
+    r.val_accuracy = static_cast<double>(right) / static_cast<double>(val_y.size());
     // The pool's per-label share applied to val: per_label * |val| / |pool| rows per label, at
     // least 1, so that val's kept fraction matches the pool's.
     const double share = pool.empty() ? 1.0
-                                      : std::min(1.0, static_cast<double>(o.per_label) /
+                                      : std::min(1.0, static_cast<double>(per_label) /
                                                           static_cast<double>(pool.size()));
     const int val_per_label =
         std::max(1, static_cast<int>(std::lround(share * static_cast<double>(val_y.size()))));
-    const auto val_picks = select_confident(pv, clf.classes, val_per_label);
+    const auto val_picks = select_confident(val_p, classes, val_per_label);
     r.val_kept = val_picks.size();
     r.val_precision = pick_precision(val_picks, val_y);
   }
   if (!pool.empty()) {
-    const auto picks = select_confident(predict_proba(clf, pool_x), clf.classes, o.per_label);
+    const auto picks = select_confident(pool_p, classes, per_label);
     double sum = 0;
     for (const auto& p : picks) sum += p.confidence;
     r.kept = picks.size();

@@ -95,6 +95,9 @@ struct PseudoLabelReport {
   double seconds = 0;
   std::vector<sts::Dialog> records;  ///< the pseudo-labelled records (pseudo_dialogs())
   std::string file;                  ///< where the records were written ("" until then)
+  /// Who labelled: "probe" (logistic regression on frozen vectors, pseudo_label_vectors()) or
+  /// the fine-tuned bundle whose intent head did (pseudo_label_task_head()).
+  std::string labeller = "probe";
   /// {"task", "labelled", "pool", "kept", "per_label", "val_accuracy", "val_precision",
   ///  "val_kept", "mean_confidence", "iterations", "converged", "seconds"}, and "file" when
   /// set (no records).
@@ -108,9 +111,25 @@ nlohmann::json pseudo_label_summary(const std::string& model, const std::string&
                                     const PseudoLabelOptions& options,
                                     const std::vector<PseudoLabelReport>& reports);
 
-/// The Markdown table of the reports: task, labelled, pool, kept, val accuracy, val precision of
-/// the rule (with val_kept), mean confidence, file; percentages with 2 decimals.
+/// The Markdown table of the reports: task, labeller, labelled, pool, kept, val accuracy, val
+/// precision of the rule (with val_kept), mean confidence, file; percentages with 2 decimals.
 std::string pseudo_label_table(const std::vector<PseudoLabelReport>& reports);
+
+/// The confident-subset rule from class probabilities, whichever classifier gave them: every
+/// pool row goes to its arg-max column and the `per_label` most confident per column are kept
+/// (select_confident()); val is scored (arg-max accuracy) and checked with the same rule at the
+/// pool's kept share. Column k of both matrices is class `classes[k]` (an index of label_names).
+/// Fills every field but iterations, converged, seconds and file.
+/// @throws std::invalid_argument if the matrices' rows do not match val_y / pool, or their
+///   columns classes; as select_confident() / pseudo_dialogs().
+PseudoLabelReport pseudo_label_probabilities(const std::string& task,
+                                             const Eigen::MatrixXd& val_probabilities,
+                                             const std::vector<int>& val_y,
+                                             const Eigen::MatrixXd& pool_probabilities,
+                                             const std::vector<int>& classes,
+                                             const std::vector<std::string>& pool,
+                                             const std::vector<std::string>& label_names,
+                                             int per_label);
 
 /// The confident-subset rule on a whole task, given its vectors: fits the probe's standardized
 /// logistic regression on (labelled_x, labelled_y), scores val, selects from the pool. Torch-free
@@ -147,5 +166,19 @@ PseudoLabelData load_pseudo_label_data(const std::string& data_dir, const std::s
 PseudoLabelReport pseudo_label_task(model::SpaceModelImpl& net, const data::Tokenizer& tok,
                                     const PseudoLabelData& data,
                                     const PseudoLabelOptions& options);
+
+/// The teacher variant of pseudo_label_task(): `net` is a bundle fine-tuned on this task (`eval
+/// dialoglue --save-models`) and its intent head labels the pool: the softmax of its logits on
+/// the [CLS] vectors (eval mode, as embed_texts()). `head_labels` are the bundle's intent names
+/// (class id -> name, BundleInfo::intent_labels); they must be the task's intents, in any order.
+/// The report's labeller is `labeller`; iterations 0, converged true (nothing is fitted).
+/// @throws std::invalid_argument for bad options or a head that does not match the task's
+///   intents (naming the first that differs); std::runtime_error naming the task if the
+///   probabilities are not finite.
+PseudoLabelReport pseudo_label_task_head(model::SpaceModelImpl& net, const data::Tokenizer& tok,
+                                         const std::vector<std::string>& head_labels,
+                                         const PseudoLabelData& data,
+                                         const PseudoLabelOptions& options,
+                                         const std::string& labeller);
 
 }  // namespace dialtree::eval

@@ -314,6 +314,34 @@ TEST_F(Cli, EvalPseudoLabelErrors) {
   r = run({"eval", "pseudo-label", "--model", "bundle", "--data", data}, dir());
   EXPECT_EQ(r.status, 2);
   EXPECT_THAT(r.err, HasSubstr("--out-dir is required"));
+  // --teacher TASK=DIR: the pairs are checked before anything is read.
+  const std::vector<std::pair<std::string, std::string>> teachers = {
+      {"bundle", "--teacher 'bundle': expected TASK=DIR"},
+      {"top=bundle", "top is not one of --tasks"},
+      {"hwu=nowhere", "nowhere is not a folder"}};
+  for (const auto& [value, message] : teachers) {
+    r = run({"eval", "pseudo-label", "--model", "bundle", "--data", data, "--out-dir", "pl",
+             "--tasks", "hwu", "--teacher", value},
+            dir());
+    EXPECT_EQ(r.status, 2) << value;
+    EXPECT_THAT(r.err, HasSubstr(message)) << value;
+  }
+  r = run({"eval", "pseudo-label", "--data", data, "--out-dir", "pl", "--tasks", "hwu,banking",
+           "--teacher", "hwu=bundle", "--teacher", "hwu=bundle"},
+          dir());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("--teacher: hwu is given twice"));
+  r = run({"eval", "pseudo-label", "--data", data, "--out-dir", "pl", "--tasks", "hwu,banking",
+           "--teacher", "hwu=bundle"},
+          dir());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("--model is required unless every task has a --teacher"));
+  r = run({"eval", "pseudo-label", "--data", data, "--out-dir", "pl", "--tasks", "hwu",
+           "--teacher", "hwu=bundle"},
+          dir());
+  EXPECT_EQ(r.status, 2);  // no --model needed; the teacher's (empty) folder is what fails
+  EXPECT_THAT(r.err, HasSubstr("bundle"));
+  EXPECT_TRUE(fs::is_empty(tmp_.path() / "pl"));
 }
 
 // `eval score`: DialoGLUE's answer key scored against itself, the default --gold lookup

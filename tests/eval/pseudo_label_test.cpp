@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "eval/finetune.h"
 #include "eval/pseudo_label.h"
 #include "model/bundle.h"
 #include "model/encoder.h"
@@ -126,6 +127,40 @@ TEST(PseudoLabel, VectorsOfTwoClustersLabelThePoolAndScoreVal) {
                std::invalid_argument);  // 5 vectors for 1 text
 }
 
+TEST(PseudoLabel, ProbabilitiesOfAnyClassifierMapColumnsThroughClasses) {
+  // Column 0 is label 2 ("c"), column 1 label 0 ("a"), column 2 label 1 ("b").
+  const std::vector<int> classes = {2, 0, 1};
+  Eigen::MatrixXd val(4, 3), pool(5, 3);
+  val << 0.8, 0.1, 0.1,  // -> c, right
+      0.2, 0.7, 0.1,     // -> a, right
+      0.3, 0.3, 0.4,     // -> b, wrong (truth c)
+      0.5, 0.5, 0.0;     // tie -> column 0 = c, wrong (truth a)
+  pool << 0.9, 0.05, 0.05, 0.1, 0.8, 0.1, 0.6, 0.2, 0.2, 0.1, 0.1, 0.8, 0.7, 0.2, 0.1;
+  const auto r = pseudo_label_probabilities("hwu", val, {2, 0, 2, 0}, pool, classes,
+                                            {"p0", "p1", "p2", "p3", "p4"}, {"a", "b", "c"}, 2);
+  EXPECT_DOUBLE_EQ(r.val_accuracy, 0.5);
+  EXPECT_EQ(r.pool, 5u);
+  EXPECT_EQ(r.labelled, 0u);  // the caller's to fill
+  // Column 0 (c) holds p0 0.9, p4 0.7, p2 0.6: p0 and p4 kept; a: p1; b: p3.
+  ASSERT_EQ(r.kept, 4u);
+  std::vector<std::string> got;
+  for (const auto& d : r.records)
+    got.push_back(d.id + " " + sts::to_json(d)["turns"][0]["label"]["DEFAULT_DOMAIN"].begin().key());
+  EXPECT_EQ(got, (std::vector<std::string>{"hwu/pseudo/0 c", "hwu/pseudo/1 a", "hwu/pseudo/3 b",
+                                           "hwu/pseudo/4 c"}));
+  EXPECT_DOUBLE_EQ(r.mean_confidence, (0.9 + 0.8 + 0.8 + 0.7) / 4);
+  // Val share: 2 of 5 pool rows per label x 4 val rows -> 2 per label: c keeps rows 0 and 3
+  // (0.8, 0.5), a row 1, b row 2; right: rows 0 and 1.
+  EXPECT_EQ(r.val_kept, 4u);
+  EXPECT_DOUBLE_EQ(r.val_precision, 0.5);
+  EXPECT_THROW(pseudo_label_probabilities("hwu", val, {2, 0, 2}, pool, classes,
+                                          {"p0", "p1", "p2", "p3", "p4"}, {"a", "b", "c"}, 2),
+               std::invalid_argument);  // 4 val rows for 3 labels
+  EXPECT_THROW(pseudo_label_probabilities("hwu", val, {2, 0, 2, 0}, pool, {2, 0},
+                                          {"p0", "p1", "p2", "p3", "p4"}, {"a", "b", "c"}, 2),
+               std::invalid_argument);  // 3 columns for 2 classes
+}
+
 class PseudoLabelTask : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -183,6 +218,77 @@ TEST_F(PseudoLabelTask, LabelsTheTrainTextsWithoutReadingTheirLabels) {
   }
   EXPECT_TRUE(a.converged);
   EXPECT_THROW(load_pseudo_label_data(right.string(), "top"), std::invalid_argument);
+}
+
+TEST_F(PseudoLabelTask, AFineTunedTeachersHeadLabelsThePoolThroughItsLabelNames) {
+  // The teacher is fine-tuned with its intents in another order than categories.json
+  // (head column k = teacher_labels[k]), so only a mapping by name gives the right records.
+  const auto dir = write_data("teach", [](int k) { return k; });
+  const PseudoLabelData data = load_pseudo_label_data(dir.string(), "hwu");
+  const std::vector<std::string> teacher_labels = {testing_tiny::kLabels[2],
+                                                   testing_tiny::kLabels[0],
+                                                   testing_tiny::kLabels[1]};
+  auto teacher_id = [&](int k) {
+    return static_cast<int>(std::find(teacher_labels.begin(), teacher_labels.end(),
+                                      data.label_names[static_cast<std::size_t>(k)]) -
+                            teacher_labels.begin());
+  };
+  // Trained on texts 0-5 of each intent (as TinyIntent, which separates them), val 6, test 7.
+  IntentTask task;
+  task.name = "hwu";
+  task.labels = teacher_labels;
+  for (int i = 0; i < 8; ++i) {
+    for (int k = 0; k < 3; ++k) {
+      IntentSplit& split = i < 6 ? task.train : (i == 6 ? task.val : task.test);
+      split.texts.push_back(testing_tiny::kTexts[static_cast<std::size_t>(k)][static_cast<std::size_t>(i)]);
+      split.labels.push_back(teacher_id(k));
+    }
+  }
+  FinetuneOptions ft;
+  ft.num_train_epochs = 25;
+  ft.per_device_train_batch_size = 6;
+  ft.learning_rate = 3e-3;
+  ft.dropout = 0.0;
+  ft.bf16 = false;
+  const IntentRunResult run =
+      finetune_intent(tmp_.file("bundle"), task, ft, 1, {}, tmp_.file("teacher"));
+  ASSERT_DOUBLE_EQ(run.best_val_accuracy, 1.0);
+  model::LoadedBundle teacher = model::load_bundle(tmp_.file("teacher"));
+  ASSERT_EQ(teacher.info.intent_labels, teacher_labels);
+
+  PseudoLabelOptions o;
+  o.per_label = 3;
+  o.bf16 = false;
+  const PseudoLabelReport r = pseudo_label_task_head(*teacher.model, *teacher.tokenizer,
+                                                     teacher.info.intent_labels, data, o, "T");
+  EXPECT_EQ(r.labeller, "T");
+  EXPECT_EQ(r.labelled, 9u);
+  EXPECT_EQ(r.pool, 15u);
+  EXPECT_DOUBLE_EQ(r.val_accuracy, 1.0);
+  EXPECT_DOUBLE_EQ(r.val_precision, 1.0);
+  EXPECT_EQ(r.to_json()["labeller"], "T");
+  // The pool's texts are kTexts[k][3..7]; every kept record carries its text's own intent.
+  ASSERT_EQ(r.kept, 9u);
+  for (const auto& d : r.records) {
+    const std::string text = d.turns[0].text;
+    const std::string label =
+        sts::to_json(d)["turns"][0]["label"]["DEFAULT_DOMAIN"].begin().key();
+    int truth = -1;
+    for (int k = 0; k < 3; ++k)
+      for (const auto& t : testing_tiny::kTexts[static_cast<std::size_t>(k)])
+        if (t == text) truth = k;
+    EXPECT_EQ(label, testing_tiny::kLabels[static_cast<std::size_t>(truth)]) << text;
+  }
+  // A head whose intents are not the task's is refused, naming the intent.
+  std::vector<std::string> other = teacher_labels;
+  other[1] = "alarm_set";
+  EXPECT_THAT(testing::error_of<std::invalid_argument>([&] {
+                pseudo_label_task_head(*teacher.model, *teacher.tokenizer, other, data, o, "T");
+              }),
+              ::testing::HasSubstr("'alarm_set' is not an intent of hwu"));
+  EXPECT_THROW(pseudo_label_task_head(*bundle_.model, *bundle_.tokenizer, teacher_labels, data, o,
+                                      "no head"),
+               std::invalid_argument);
 }
 
 TEST_F(PseudoLabelTask, RefusesDataItCannotCheckNamingTheFile) {
