@@ -66,6 +66,7 @@ struct DialoglueArgs {
   std::string device;  // --device / DIALTREE_DEVICE: the recipe's device key, given last
   bool from_scratch = false;
   bool save_models = false;
+  std::string pseudo_labels;  // --pseudo-labels DIR (self-training)
   CLI::Option* config_option = nullptr;
   bool config_given = false;  // --config was on the command line (even as "")
 };
@@ -142,6 +143,7 @@ void run_dialoglue_cmd(const DialoglueArgs& a) {
   prepare_output_dir(a.out, "--out");
   if (a.from_scratch) run.options.from_scratch = true;
   run.save_models = a.save_models;
+  run.pseudo_label_dir = a.pseudo_labels;
   const bool tty = ::isatty(STDERR_FILENO);
   const auto t0 = std::chrono::steady_clock::now();
   const json results = eval::run_dialoglue(run, [&](const eval::RunProgress& p) {
@@ -198,6 +200,10 @@ void register_dialoglue(CLI::App& eval) {
       "--save-models", a->save_models,
       "Save each intent task's fine-tuned model as a bundle in <out>/<task>/seed-<s>/model "
       "(servable: dialtree serve --model ... answers /classify)");
+  cmd->add_option("--pseudo-labels", a->pseudo_labels,
+                  "Self-training: add DIR/<task>.pseudo.jsonl (from `eval pseudo-label`) to each "
+                  "intent task's training split; val and test are unchanged")
+      ->check(existing_folder("pseudo-label folder"));
   cmd->add_flag("--from-scratch", a->from_scratch,
                 "Re-initialise every weight (the from-scratch baseline: same architecture and "
                 "tokenizer, no pretraining)");

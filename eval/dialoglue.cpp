@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <stdexcept>
 
@@ -10,6 +11,7 @@
 #include "common/atomic_file.h"
 #include "common/json_util.h"
 #include "eval/eval_config.h"
+#include "eval/pseudo_label.h"
 #include "eval/submission.h"
 #include "eval/tag_mapping.h"
 
@@ -37,6 +39,19 @@ json run_dialoglue(const DialoglueRun& run,
           "from ../shared/data); `dialtree eval score --task multiwoz` scores TripPy output");
     }
   }
+  // Self-training: every pseudo-label file is read (and checked) before anything trains.
+  std::map<std::string, IntentSplit> pseudo;
+  if (!run.pseudo_label_dir.empty()) {
+    for (const auto& t : run.tasks) {
+      if (!is_intent_task(t)) {
+        throw std::invalid_argument("eval dialoglue: pseudo-labels (self-training) are for the "
+                                    "intent tasks, not '" + t + "'");
+      }
+      pseudo[t] = read_pseudo_labels(
+          (fs::path(run.pseudo_label_dir) / (t + ".pseudo.jsonl")).string(),
+          load_intent_task(run.data_dir, t, run.setting).labels);
+    }
+  }
   fs::create_directories(run.out_dir);
   const fs::path gold_path = fs::path(run.data_dir) / "gt_test.json";
   json gold;
@@ -49,6 +64,7 @@ json run_dialoglue(const DialoglueRun& run,
                   {"options", finetune_options_json(run.options)},
                   {"gold", gold.is_null() ? "test files" : gold_path.string()},
                   {"tasks", json::object()}};
+  if (!run.pseudo_label_dir.empty()) results["pseudo_label_dir"] = run.pseudo_label_dir;
   const std::size_t runs = run.tasks.size() * run.seeds.size();
   std::size_t index = 0;
   for (const auto& name : run.tasks) {
@@ -60,6 +76,12 @@ json run_dialoglue(const DialoglueRun& run,
     json val_gold;
     if (intent) {
       intent_data = load_intent_task(run.data_dir, name, run.setting);
+      if (const auto it = pseudo.find(name); it != pseudo.end()) {
+        auto& train = intent_data.train;
+        train.texts.insert(train.texts.end(), it->second.texts.begin(), it->second.texts.end());
+        train.labels.insert(train.labels.end(), it->second.labels.begin(),
+                            it->second.labels.end());
+      }
     } else {
       tagging_data = load_tagging_task(run.data_dir, name, run.setting);
       mapper = std::make_unique<TagMapper>(run.data_dir, tagging_data);
@@ -157,6 +179,8 @@ json run_dialoglue(const DialoglueRun& run,
                               {"val_mean", val_sum / n},
                               {"train_examples", train_examples},
                               {"runs", task_runs}};
+    if (const auto it = pseudo.find(name); it != pseudo.end())
+      results["tasks"][name]["pseudo_labelled"] = it->second.texts.size();
     write_json(fs::path(run.out_dir) / "results.json", results);  // partial results survive
   }
   write_json(fs::path(run.out_dir) / "results.json", results);

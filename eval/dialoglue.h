@@ -27,6 +27,11 @@ struct DialoglueRun {
   /// Save each intent task's selected model as a bundle in `<task>/seed-<s>/model/` (for
   /// `dialtree serve` /classify). Tagging tasks save nothing.
   bool save_models = false;
+  /// Self-training (docs/evaluation.md "Self-training"): when set, each intent task's training
+  /// split is train_10 (or train) followed by the records of `<dir>/<task>.pseudo.jsonl`
+  /// (read_pseudo_labels(): `eval pseudo-label`'s output). Val and test are unchanged. Refused
+  /// for tagging tasks. Empty = off.
+  std::string pseudo_label_dir;
 };
 
 /// Progress of the whole run, for a progress bar: run `run` of `runs` (task x seed), epoch.
@@ -47,8 +52,11 @@ struct RunProgress {
 /// in percent. Returns results.json's object.
 /// Tasks: banking, clinc, hwu (finetune_intent), restaurant8k, dstc8_sgd, top (finetune_tagging,
 /// val and test scored through eval/tag_mapping.h); multiwoz is refused (no DST head).
-/// @throws std::invalid_argument for an unknown or unsupported task, no seeds, or an unusable
-///   out_dir; DataError / SchemaError for bad data or bundle files.
+/// With pseudo_label_dir set, results.json has "pseudo_label_dir" and each task its
+/// "pseudo_labelled" count (train_examples includes them).
+/// @throws std::invalid_argument for an unknown or unsupported task, no seeds, an unusable
+///   out_dir, or pseudo_label_dir with a tagging task; DataError / SchemaError for bad data or
+///   bundle files (a missing or bad pseudo-label file is reported before any training).
 nlohmann::json run_dialoglue(const DialoglueRun& run,
                              const std::function<void(const RunProgress&)>& progress = {});
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <stdexcept>
 #include <unordered_set>
 
@@ -13,6 +14,8 @@
 #include "sts/tree.h"
 
 namespace dialtree::eval {
+
+namespace fs = std::filesystem;
 
 void check_pseudo_label_options(const PseudoLabelOptions& o) {
   auto at_least_one = [](int v, const char* name) {
@@ -236,6 +239,37 @@ PseudoLabelReport pseudo_label_probabilities(const std::string& task,
     r.records = pseudo_dialogs(task, pool, picks, label_names);
   }
   return r;
+}
+
+IntentSplit read_pseudo_labels(const std::string& path,
+                               const std::vector<std::string>& label_names) {
+  if (!fs::is_regular_file(path)) {
+    throw DataError(path, "", "", "no such file (write it with `dialtree eval pseudo-label`)");
+  }
+  IntentSplit out;
+  std::size_t record = 0;
+  sts::for_each_dialog(path, [&](sts::Dialog&& d) {
+    ++record;
+    const std::string where = fmt::format("record {} (id '{}')", record, d.id);
+    auto bad = [&](const std::string& field, const std::string& what) {
+      throw DataError(path, where, field, what);
+    };
+    if (d.turns.size() != 1) bad("turns", fmt::format("{} turns; a pseudo-label is one", d.turns.size()));
+    const sts::Turn& t = d.turns[0];
+    if (!t.label || t.label->domains.size() != 1 ||
+        t.label->domains.begin()->first != sts::kDefaultDomain ||
+        t.label->domains.begin()->second.size() != 1) {
+      bad("turns[0].label", std::string("expected one intent under ") + sts::kDefaultDomain);
+    }
+    const std::string& intent = t.label->domains.begin()->second.begin()->first;
+    const auto it = std::find(label_names.begin(), label_names.end(), intent);
+    if (it == label_names.end()) {
+      bad("turns[0].label", "intent '" + intent + "' is not one of the task's categories");
+    }
+    out.texts.push_back(t.text);
+    out.labels.push_back(static_cast<int>(it - label_names.begin()));
+  });
+  return out;
 }
 
 PseudoLabelData load_pseudo_label_data(const std::string& data_dir, const std::string& task) {

@@ -33,6 +33,10 @@ NAMES = {
     "p30lr1": "(p12k) + LP-FT start, fine-tuned at lr 1e-4",
     "p30rand": "(p12k), random classifier start",
     "ilong": "(i12k-long) f12k + intent stage for 23 epochs, + LP-FT start",
+    "t30": "(t12k) f12k + intent stage on labels from fine-tuned (p12k) teachers, 30 per intent, + LP-FT start",
+    "pst": "(p12k) + self-training fine-tune: train_10 + 30 per intent labelled by fine-tuned (p12k) teachers, 15 epochs, LP-FT start",
+    "fst": "(f12k) + self-training fine-tune: train_10 + 30 per intent labelled by fine-tuned (f12k) teachers, 15 epochs",
+    "tf": "(f12k) seed-1 teachers (re-run with --save-models)",
 }
 
 

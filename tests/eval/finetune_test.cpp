@@ -26,6 +26,8 @@
 #include "expect_error.h"
 #include "test_paths.h"
 #include "tiny_intent.h"
+#include "sts/format.h"
+#include "sts/tree.h"
 #include "trainer/step.h"
 
 namespace dialtree::eval {
@@ -434,6 +436,34 @@ TEST_F(TinyIntent, DialoglueRunWritesSubmissionsResultsAndTable) {
   const std::string table((std::istreambuf_iterator<char>(md)), {});
   EXPECT_THAT(table, HasSubstr(fmt::format("| hwu | accuracy | {:.2f} ± {:.2f} | {:.2f}, {:.2f} |",
                                            mean, t.at("std").get<double>(), scores[0], scores[1])));
+
+  // Self-training: train_10 plus the pseudo-labelled records of <dir>/hwu.pseudo.jsonl.
+  fs::create_directories(tmp_.path() / "pseudo");
+  std::vector<sts::Dialog> records;
+  for (int k = 0; k < 3; ++k) {
+    sts::Tree tree;
+    tree.add_intent(sts::kDefaultDomain, kLabels[k]);
+    records.push_back({"hwu/pseudo/" + std::to_string(k), "hwu",
+                       {sts::Turn{"user", kTexts[k][7], tree, {}}}});
+  }
+  sts::write_jsonl((tmp_.path() / "pseudo" / "hwu.pseudo.jsonl").string(), records);
+  run.seeds = {1};
+  run.options.num_train_epochs = 2;
+  run.pseudo_label_dir = (tmp_.path() / "pseudo").string();
+  run.out_dir = tmp_.file("out-st");
+  const nlohmann::json st = run_dialoglue(run);
+  EXPECT_EQ(st.at("pseudo_label_dir"), run.pseudo_label_dir);
+  EXPECT_EQ(st.at("tasks").at("hwu").at("pseudo_labelled"), 3);
+  EXPECT_EQ(st.at("tasks").at("hwu").at("train_examples"), 21);  // 18 of train_10 + 3
+  // A missing file or a tagging task is refused before anything is written.
+  run.out_dir = tmp_.file("out-missing");
+  run.pseudo_label_dir = tmp_.file("nowhere");
+  EXPECT_THAT(testing::error_of<DataError>([&] { run_dialoglue(run); }),
+              HasSubstr("hwu.pseudo.jsonl"));
+  run.tasks = {"restaurant8k"};
+  EXPECT_THROW(run_dialoglue(run), std::invalid_argument);
+  EXPECT_FALSE(fs::exists(tmp_.path() / "out-missing"));
+  run.pseudo_label_dir.clear();
 
   run.tasks = {"multiwoz"};
   EXPECT_THROW(run_dialoglue(run), std::invalid_argument);

@@ -161,6 +161,38 @@ TEST(PseudoLabel, ProbabilitiesOfAnyClassifierMapColumnsThroughClasses) {
                std::invalid_argument);  // 3 columns for 2 classes
 }
 
+TEST(PseudoLabel, RecordsReadBackAsTheTrainingSplitOfSelfTraining) {
+  testing::TempDir tmp;
+  const std::vector<std::string> names = {"a", "b", "c"};
+  const std::vector<std::string> pool = {"p0", "p1", "p2"};
+  const auto records =
+      pseudo_dialogs("hwu", pool, {{0, 2, 0.9}, {1, 0, 0.8}, {2, 2, 0.7}}, names);
+  sts::write_jsonl(tmp.file("hwu.pseudo.jsonl"), records);
+  const IntentSplit split = read_pseudo_labels(tmp.file("hwu.pseudo.jsonl"), names);
+  EXPECT_EQ(split.texts, pool);
+  EXPECT_EQ(split.labels, (std::vector<int>{2, 0, 2}));
+  // Another task's categories: the record, its id and the intent are named.
+  EXPECT_THAT(testing::error_of<DataError>(
+                  [&] { read_pseudo_labels(tmp.file("hwu.pseudo.jsonl"), {"a", "b"}); }),
+              ::testing::AllOf(::testing::HasSubstr("hwu.pseudo.jsonl"),
+                               ::testing::HasSubstr("record 1 (id 'hwu/pseudo/0')"),
+                               ::testing::HasSubstr("intent 'c' is not one of")));
+  auto two_turns = records;
+  two_turns[1].turns.push_back(two_turns[1].turns[0]);
+  sts::write_jsonl(tmp.file("two.jsonl"), two_turns);
+  EXPECT_THAT(testing::error_of<DataError>([&] { read_pseudo_labels(tmp.file("two.jsonl"), names); }),
+              ::testing::HasSubstr("record 2 (id 'hwu/pseudo/1')"));
+  auto unlabelled = records;
+  unlabelled[2].turns[0].label.reset();
+  sts::write_jsonl(tmp.file("none.jsonl"), unlabelled);
+  EXPECT_THAT(
+      testing::error_of<DataError>([&] { read_pseudo_labels(tmp.file("none.jsonl"), names); }),
+      ::testing::HasSubstr("expected one intent under DEFAULT_DOMAIN"));
+  EXPECT_THAT(
+      testing::error_of<DataError>([&] { read_pseudo_labels(tmp.file("missing.jsonl"), names); }),
+      ::testing::HasSubstr("no such file"));
+}
+
 class PseudoLabelTask : public ::testing::Test {
  protected:
   void SetUp() override {
