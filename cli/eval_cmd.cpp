@@ -203,7 +203,7 @@ void register_dialoglue(CLI::App& eval) {
   cmd->add_option("--pseudo-labels", a->pseudo_labels,
                   "Self-training: add DIR/<task>.pseudo.jsonl (from `eval pseudo-label`) to each "
                   "intent task's training split; val and test are unchanged")
-      ->check(existing_folder("pseudo-label folder"));
+      ->check(existing_folder("pseudo-label"));
   cmd->add_flag("--from-scratch", a->from_scratch,
                 "Re-initialise every weight (the from-scratch baseline: same architecture and "
                 "tokenizer, no pretraining)");
