@@ -36,6 +36,8 @@ NAMES = {
     "t30": "(t12k) f12k + intent stage on labels from fine-tuned (p12k) teachers, 30 per intent, + LP-FT start",
     "pst": "(p12k) + self-training fine-tune: train_10 + 30 per intent labelled by fine-tuned (p12k) teachers, 15 epochs, LP-FT start",
     "fst": "(f12k) + self-training fine-tune: train_10 + 30 per intent labelled by fine-tuned (f12k) teachers, 15 epochs",
+    "pst25": "(p12k) + self-training fine-tune as (pst), 25 epochs, patience 6",
+    "fst25": "(f12k) + self-training fine-tune as (fst), 25 epochs, patience 6",
     "tf": "(f12k) seed-1 teachers (re-run with --save-models)",
 }
 
