@@ -39,17 +39,23 @@ json run_dialoglue(const DialoglueRun& run,
           "from ../shared/data); `dialtree eval score --task multiwoz` scores TripPy output");
     }
   }
-  // Self-training: every pseudo-label file is read (and checked) before anything trains.
-  std::map<std::string, IntentSplit> pseudo;
+  // Self-training: every task and pseudo-label file is read (and checked) before anything
+  // trains; the records join the training split here, and the loop below uses these tasks.
+  std::map<std::string, IntentTask> self_trained;
+  std::map<std::string, std::size_t> pseudo_labelled;
   if (!run.pseudo_label_dir.empty()) {
     for (const auto& t : run.tasks) {
       if (!is_intent_task(t)) {
         throw std::invalid_argument("eval dialoglue: pseudo-labels (self-training) are for the "
                                     "intent tasks, not '" + t + "'");
       }
-      pseudo[t] = read_pseudo_labels(
-          (fs::path(run.pseudo_label_dir) / (t + ".pseudo.jsonl")).string(),
-          load_intent_task(run.data_dir, t, run.setting).labels);
+      IntentTask task = load_intent_task(run.data_dir, t, run.setting);
+      const IntentSplit extra = read_pseudo_labels(
+          (fs::path(run.pseudo_label_dir) / (t + ".pseudo.jsonl")).string(), task.labels);
+      task.train.texts.insert(task.train.texts.end(), extra.texts.begin(), extra.texts.end());
+      task.train.labels.insert(task.train.labels.end(), extra.labels.begin(), extra.labels.end());
+      pseudo_labelled[t] = extra.texts.size();
+      self_trained[t] = std::move(task);
     }
   }
   fs::create_directories(run.out_dir);
@@ -75,13 +81,9 @@ json run_dialoglue(const DialoglueRun& run,
     std::unique_ptr<TagMapper> mapper;
     json val_gold;
     if (intent) {
-      intent_data = load_intent_task(run.data_dir, name, run.setting);
-      if (const auto it = pseudo.find(name); it != pseudo.end()) {
-        auto& train = intent_data.train;
-        train.texts.insert(train.texts.end(), it->second.texts.begin(), it->second.texts.end());
-        train.labels.insert(train.labels.end(), it->second.labels.begin(),
-                            it->second.labels.end());
-      }
+      const auto st = self_trained.find(name);
+      intent_data = st != self_trained.end() ? st->second
+                                             : load_intent_task(run.data_dir, name, run.setting);
     } else {
       tagging_data = load_tagging_task(run.data_dir, name, run.setting);
       mapper = std::make_unique<TagMapper>(run.data_dir, tagging_data);
@@ -179,8 +181,8 @@ json run_dialoglue(const DialoglueRun& run,
                               {"val_mean", val_sum / n},
                               {"train_examples", train_examples},
                               {"runs", task_runs}};
-    if (const auto it = pseudo.find(name); it != pseudo.end())
-      results["tasks"][name]["pseudo_labelled"] = it->second.texts.size();
+    if (const auto it = pseudo_labelled.find(name); it != pseudo_labelled.end())
+      results["tasks"][name]["pseudo_labelled"] = it->second;
     write_json(fs::path(run.out_dir) / "results.json", results);  // partial results survive
   }
   write_json(fs::path(run.out_dir) / "results.json", results);

@@ -254,7 +254,8 @@ IntentSplit read_pseudo_labels(const std::string& path,
     auto bad = [&](const std::string& field, const std::string& what) {
       throw DataError(path, where, field, what);
     };
-    if (d.turns.size() != 1) bad("turns", fmt::format("{} turns; a pseudo-label is one", d.turns.size()));
+    if (d.turns.size() != 1)
+      bad("turns", fmt::format("{} turns; a pseudo-label is one", d.turns.size()));
     const sts::Turn& t = d.turns[0];
     if (!t.label || t.label->domains.size() != 1 ||
         t.label->domains.begin()->first != sts::kDefaultDomain ||

@@ -81,8 +81,8 @@ std::vector<sts::Dialog> pseudo_dialogs(const std::string& task,
 /// "Self-training"): each record of the sts/1 file at `path` must be one turn labelled
 /// DEFAULT_DOMAIN / <intent> with exactly one intent, as pseudo_dialogs() writes it; the intent
 /// must be one of `label_names` (its index is the class id). File order is kept.
-/// @throws DataError naming the file, the record (1-based, and its id) and what is wrong: a missing or
-///   unreadable file, a record with no label, several turns, domains or intents, or an intent
+/// @throws DataError naming the file, the record (1-based, and its id) and what is wrong: a
+///   missing or unreadable file, a record with no label, several turns, domains or intents, or an intent
 ///   not in label_names; SchemaError from the sts/1 reader.
 IntentSplit read_pseudo_labels(const std::string& path,
                                const std::vector<std::string>& label_names);
@@ -109,8 +109,8 @@ struct PseudoLabelReport {
   /// the fine-tuned bundle whose intent head did (pseudo_label_task_head()).
   std::string labeller = "probe";
   /// {"task", "labelled", "pool", "kept", "per_label", "val_accuracy", "val_precision",
-  ///  "val_kept", "mean_confidence", "iterations", "converged", "seconds"}, and "file" when
-  /// set (no records).
+  ///  "val_kept", "mean_confidence", "labeller", "iterations", "converged", "seconds"}, and
+  ///  "file" when set (no records).
   nlohmann::json to_json() const;
 };
 
