@@ -270,6 +270,10 @@ IntentSplit read_pseudo_labels(const std::string& path,
     out.texts.push_back(t.text);
     out.labels.push_back(static_cast<int>(it - label_names.begin()));
   });
+  if (out.texts.empty()) {
+    // Zero records would silently make a self-training run a plain one.
+    throw DataError(path, "", "", "no records; self-training needs at least one pseudo-label");
+  }
   return out;
 }
 

@@ -44,10 +44,12 @@ PseudoLabelReport pseudo_label_task_head(model::SpaceModelImpl& net, const data:
   check_pseudo_label_options(options);
   if (!net.has_intent_head() ||
       head_labels.size() != static_cast<std::size_t>(net.config().num_labels)) {
-    throw std::invalid_argument(labeller + ": the bundle has no intent head with " +
-                                std::to_string(head_labels.size()) +
-                                " labels (fine-tune it with `dialtree eval dialoglue "
-                                "--save-models`)");
+    throw std::invalid_argument(
+        labeller + (net.has_intent_head()
+                        ? ": its intent head and its " + std::to_string(head_labels.size()) +
+                              " label names do not match"
+                        : std::string(": the bundle has no intent head")) +
+        " (fine-tune it with `dialtree eval dialoglue --save-models`)");
   }
   // Column k of the head is the task's class classes[k]; both must hold the same intents.
   std::vector<int> classes;

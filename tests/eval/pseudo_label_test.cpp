@@ -191,6 +191,10 @@ TEST(PseudoLabel, RecordsReadBackAsTheTrainingSplitOfSelfTraining) {
   EXPECT_THAT(
       testing::error_of<DataError>([&] { read_pseudo_labels(tmp.file("missing.jsonl"), names); }),
       ::testing::HasSubstr("no such file"));
+  std::ofstream(tmp.file("empty.jsonl")) << "";
+  EXPECT_THAT(
+      testing::error_of<DataError>([&] { read_pseudo_labels(tmp.file("empty.jsonl"), names); }),
+      ::testing::HasSubstr("no records"));
 }
 
 class PseudoLabelTask : public ::testing::Test {
