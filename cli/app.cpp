@@ -197,7 +197,10 @@ std::string server_spin_count(const std::vector<std::string>& args,
 
 std::string training_malloc_conf(const std::vector<std::string>& args,
                                  const std::function<const char*(const char*)>& getenv_fn) {
-  if (args.empty() || args[0] != "train") return "";
+  const bool trains = !args.empty() && (args[0] == "train" ||
+                                        (args[0] == "eval" && args.size() > 1 &&
+                                         args[1] == "dialoglue"));
+  if (!trains) return "";
   const char* user = getenv_fn("MALLOC_CONF");  // set and not empty: the user's choice
   if (user != nullptr && *user != '\0') return "";
   return "dirty_decay_ms:-1,muzzy_decay_ms:-1";

@@ -71,12 +71,12 @@ int exec_torch_binary(char** argv);
 std::string server_spin_count(const std::vector<std::string>& args,
                               const std::function<const char*(const char*)>& getenv_fn);
 
-/// The MALLOC_CONF that `dialtree train` runs with when the user set none:
-/// "dirty_decay_ms:-1,muzzy_decay_ms:-1", so that jemalloc keeps the pages a training step frees
-/// instead of handing them back to the kernel and faulting them in again on the next step
-/// (docs/build.md P13: the language stage ran 3x faster). Empty for every other command line
-/// (fine-tuning's varied shapes would keep growing the resident set) and when MALLOC_CONF is set
-/// to anything but "".
+/// The MALLOC_CONF that `dialtree train` and `dialtree eval dialoglue` run with when the user set
+/// none: "dirty_decay_ms:-1,muzzy_decay_ms:-1", so that jemalloc keeps the pages a training step
+/// frees instead of handing them back to the kernel and faulting them in again on the next step
+/// (docs/build.md P13: the language stage ran 3x faster, fine-tuning 3-4x; fine-tuning's
+/// varied batch shapes fragment the kept pages, so its loop releases them every 50 steps).
+/// Empty for every other command line and when MALLOC_CONF is set to anything but "".
 /// jemalloc reads the variable only when it starts, hence the light executable sets it.
 /// @param args argv without argv[0]; @param getenv_fn the environment to read (std::getenv)
 std::string training_malloc_conf(const std::vector<std::string>& args,

@@ -34,4 +34,11 @@ std::string malloc_implementation() {
   return text;
 }
 
+bool release_free_memory() {
+  const Mallctl mallctl = find_mallctl();
+  if (mallctl == nullptr) return false;
+  // 4096 is MALLCTL_ARENAS_ALL of jemalloc 5's public header: every arena at once.
+  return mallctl("arena.4096.purge", nullptr, nullptr, nullptr, 0) == 0;
+}
+
 }  // namespace dialtree

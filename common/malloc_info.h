@@ -11,4 +11,13 @@ namespace dialtree {
 /// `dialtree train` runs), else "glibc" (test binaries, sanitizer builds). Never throws.
 std::string malloc_implementation();
 
+/// Hands the pages that jemalloc holds freed back to the kernel, in every arena
+/// (`arena.<all>.purge`), which also merges the freed extents it keeps. With freed pages kept
+/// (`dirty_decay_ms:-1`) and allocation sizes that change every step (fine-tuning's packed
+/// batches), the kept extents fragment and the resident set grows without bound; calling this
+/// every few dozen steps bounds it at the price of faulting the next step's pages in once
+/// (docs/build.md P13). Returns false, doing nothing, when the process does not run on jemalloc.
+/// Never throws.
+bool release_free_memory();
+
 }  // namespace dialtree

@@ -1,6 +1,7 @@
 #include "eval/finetune.h"
 
 #include "common/clock.h"
+#include "common/malloc_info.h"
 #include "eval/finetune_step.h"
 #include "eval/intent_inputs.h"
 
@@ -122,6 +123,9 @@ struct LoopResult {
   std::vector<EpochInfo> curve;  ///< one per epoch run
 };
 
+/// Steps between two release_free_memory() calls of train_and_select (docs/build.md P13).
+constexpr std::int64_t kReleaseMemoryEverySteps = 50;
+
 LoopResult train_and_select(
     model::SpaceModel& net, std::size_t n_train, const FinetuneOptions& o, std::uint64_t seed,
     const std::function<torch::Tensor(const std::vector<std::size_t>&)>& batch_loss,
@@ -159,6 +163,10 @@ LoopResult train_and_select(
       opt->step();
       ++step;
       loss_sum += loss.item<double>();
+      // Each packed batch has its own tensor sizes, so pages kept by jemalloc (the launcher's
+      // MALLOC_CONF for `eval dialoglue`) fragment unless handed back now and then: every 50
+      // steps keeps a fine-tuning's resident set flat (docs/build.md P13).
+      if (step % kReleaseMemoryEverySteps == 0) release_free_memory();
     }
     const double train_s = seconds_since(t_epoch);
     r.step_seconds += train_s;

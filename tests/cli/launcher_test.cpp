@@ -98,12 +98,15 @@ TEST(Launcher, ServeGetsAShortOpenMpSpinUnlessTheUserChoseOne) {
   env.clear();
   env["OMP_WAIT_POLICY"] = "passive";  // so does a wait policy, which sets its own spin
   EXPECT_EQ(cli::server_spin_count(V{"serve"}, getenv_fn), "");
-  // Training keeps jemalloc's freed pages (docs/build.md P13); nothing else does, and a
-  // MALLOC_CONF of the user's stands.
+  // Training and fine-tuning keep jemalloc's freed pages (docs/build.md P13); nothing else
+  // does, and a MALLOC_CONF of the user's stands.
   env.clear();
   EXPECT_EQ(cli::training_malloc_conf(V{"train", "c.yaml"}, getenv_fn),
             "dirty_decay_ms:-1,muzzy_decay_ms:-1");
-  for (const V& other : {V{}, V{"serve"}, V{"embed"}, V{"eval", "dialoglue"}}) {
+  EXPECT_EQ(cli::training_malloc_conf(V{"eval", "dialoglue", "--model", "m"}, getenv_fn),
+            "dirty_decay_ms:-1,muzzy_decay_ms:-1");
+  for (const V& other : {V{}, V{"serve"}, V{"embed"}, V{"eval"}, V{"eval", "probe"},
+                         V{"eval", "pseudo-label"}, V{"dialoglue"}}) {
     EXPECT_EQ(cli::training_malloc_conf(other, getenv_fn), "") << ::testing::PrintToString(other);
   }
   env["MALLOC_CONF"] = "dirty_decay_ms:10000";

@@ -134,11 +134,13 @@ TEST_F(ServeCli, EnvironmentTwinsSetFlagsAndSigtermDrainsARequestInFlight) {
   if (kSanitizerBuild) {
     EXPECT_EQ(info["allocator"].get<std::string>(), "glibc");
   } else {
-    // jemalloc's own decay: only `train` keeps freed pages (docs/build.md P13).
+    // jemalloc's own decay: only `train` and `eval dialoglue` keep freed pages (docs/build.md
+    // P13).
     EXPECT_THAT(info["allocator"].get<std::string>(), StartsWith("jemalloc 5."));
     EXPECT_THAT(info["allocator"].get<std::string>(), EndsWith(", dirty_decay_ms 10000"));
   }
   EXPECT_EQ(dialtree::malloc_implementation(), "glibc");
+  EXPECT_FALSE(dialtree::release_free_memory());  // nothing to ask glibc
 
   // A lone request waits 1.5 s in the batcher; SIGTERM arrives meanwhile.
   int status = 0;
