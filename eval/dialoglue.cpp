@@ -14,6 +14,7 @@
 #include "eval/pseudo_label.h"
 #include "eval/submission.h"
 #include "eval/tag_mapping.h"
+#include "model/device.h"
 
 namespace dialtree::eval {
 
@@ -69,6 +70,7 @@ json run_dialoglue(const DialoglueRun& run,
                   {"seeds", run.seeds},
                   {"options", finetune_options_json(run.options)},
                   {"gold", gold.is_null() ? "test files" : gold_path.string()},
+                  {"env", model::host_environment()},
                   {"tasks", json::object()}};
   if (!run.pseudo_label_dir.empty()) results["pseudo_label_dir"] = run.pseudo_label_dir;
   const std::size_t runs = run.tasks.size() * run.seeds.size();

@@ -3,7 +3,9 @@
 #include <ATen/autocast_mode.h>
 #include <torch/version.h>
 
+#include "common/blas_kernels.h"
 #include "common/cpu_features.h"
+#include "common/malloc_info.h"
 #include "common/error.h"
 
 // LibTorch 2.4 replaced the per-device autocast functions (set_cpu_enabled, set_enabled for
@@ -121,6 +123,26 @@ AutocastOff::AutocastOff(torch::DeviceType type) : type_(type), was_on_(autocast
 
 AutocastOff::~AutocastOff() {
   if (was_on_) set_autocast(type_, true);
+}
+
+nlohmann::json host_environment() {
+  const CpuInfo& cpu = host_cpu();
+  nlohmann::json cpu_flags = nlohmann::json::array();
+  for (const char* f : {"avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile"}) {
+    if (cpu.has(f)) cpu_flags.push_back(f);
+  }
+  const BlasRuntime blas = inspect_loaded_blas();
+  const char* choice = std::getenv(kBlasDecisionEnv);
+  return {{"libtorch", TORCH_VERSION},
+          {"intra_op_threads", at::get_num_threads()},
+          {"inter_op_threads", at::get_num_interop_threads()},
+          {"cpu_model", cpu.model_name},
+          {"cpu_flags", cpu_flags},
+          {"blas", blas.library},
+          {"blas_kernels", blas.corename},
+          {"blas_threads", blas.num_threads},
+          {"blas_kernel_choice", choice != nullptr ? choice : ""},
+          {"malloc", malloc_implementation()}};
 }
 
 }  // namespace dialtree::model

@@ -6,6 +6,8 @@
 
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "model/torch_api.h"
 
 #include "common/device_spec.h"
@@ -43,6 +45,13 @@ torch::Device module_device(const torch::nn::Module& module);
 /// (bf16 tensor cores from Ampere on), on the CPU only with native bf16 (common/cpu_features.h
 /// effective_bf16, which explains a refusal in `note`).
 bool effective_bf16(const torch::Device& device, bool requested, std::string* note = nullptr);
+
+/// What a run's speed depends on, for the records a run writes (`train`'s env.json,
+/// `eval dialoglue`'s results.json "env"): "libtorch" (version), "intra_op_threads",
+/// "inter_op_threads", "cpu_model", "cpu_flags" (those of avx2, avx512f, avx512_bf16, amx_bf16,
+/// amx_tile the CPU has), "blas", "blas_kernels", "blas_threads", "blas_kernel_choice" (the
+/// launcher's reason, docs/performance.md) and "malloc" (common/malloc_info.h). Never throws.
+nlohmann::json host_environment();
 
 /// Whether bf16 autocast is on for `type` (kCPU or kCUDA) in this thread.
 bool autocast_enabled(torch::DeviceType type);

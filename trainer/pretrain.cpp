@@ -19,10 +19,8 @@
 
 #include "common/atomic_file.h"
 #include "common/blas_kernels.h"
-#include "common/cpu_features.h"
 #include "common/error.h"
 #include "common/json_util.h"
-#include "common/malloc_info.h"
 #include "data/masking.h"
 #include "data/tokenizer_factory.h"
 #include "losses/contrastive.h"
@@ -468,32 +466,16 @@ void truncate_metrics(const fs::path& path, std::int64_t step) {
 }
 
 void write_env(const Run& r) {
-  const CpuInfo& cpu = host_cpu();
-  json cpu_flags = json::array();
-  for (const char* f : {"avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile"}) {
-    if (cpu.has(f)) cpu_flags.push_back(f);
-  }
-  const BlasRuntime blas = inspect_loaded_blas();
-  const char* choice = std::getenv(kBlasDecisionEnv);
-  const json env = {{"libtorch", TORCH_VERSION},
-                    {"intra_op_threads", at::get_num_threads()},
-                    {"inter_op_threads", at::get_num_interop_threads()},
-                    {"cpu_model", cpu.model_name},
-                    {"cpu_flags", cpu_flags},
-                    {"blas", blas.library},
-                    {"blas_kernels", blas.corename},
-                    {"blas_threads", blas.num_threads},
-                    {"blas_kernel_choice", choice != nullptr ? choice : ""},
-                    {"malloc", malloc_implementation()},
-                    {"world_size", r.world},
-                    {"device", r.device.str()},
-                    {"bf16", r.cfg.bf16},
-                    {"bf16_effective", r.bf16},
-                    {"model_parameters", [&] {
-                       std::int64_t n = 0;
-                       for (const auto& p : r.net->parameters()) n += p.numel();
-                       return n;
-                     }()}};
+  json env = model::host_environment();
+  env.update({{"world_size", r.world},
+              {"device", r.device.str()},
+              {"bf16", r.cfg.bf16},
+              {"bf16_effective", r.bf16},
+              {"model_parameters", [&] {
+                 std::int64_t n = 0;
+                 for (const auto& p : r.net->parameters()) n += p.numel();
+                 return n;
+               }()}});
   write_file_atomic(fs::path(r.cfg.output_dir) / "env.json", env.dump(2) + "\n");
 }
 

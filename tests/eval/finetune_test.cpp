@@ -22,6 +22,7 @@
 #include "eval/probe_model.h"
 #include "model/bundle.h"
 #include "model/collate.h"
+#include "model/device.h"
 #include "model/encoder.h"
 #include "expect_error.h"
 #include "test_paths.h"
@@ -404,6 +405,10 @@ TEST_F(TinyIntent, DialoglueRunWritesSubmissionsResultsAndTable) {
     ++calls;
   });
   EXPECT_EQ(calls, 50u);  // 2 seeds x 25 epochs
+  // What the throughput figures depend on, as `train`'s env.json records it.
+  EXPECT_EQ(r.at("env"), model::host_environment());
+  EXPECT_EQ(r.at("env").at("intra_op_threads"), at::get_num_threads());
+  EXPECT_EQ(r.at("env").at("malloc"), "glibc");  // this test executable; dialtree: jemalloc
   const auto& t = r.at("tasks").at("hwu");
   EXPECT_EQ(t.at("metric"), "accuracy");
   ASSERT_EQ(t.at("runs").size(), 2u);
