@@ -40,13 +40,46 @@ namespace {
 
 namespace fs = std::filesystem;
 
+/// The folders prepare_output_dir() created. Unless keep() is called, the destructor removes
+/// them again while they are empty, newest first, so that a command that fails after preparing
+/// its output folder leaves nothing behind (docs/cli.md: bad input loses and leaves nothing).
+/// A folder that existed before is never removed.
+class CreatedFolders {
+ public:
+  CreatedFolders() = default;
+  CreatedFolders(const CreatedFolders&) = delete;
+  CreatedFolders& operator=(const CreatedFolders&) = delete;
+  ~CreatedFolders() {
+    for (auto it = created_.rbegin(); it != created_.rend(); ++it) {
+      std::error_code ec;
+      if (!fs::is_empty(*it, ec) || ec) break;
+      fs::remove(*it, ec);
+    }
+  }
+  /// The command succeeded: the folders stay.
+  void keep() { created_.clear(); }
+
+ private:
+  friend CreatedFolders prepare_output_dir(const std::string&, const std::string&);
+  CreatedFolders(CreatedFolders&& other) noexcept : created_(std::move(other.created_)) {}
+  std::vector<fs::path> created_;  // outermost first
+};
+
 /// Makes `dir` (option `flag`) an existing, writable folder, before any long work: creates it and
-/// checks that a file can be created in it. @throws std::invalid_argument naming the flag.
-void prepare_output_dir(const std::string& dir, const std::string& flag) {
+/// checks that a file can be created in it. @returns the folders it created, which are removed
+/// again while empty unless the caller keeps them. @throws std::invalid_argument naming the flag.
+CreatedFolders prepare_output_dir(const std::string& dir, const std::string& flag) {
   if (dir.empty()) throw std::invalid_argument(flag + " must not be empty");
   std::error_code ec;
   if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
     throw std::invalid_argument(flag + ": '" + dir + "' exists and is not a folder");
+  CreatedFolders created;
+  fs::path start = fs::absolute(dir, ec).lexically_normal();
+  if (!start.has_filename()) start = start.parent_path();  // "out/" names "out"
+  for (fs::path p = start; !p.empty() && !fs::exists(p, ec); p = p.parent_path()) {
+    created.created_.insert(created.created_.begin(), p);
+    if (p == p.parent_path()) break;
+  }
   fs::create_directories(dir, ec);
   if (ec || !fs::is_directory(dir)) {
     throw std::invalid_argument(flag + ": cannot create the folder '" + dir +
@@ -57,6 +90,7 @@ void prepare_output_dir(const std::string& dir, const std::string& flag) {
   const bool ok = fs::exists(probe, ec);
   fs::remove(probe, ec);
   if (!ok) throw std::invalid_argument(flag + ": cannot write into the folder '" + dir + "'");
+  return created;
 }
 
 struct DialoglueArgs {
@@ -140,7 +174,7 @@ void run_dialoglue_cmd(const DialoglueArgs& a) {
                                  : eval::load_finetune_options(a.config, overrides);
   model::resolve_device(run.options.device, "device");  // before any data is read
   // The output folder must be a writable folder: checked before anything is trained.
-  prepare_output_dir(a.out, "--out");
+  CreatedFolders out_folders = prepare_output_dir(a.out, "--out");
   if (a.from_scratch) run.options.from_scratch = true;
   run.save_models = a.save_models;
   run.pseudo_label_dir = a.pseudo_labels;
@@ -163,6 +197,7 @@ void run_dialoglue_cmd(const DialoglueArgs& a) {
     }
   });
   if (tty) fmt::print(stderr, "\n");
+  out_folders.keep();
   fmt::print("{}", eval::results_table(results));
   fmt::print("results: {}/results.json, {}/results.md\n", a.out, a.out);
 }
@@ -376,7 +411,7 @@ void run_pseudo_label_cmd(const PseudoLabelArgs& a) {
   // written once all tasks are labelled, so a failure in a later task writes nothing.
   std::vector<eval::PseudoLabelData> data;
   for (const auto& t : tasks) data.push_back(eval::load_pseudo_label_data(data_dir, t));
-  prepare_output_dir(a.out_dir, "--out-dir");
+  CreatedFolders out_folders = prepare_output_dir(a.out_dir, "--out-dir");
   model::LoadedBundle bundle;
   if (probe_needed) {
     bundle = model::load_bundle(a.model);
@@ -403,6 +438,7 @@ void run_pseudo_label_cmd(const PseudoLabelArgs& a) {
   }
   const json summary = eval::pseudo_label_summary(a.model, data_dir, o, reports);
   write_file_atomic((fs::path(a.out_dir) / "pseudo_label.json").string(), summary.dump(2) + "\n");
+  out_folders.keep();
   for (const auto& e : fs::directory_iterator(a.out_dir)) {
     const std::string name = e.path().filename().string();
     if (name.size() > 13 && name.compare(name.size() - 13, 13, ".pseudo.jsonl") == 0 &&

@@ -297,9 +297,28 @@ TEST_F(Cli, EvalPseudoLabelErrors) {
   r = run({"eval", "pseudo-label", "--model", "bundle", "--data", data, "--out-dir", "pl",
            "--tasks", "hwu"},
           dir());
-  EXPECT_EQ(r.status, 2);  // an empty bundle folder: the output folder is made, nothing written
+  EXPECT_EQ(r.status, 2);  // an empty bundle folder: nothing written, the folders made removed
   EXPECT_THAT(r.err, HasSubstr("bundle"));
-  EXPECT_TRUE(fs::is_empty(tmp_.path() / "pl"));
+  EXPECT_FALSE(fs::exists(tmp_.path() / "pl"));
+  r = run({"eval", "pseudo-label", "--model", "bundle", "--data", data, "--out-dir",
+           "new/deeper/pl/", "--tasks", "hwu"},
+          dir());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_FALSE(fs::exists(tmp_.path() / "new"));  // every folder the command made, and only those
+  fs::create_directories(tmp_.path() / "mine");
+  std::ofstream(tmp_.path() / "mine" / "notes.txt") << "kept";
+  r = run({"eval", "pseudo-label", "--model", "bundle", "--data", data, "--out-dir", "mine/pl",
+           "--tasks", "hwu"},
+          dir());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_FALSE(fs::exists(tmp_.path() / "mine" / "pl"));
+  EXPECT_TRUE(fs::exists(tmp_.path() / "mine" / "notes.txt"));
+  fs::create_directories(tmp_.path() / "empty-before");
+  r = run({"eval", "pseudo-label", "--model", "bundle", "--data", data, "--out-dir",
+           "empty-before", "--tasks", "hwu"},
+          dir());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(fs::is_directory(tmp_.path() / "empty-before"));  // not the command's to remove
   std::ofstream(tmp_.path() / "file2") << "x";
   r = run({"eval", "pseudo-label", "--model", "bundle", "--data", data, "--out-dir", "file2/sub",
            "--tasks", "hwu"},
@@ -341,7 +360,15 @@ TEST_F(Cli, EvalPseudoLabelErrors) {
           dir());
   EXPECT_EQ(r.status, 2);  // no --model needed; the teacher's (empty) folder is what fails
   EXPECT_THAT(r.err, HasSubstr("bundle"));
-  EXPECT_TRUE(fs::is_empty(tmp_.path() / "pl"));
+  EXPECT_FALSE(fs::exists(tmp_.path() / "pl"));
+  // eval dialoglue, failing after its --out folder was made (the bundle folder is empty), leaves
+  // no folder behind either.
+  r = run({"eval", "dialoglue", "--model", "bundle", "--data-dir", data, "--out", "ev/out",
+           "--tasks", "hwu", "--seeds", "1"},
+          dir());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("bundle"));
+  EXPECT_FALSE(fs::exists(tmp_.path() / "ev"));
 }
 
 // `eval score`: DialoGLUE's answer key scored against itself, the default --gold lookup
