@@ -38,6 +38,10 @@ NAMES = {
     "fst": "(f12k) + self-training fine-tune: train_10 + 30 per intent labelled by fine-tuned (f12k) teachers, 15 epochs",
     "pst25": "(p12k) + self-training fine-tune as (pst), 25 epochs, patience 6",
     "fst25": "(f12k) + self-training fine-tune as (fst), 25 epochs, patience 6",
+    "pst25d3": "(pst25) at dropout 0.3 (SPACE-2's hwu value)",
+    "pst25n60": "(pst25) with 60 pseudo-labels per intent instead of 30",
+    "fst25n60": "(fst25) with 60 pseudo-labels per intent, from (f12k)'s teachers",
+    "pst25r2": "(pst25), second round: labelled by (pst25)'s fine-tuned seed 1 instead of (p12k)'s",
     "tf": "(f12k) seed-1 teachers (re-run with --save-models)",
 }
 
