@@ -40,15 +40,19 @@ namespace {
 
 namespace fs = std::filesystem;
 
-/// The folders prepare_output_dir() created. Unless keep() is called, the destructor removes
-/// them again while they are empty, newest first, so that a command that fails after preparing
-/// its output folder leaves nothing behind (docs/cli.md: bad input loses and leaves nothing).
-/// A folder that existed before is never removed.
+/// The folders prepare_output_dir() created, outermost first. Unless keep() is called, the
+/// destructor removes them again while they are empty, deepest first, so that a command that
+/// fails after preparing its output folder leaves nothing behind (docs/failure-cases.md B8).
+/// A folder that existed before is never in the list.
 class CreatedFolders {
  public:
-  CreatedFolders() = default;
+  explicit CreatedFolders(std::vector<fs::path> created) : created_(std::move(created)) {}
+  CreatedFolders(CreatedFolders&& other) noexcept : created_(std::move(other.created_)) {
+    other.created_.clear();
+  }
   CreatedFolders(const CreatedFolders&) = delete;
   CreatedFolders& operator=(const CreatedFolders&) = delete;
+  CreatedFolders& operator=(CreatedFolders&&) = delete;
   ~CreatedFolders() {
     for (auto it = created_.rbegin(); it != created_.rend(); ++it) {
       std::error_code ec;
@@ -60,9 +64,7 @@ class CreatedFolders {
   void keep() { created_.clear(); }
 
  private:
-  friend CreatedFolders prepare_output_dir(const std::string&, const std::string&);
-  CreatedFolders(CreatedFolders&& other) noexcept : created_(std::move(other.created_)) {}
-  std::vector<fs::path> created_;  // outermost first
+  std::vector<fs::path> created_;
 };
 
 /// Makes `dir` (option `flag`) an existing, writable folder, before any long work: creates it and
@@ -73,13 +75,14 @@ CreatedFolders prepare_output_dir(const std::string& dir, const std::string& fla
   std::error_code ec;
   if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
     throw std::invalid_argument(flag + ": '" + dir + "' exists and is not a folder");
-  CreatedFolders created;
+  std::vector<fs::path> missing;  // the folders create_directories() will make, deepest first
   fs::path start = fs::absolute(dir, ec).lexically_normal();
   if (!start.has_filename()) start = start.parent_path();  // "out/" names "out"
   for (fs::path p = start; !p.empty() && !fs::exists(p, ec); p = p.parent_path()) {
-    created.created_.insert(created.created_.begin(), p);
+    missing.push_back(p);
     if (p == p.parent_path()) break;
   }
+  CreatedFolders created({missing.rbegin(), missing.rend()});
   fs::create_directories(dir, ec);
   if (ec || !fs::is_directory(dir)) {
     throw std::invalid_argument(flag + ": cannot create the folder '" + dir +

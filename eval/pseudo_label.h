@@ -82,8 +82,9 @@ std::vector<sts::Dialog> pseudo_dialogs(const std::string& task,
 /// DEFAULT_DOMAIN / <intent> with exactly one intent, as pseudo_dialogs() writes it; the intent
 /// must be one of `label_names` (its index is the class id). File order is kept.
 /// @throws DataError naming the file, the record (1-based, and its id) and what is wrong: a
-///   missing or unreadable file, a file with no records, a record with no label, several turns, domains or intents, or an intent
-///   not in label_names; SchemaError from the sts/1 reader.
+///   missing or unreadable file, a file with no records, a record with no label, several
+///   turns, domains or intents, or an intent not in label_names; SchemaError from the sts/1
+///   reader.
 IntentSplit read_pseudo_labels(const std::string& path,
                                const std::vector<std::string>& label_names);
 

@@ -3,6 +3,8 @@
 #include <ATen/autocast_mode.h>
 #include <torch/version.h>
 
+#include <nlohmann/json.hpp>
+
 #include "common/blas_kernels.h"
 #include "common/cpu_features.h"
 #include "common/malloc_info.h"

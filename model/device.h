@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>  // host_environment(); device.cpp includes json.hpp
 
 #include "model/torch_api.h"
 
