@@ -18,7 +18,7 @@
 #      ten chunks, with an offline pass after each chunk (the soak's ratio uses their median).
 # Takes about 2 min + 1.5 min per server thread count + SOAK / (32-client requests/s) + 1 min.
 # Builds nothing: build dialtree, bench_embed and bench_serve_load in BUILD_DIR first.
-#   usage: bench/serve.sh   env: BUILD_DIR (build), MODEL (runs/pretrain-small/final),
+#   usage: bench/serve.sh   env: BUILD_DIR (build), MODEL (runs/pretrain-intent-pseudo/final),
 #     THREADS (2: LibTorch threads offline, both sides), PASSES (3), ROUNDS (2), DURATION (10),
 #     SOAK (100000), SERVER_THREADS ("$THREADS 1": a server run per value; the soak runs on the
 #     first), HTTP_THREADS (64), MAX_WAIT_MS (2), MAX_BATCH (64), TEXTS (banking test
@@ -27,7 +27,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 build=${BUILD_DIR:-build}
-model=${MODEL:-runs/pretrain-small/final}
+model=${MODEL:-runs/pretrain-intent-pseudo/final}
 threads=${THREADS:-2}
 passes=${PASSES:-3}
 rounds=${ROUNDS:-2}
@@ -47,7 +47,7 @@ for b in "$dialtree" "$build/bench/bench_embed" "$build/bench/bench_serve_load";
   [[ -x $b ]] || die "$b is missing; build it first: cmake --build $build --target dialtree bench_embed bench_serve_load (configured with -DDIALTREE_BUILD_BENCH=ON)"
 done
 [[ -f $model/model.safetensors && -f $model/config.json ]] ||
-  die "no model bundle at MODEL=$model; make one with scripts/run.sh (writes runs/pretrain-small/final) or pass MODEL=path/to/bundle"
+  die "no model bundle at MODEL=$model; make one with scripts/run.sh (writes runs/pretrain-intent-pseudo/final) or pass MODEL=path/to/bundle"
 [[ -f $csv ]] || die "no text file TEXTS=$csv (a CSV with a text column, e.g. DialoGLUE banking/test.csv)"
 "$py" -c 'import torch' 2>/dev/null ||
   die "$py cannot import torch; install Debian's python3-torch (apt-get install python3-torch)"

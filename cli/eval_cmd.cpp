@@ -214,7 +214,7 @@ void register_dialoglue(CLI::App& eval) {
       "predict test once, score it against gt_test.json as DialoGLUE does, and print the table "
       "(mean ± std over seeds). Writes <out>/<task>/seed-<s>/test_predictions.json, "
       "<out>/results.json and <out>/results.md.");
-  cmd->add_option("--model", a->model, "Model bundle folder, e.g. runs/pretrain-small/final")
+  cmd->add_option("--model", a->model, "Model bundle folder, e.g. runs/pretrain-intent-pseudo/final")
       ->required()
       ->check(existing_folder("model bundle"));
   cmd->add_option("--tasks", a->tasks,
@@ -320,7 +320,7 @@ void register_probe(CLI::App& eval) {
       "standardized vectors) and nearest class centroid, fitted on train_10 (dialoglue-few) or "
       "on 10 draws of 8 examples per label from train (mteb); prints accuracy, macro F1 and the "
       "effective rank as a Markdown table.");
-  cmd->add_option("--model", a->model, "Model bundle folder, e.g. runs/pretrain-small/final")
+  cmd->add_option("--model", a->model, "Model bundle folder, e.g. runs/pretrain-intent-pseudo/final")
       ->required()
       ->check(existing_folder("model bundle"));
   cmd->add_option("--tasks", a->tasks, "Comma-separated intent tasks: banking, clinc, hwu")

@@ -11,7 +11,8 @@
 #   (c) SPACE-2: configs/pretrain-small.yaml from random weights (the old main job's stage 1);
 #   (d) SPACE-2 + intent stage: configs/pretrain-intent.yaml continued from (c);
 #   (e) intent stage alone, from random weights (is the language stage worth its time?);
-#   (f) the language stage alone: configs/pretrain-lm.yaml (MLM on the unlabelled utterances);
+#   (f) the language stage alone: configs/pretrain-lm.yaml (MLM on the unlabelled utterances)
+#       at 6,000 steps, the length these rows were measured at (the main job runs 12,000);
 #   (g) SPACE-2's order from scratch: (f)'s checkpoint at step 2000 (of its 6000), then
 #       configs/pretrain-small.yaml continued from it, then the intent stage (docs/results.md
 #       "Language first": the run measured there).
@@ -62,8 +63,8 @@ for row in ${rows//,/ }; do
        pretrain "$out/d-space2-intent" configs/pretrain-intent.yaml \
          model_name_or_path="$out/c-space2/final" ;;
     e) pretrain "$out/e-intent-only" configs/pretrain-intent.yaml model_name_or_path= ;;
-    f) pretrain "$out/f-lm" configs/pretrain-lm.yaml ;;
-    g) pretrain "$out/f-lm" configs/pretrain-lm.yaml
+    f) pretrain "$out/f-lm" configs/pretrain-lm.yaml max_steps=6000 ;;
+    g) pretrain "$out/f-lm" configs/pretrain-lm.yaml max_steps=6000
        pretrain "$out/g-lm-space2" configs/pretrain-small.yaml eval_steps=150 \
          model_name_or_path="$out/f-lm/checkpoint-2000"
        pretrain "$out/g-lm-space2-intent" configs/pretrain-intent.yaml \

@@ -1,21 +1,24 @@
 #!/usr/bin/env bash
 # The main job: set up (install what is missing, build), then run dialtree on the real data in
 # ../shared/data: convert every dataset to sts/1 JSONL (out/sts/), train the SentencePiece
-# tokenizer (out/tokenizer/), then SPACE-2's three stages in its order (docs/results.md
-# "Language first"): the language stage (configs/pretrain-lm.yaml: MLM on the unlabelled
-# utterances) into runs/pretrain-lm/, the tree-structured contrastive stage continued from it
-# (configs/pretrain-small.yaml, the representation probe on val every 150 steps) into
-# runs/pretrain-small/, and the intent stage (configs/pretrain-intent.yaml, the model of the
-# best val probe kept) into runs/pretrain-intent/, and the intent stage again with pseudo-labelled
-# training utterances (docs/training.md "Pseudo-labelled intent stage") into
-# runs/pretrain-intent-pseudo/; print the probe table of that model on test,
-# then fine-tune and score it few-shot on DialoGLUE's banking, clinc and hwu (configs/eval-few.yaml,
-# the classifier started from the linear probe) into
-# runs/eval-few/ and print the table, and draw the figures into runs/figures/. Re-running skips
-# a finished pretraining stage and resumes an interrupted one from its last checkpoint; the
-# evaluation is re-run (EVAL=0 skips the fine-tuning, which is the longest step).
+# tokenizer (out/tokenizer/), then pretrain in SPACE-2's order (docs/results.md "Language
+# first"): the language stage (configs/pretrain-lm.yaml: MLM on the unlabelled utterances, 12,000
+# steps) into runs/pretrain-lm/; with STAGE1=1 only, the tree-structured contrastive stage
+# continued from it (configs/pretrain-small.yaml) into runs/pretrain-small/; the intent stage
+# (configs/pretrain-intent.yaml, the model of the best val probe kept) into runs/pretrain-intent/,
+# and the intent stage again from the same start with pseudo-labelled training utterances
+# (docs/training.md "Pseudo-labelled intent stage") into runs/pretrain-intent-pseudo/. Then print
+# the probe table of that model on test, fine-tune and score it few-shot on DialoGLUE's banking,
+# clinc and hwu (configs/eval-few.yaml, the classifier started from the linear probe) into
+# runs/eval-few/, fine-tune it again with self-training (the first seed's models label the
+# unlabelled training utterances) into runs/eval-few-self/, print both tables, and draw the
+# figures into runs/figures/. Re-running reuses a finished pretraining stage trained with the same
+# configuration and resumes an interrupted one from its last checkpoint; the evaluation is re-run.
 #   usage: scripts/run.sh
-#   env: DIALTREE_SHARED (default ../shared), EVAL (1), SEEDS (1,2,3), TASKS (banking,clinc,hwu)
+#   env: DIALTREE_SHARED (default ../shared), EVAL (1; 0 skips fine-tuning, the longest step),
+#        SELF_TRAIN (1; 0 skips the self-training fine-tuning), STAGE1 (0; 1 adds SPACE-2's
+#        stage 1), SEEDS (1,2,3; the first one's models are the self-training teachers),
+#        TASKS (banking,clinc,hwu)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -53,11 +56,21 @@ if [[ ! -f $out/tokenizer/tokenizer.json ]]; then
 fi
 echo "run: STS files in $out/sts, tokenizer in $out/tokenizer"
 
-# One pretraining stage: skipped when finished, resumed from its newest checkpoint otherwise.
+# One pretraining stage: reused when finished with the configuration this run asks for (the
+# stage's config.yaml against `dialtree print-config` of the same config and overrides; thread
+# count, data folder and resume point aside), stopped with the difference when finished with
+# another (an earlier recipe), resumed from its newest checkpoint when interrupted.
 stage() {  # run_dir config [overrides...]
   local run_dir=$1 config=$2
   shift 2
   if [[ -f $run_dir/final/model.safetensors ]]; then
+    local ignore='^(resume_from_checkpoint|threads|eval_data_dir):'
+    if ! diff <(grep -Ev "$ignore" "$run_dir/config.yaml") \
+      <("$bin" print-config "$config" "$@" | grep -Ev "$ignore") >&2; then
+      echo "run: $run_dir was trained with another configuration (< its config.yaml, > this" \
+        "run's); delete $run_dir and the stages after it to pretrain them again" >&2
+      exit 1
+    fi
     echo "run: $run_dir/final exists (delete $run_dir to pretrain again)"
     return 0
   fi
@@ -70,16 +83,19 @@ stage() {  # run_dir config [overrides...]
   "$bin" train "$config" "$@" "${resume[@]}"
 }
 stage runs/pretrain-lm configs/pretrain-lm.yaml eval_data_dir="$data/dialoglue"
-# A contrastive stage finished by an earlier run.sh started from random weights: say so, since
-# it is skipped below as finished.
-if [[ -f runs/pretrain-small/config.yaml ]] &&
-  ! grep -q '^model_name_or_path: runs/pretrain-lm/final' runs/pretrain-small/config.yaml; then
-  echo "run: warning: runs/pretrain-small was pretrained without the language stage (an earlier" \
-    "recipe); delete runs/pretrain-small and runs/pretrain-intent to pretrain them again" >&2
+figures=(runs/pretrain-lm)
+start=runs/pretrain-lm/final
+# SPACE-2's tree-structured contrastive stage (stage 1) runs only with STAGE1=1: after the
+# language stage it lowers the frozen vectors' probe and leaves the fine-tuned score where it was,
+# and its 16 minutes serve the language stage better (docs/results.md "SPACE-2's stages after the
+# 12k language stage").
+if [[ ${STAGE1:-0} != 0 ]]; then
+  stage runs/pretrain-small configs/pretrain-small.yaml model_name_or_path=runs/pretrain-lm/final \
+    eval_data_dir="$data/dialoglue"
+  figures+=(runs/pretrain-small)
+  start=runs/pretrain-small/final
 fi
-stage runs/pretrain-small configs/pretrain-small.yaml model_name_or_path=runs/pretrain-lm/final \
-  eval_data_dir="$data/dialoglue"
-stage runs/pretrain-intent configs/pretrain-intent.yaml model_name_or_path=runs/pretrain-small/final \
+stage runs/pretrain-intent configs/pretrain-intent.yaml model_name_or_path="$start" \
   eval_data_dir="$data/dialoglue"
 # The semi-supervised intent stage (docs/training.md "Pseudo-labelled intent stage"): the intent
 # stage's probe labels the unlabelled training utterances of the three tasks (train.csv's texts;
@@ -93,21 +109,41 @@ labelled=()
 for task in banking clinc hwu; do labelled+=("$out/sts/$task.train_10.jsonl"); done
 for task in banking clinc hwu; do labelled+=("$out/pseudo/$task.pseudo.jsonl"); done
 stage runs/pretrain-intent-pseudo configs/pretrain-intent.yaml \
-  output_dir=runs/pretrain-intent-pseudo model_name_or_path=runs/pretrain-small/final \
+  output_dir=runs/pretrain-intent-pseudo model_name_or_path="$start" \
   num_train_epochs=6 eval_steps=91 "data.labelled=[$(IFS=,; echo "${labelled[*]}")]" \
   eval_data_dir="$data/dialoglue"
+figures+=(runs/pretrain-intent runs/pretrain-intent-pseudo)
 model=runs/pretrain-intent-pseudo/final
 tasks=${TASKS:-banking,clinc,hwu}
+seeds=${SEEDS:-1,2,3}
 
 "$bin" eval probe --model "$model" --tasks "$tasks" --split test --data "$data/dialoglue" \
   --out runs/probe.json
-figures=(runs/pretrain-lm runs/pretrain-small runs/pretrain-intent runs/pretrain-intent-pseudo)
 if [[ ${EVAL:-1} != 0 ]]; then
   # The classifier starts from the linear probe (docs/evaluation.md): chosen on val for the
   # pseudo-labelled intent stage's encoder (docs/results.md "Pseudo-labelled intent stage").
-  "$bin" eval dialoglue --model "$model" --tasks "$tasks" --setting few \
-    --seeds "${SEEDS:-1,2,3}" --config configs/eval-few.yaml --data-dir "$data/dialoglue" \
-    --out runs/eval-few classifier_init=linear_probe
+  # Every fine-tuned model is kept (OUT/TASK/seed-N/model, servable by `dialtree serve`).
+  "$bin" eval dialoglue --model "$model" --tasks "$tasks" --setting few --seeds "$seeds" \
+    --config configs/eval-few.yaml --data-dir "$data/dialoglue" --out runs/eval-few \
+    --save-models classifier_init=linear_probe
   figures+=(runs/eval-few)
+  if [[ ${SELF_TRAIN:-1} != 0 ]]; then
+    # Self-training (docs/evaluation.md "Self-training (`--pseudo-labels DIR`)"): the first seed's fine-tuned model of
+    # each task labels that task's unlabelled training utterances (train.csv's texts; its labels
+    # are never read), and fine-tuning runs again on train_10 plus the 30 most confident per
+    # intent, 25 epochs with patience 6 (docs/results.md "Fine-tuned teachers and
+    # self-training").
+    teachers=()
+    for task in ${tasks//,/ }; do
+      teachers+=(--teacher "$task=runs/eval-few/$task/seed-${seeds%%,*}/model")
+    done
+    "$bin" eval pseudo-label --tasks "$tasks" "${teachers[@]}" --out-dir "$out/pseudo-teacher" \
+      --per-label 30 --data "$data/dialoglue"
+    "$bin" eval dialoglue --model "$model" --tasks "$tasks" --setting few --seeds "$seeds" \
+      --config configs/eval-few.yaml --data-dir "$data/dialoglue" --out runs/eval-few-self \
+      --save-models --pseudo-labels "$out/pseudo-teacher" classifier_init=linear_probe \
+      num_train_epochs=25 early_stopping_patience=6
+    figures+=(runs/eval-few-self)
+  fi
 fi
 "$bin" plot "${figures[@]}" --out runs/figures
