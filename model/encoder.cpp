@@ -381,6 +381,54 @@ torch::Tensor DialogEncoderImpl::forward_cls(const EncoderInputs& in) {
   return block(layers_[n - 1], cls, x, mk.key_bias, mk.query_keep.slice(1, 0, 1)).select(1, 0);
 }
 
+torch::Tensor DialogEncoderImpl::forward_rows(const EncoderInputs& in, const torch::Tensor& targets) {
+  torch::Tensor x = embed(in, /*prepend_cls=*/false);
+  if (targets.scalar_type() != torch::kBool || !targets.sizes().equals(in.input_ids.sizes())) {
+    std::ostringstream msg;
+    msg << "forward_rows: targets must be bool " << in.input_ids.sizes() << " like input_ids, got "
+        << targets.scalar_type() << " " << targets.sizes();
+    throw std::invalid_argument(msg.str());
+  }
+  const Masks mk = masks(in, /*prepend_cls=*/false, x);
+  if (targets.logical_and(mk.visible.logical_not()).any().item<bool>())
+    throw std::invalid_argument("forward_rows: targets selects a padding position");
+  const std::size_t n = layers_.size();
+  if (n == 0) return x.index({targets});
+  if (padding_free_) {
+    if (const auto lengths = right_padded_lengths(mk.visible))
+      return forward_rows_packed(x, *lengths, targets);
+  }
+  for (std::size_t i = 0; i + 1 < n; ++i) x = block(layers_[i], x, x, mk.key_bias, mk.query_keep);
+  // The last block: attention for every row (keys and values need them all, and the queries
+  // are a small share of the work), the rest for the selected rows.
+  const torch::Tensor context = attention_block(layers_[n - 1], x, x, mk.key_bias, mk.query_keep);
+  return block_output(layers_[n - 1], x.index({targets}), context.index({targets}));
+}
+
+torch::Tensor DialogEncoderImpl::forward_rows_packed(const torch::Tensor& x,
+                                                     const std::vector<std::int64_t>& lengths,
+                                                     const torch::Tensor& targets) {
+  const std::int64_t B = x.size(0), T = x.size(1), H = x.size(2);
+  const PackedLayout lay = packed_layout(lengths, T, x.device());
+  const std::size_t n = layers_.size();
+  const torch::Tensor xp =
+      packed_blocks(lay, x.reshape({B * T, H}).index_select(0, lay.rows), n - 1);
+  const auto [qkv_w, qkv_b] = fused_qkv(layers_[n - 1]);
+  const torch::Tensor qkv = torch::linear(xp, qkv_w, qkv_b);  // [N, 3H]
+  auto attend_fn = [this](const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                          const torch::Tensor& bias) { return attend(q, k, v, bias); };
+  const torch::Tensor context = packed_attend(lay, qkv.slice(1, 0, H), qkv.slice(1, H, 2 * H),
+                                              qkv.slice(1, 2 * H), /*cls_only=*/false, attend_fn);
+  // Packed row of each selected position: `rows` holds the padded flat index of packed row i.
+  const auto index_opts = lay.rows.options();
+  const torch::Tensor packed_of_flat = torch::full({B * T}, -1, index_opts)
+                                           .index_put_({lay.rows},
+                                                       torch::arange(lay.rows.size(0), index_opts));
+  const torch::Tensor pick =
+      packed_of_flat.index_select(0, targets.reshape({B * T}).nonzero().squeeze(1));
+  return block_output(layers_[n - 1], xp.index_select(0, pick), context.index_select(0, pick));
+}
+
 torch::Tensor DialogEncoderImpl::packed_blocks(const PackedLayout& lay, torch::Tensor xp,
                                                std::size_t count) {
   const std::int64_t H = xp.size(1);

@@ -86,6 +86,18 @@ class DialogEncoderImpl : public torch::nn::Module {
   /// @throws as forward().
   torch::Tensor forward_cls(const EncoderInputs& inputs);
 
+  /// The plain encoder's final states (forward(inputs, false), no [CLS]) of the rows `targets`
+  /// selects, float [N, H] (N = targets' true count), in row-major order:
+  /// forward(inputs, false).index({targets}) up to float rounding. The last block computes
+  /// attention for every row but its output projection and feed-forward (about 70 % of its
+  /// matrix work) for the selected rows only. For the MLM pass, whose loss reads the ~15 %
+  /// masked rows (docs/performance.md "The MLM pass"). Packed like forward() for right-padded
+  /// inputs; with dropout > 0 the last block draws masks for the selected rows only, so the
+  /// random stream differs from forward()'s. `targets`: bool [B, L].
+  /// @throws as forward(); std::invalid_argument if `targets` is not bool [B, L] or selects a
+  ///   padding position.
+  torch::Tensor forward_rows(const EncoderInputs& inputs, const torch::Tensor& targets);
+
   /// The embedding output that enters block 0 (after dropout and LayerNorm), same shapes as
   /// forward(). @throws as forward().
   torch::Tensor embed(const EncoderInputs& inputs, bool prepend_cls = true);
@@ -140,6 +152,10 @@ class DialogEncoderImpl : public torch::nn::Module {
   /// lengths (plan_length_buckets). -> [B, H] in the inputs' order.
   torch::Tensor forward_cls_packed(const torch::Tensor& x,
                                    const std::vector<std::int64_t>& lengths);
+  /// forward_rows() for right-padded inputs: `x` is embed()'s output [B, T, H], `lengths` the
+  /// visible rows of each input, `targets` bool [B, T]. -> [N, H] in row-major target order.
+  torch::Tensor forward_rows_packed(const torch::Tensor& x, const std::vector<std::int64_t>& lengths,
+                                    const torch::Tensor& targets);
   /// Blocks [0, count) on the packed rows `xp` [N, H] of layout `lay` -> [N, H].
   torch::Tensor packed_blocks(const PackedLayout& lay, torch::Tensor xp, std::size_t count);
   /// forward() for right-padded inputs, padding-free: every block on the packed real rows of
@@ -170,6 +186,13 @@ class SpaceModelImpl : public torch::nn::Module {
   /// DialogEncoder::forward_cls(): the [CLS] final state [B, H] without the other rows' last
   /// block. Same values as cls_vector(forward(inputs, true)) up to float rounding.
   torch::Tensor forward_cls(const EncoderInputs& inputs) { return bert_->forward_cls(inputs); }
+
+  /// DialogEncoder::forward_rows(): the plain encoder's final states of the `targets` rows
+  /// [N, H], the last block's output projection and feed-forward for those rows only. Same values
+  /// as forward(inputs, false).index({targets}) up to float rounding.
+  torch::Tensor forward_rows(const EncoderInputs& inputs, const torch::Tensor& targets) {
+    return bert_->forward_rows(inputs, targets);
+  }
 
   /// The dialog vector: row 0 of hidden states [B, L+1, H] from forward(prepend_cls=true) ->
   /// [B, H] (keeps B == 1, CASES C35). @throws std::invalid_argument if `hidden` is not 3-D.

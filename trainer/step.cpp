@@ -30,9 +30,9 @@ model::EncoderInputs doubled(const model::EncoderInputs& in) {
 }
 
 torch::Tensor masked_lm_loss(model::SpaceModel& net, const model::CollatedBatch& masked) {
-  const torch::Tensor plain = net->forward(masked.inputs, /*prepend_cls=*/false);
   const torch::Tensor targets = masked.mlm_labels.ne(model::kIgnoreLabel);
-  const torch::Tensor rows = plain.index({targets});  // [N, H]: only the MLM targets
+  // [N, H]: only the MLM targets; the last block's feed-forward runs for them alone.
+  const torch::Tensor rows = net->forward_rows(masked.inputs, targets);
   return losses::mlm_loss(net->mlm_logits(rows), masked.mlm_labels.index({targets}));
 }
 

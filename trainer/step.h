@@ -66,7 +66,8 @@ model::EncoderInputs doubled(const model::EncoderInputs& in);
 
 /// Token-mean MLM loss of one masked batch (docs/training.md "What a step does"): the
 /// plain encoder (no [CLS]) on `masked.inputs`, only the target rows (mlm_labels !=
-/// kIgnoreLabel) go through the MLM head. 0-d float; exactly 0 with no target. Runs under the
+/// kIgnoreLabel) go through the last block's feed-forward (forward_rows, docs/performance.md
+/// "The MLM pass") and the MLM head. 0-d float; exactly 0 with no target. Runs under the
 /// caller's autocast. Shared by pretraining and the fine-tuning recipe's auxiliary MLM term.
 /// @throws std::invalid_argument from the encoder or the loss on inconsistent shapes.
 torch::Tensor masked_lm_loss(model::SpaceModel& net, const model::CollatedBatch& masked);

@@ -1,5 +1,6 @@
 // trainer/step.h: the pretraining micro-step, padded and padding-free (docs/performance.md
 // "Padding-free batches").
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -7,6 +8,7 @@
 #include <gtest/gtest.h>
 #include "model/torch_api.h"
 
+#include "losses/mlm.h"
 #include "model/collate.h"
 #include "model/device.h"
 #include "model/encoder.h"
@@ -73,6 +75,19 @@ std::vector<torch::Tensor> grads_of(model::SpaceModel& net) {
     out.push_back(p.grad().defined() ? p.grad().clone() : torch::zeros_like(p));
   }
   return out;
+}
+
+/// Every parameter's gradient in `got` within `tolerance` of `ref`'s, relative to the largest
+/// entry of `ref`'s (at least 1e-3); failures name the parameter and the path.
+void expect_grads_close(model::SpaceModel& net, const std::vector<torch::Tensor>& got,
+                        const std::vector<torch::Tensor>& ref, double tolerance,
+                        bool padding_free) {
+  const auto params = net->named_parameters();
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const double scale = std::max(1e-3, ref[i].abs().max().item<double>());
+    EXPECT_LT((got[i] - ref[i]).abs().max().item<double>() / scale, tolerance)
+        << params[i].key() << (padding_free ? " padding-free" : " padded");
+  }
 }
 
 struct StepResult {
@@ -187,14 +202,69 @@ TEST(ContrastivePass, ClsOnlyLastBlockGivesTheFullForwardsLossAndGradients) {
     const std::vector<torch::Tensor> ref_grads = grads_of(net);
     EXPECT_GT(ref.item<double>(), 0.1);
     EXPECT_NEAR(got.item<double>(), ref.item<double>(), 1e-5) << padding_free;
-    const auto params = net->named_parameters();
-    for (std::size_t i = 0; i < params.size(); ++i) {
-      const double scale = std::max(1e-3, ref_grads[i].abs().max().item<double>());
-      // fp32 rounding of differently shaped products, amplified by 1/τ = 14 (seen: 1.1e-4).
-      EXPECT_LT((got_grads[i] - ref_grads[i]).abs().max().item<double>() / scale, 1e-3)
-          << params[i].key() << (padding_free ? " padding-free" : " padded");
-    }
+    // fp32 rounding of differently shaped products, amplified by 1/τ = 14 (seen: 1.1e-4).
+    expect_grads_close(net, got_grads, ref_grads, 1e-3, padding_free);
   }
+}
+
+TEST(MlmPass, TargetRowsOnlyLastBlockGivesTheFullForwardsLossAndGradients) {
+  // masked_lm_loss() runs the MLM pass through forward_rows (the last block's feed-forward for
+  // the target rows only); the reference is the full plain forward's target rows, padded and
+  // padding-free. Targets: every 5th token from a per-example offset (mixed_batch), 18 rows.
+  torch::manual_seed(6);
+  model::SpaceModel net(tiny_config());
+  net->train();
+  const StreamBatch b = mixed_batch({3, 30, 5, 12, 4, 27, 8}, 3);
+  const torch::Tensor targets = b.masked.mlm_labels.ne(model::kIgnoreLabel);
+  ASSERT_EQ(targets.sum().item<std::int64_t>(), 18);
+  for (const bool padding_free : {false, true}) {
+    net->encoder()->set_padding_free(padding_free);
+    net->zero_grad();
+    const torch::Tensor got = masked_lm_loss(net, b.masked);
+    got.backward();
+    const std::vector<torch::Tensor> got_grads = grads_of(net);
+    net->zero_grad();
+    const torch::Tensor rows = net->forward(b.masked.inputs, /*prepend_cls=*/false).index({targets});
+    const torch::Tensor ref =
+        losses::mlm_loss(net->mlm_logits(rows), b.masked.mlm_labels.index({targets}));
+    ref.backward();
+    const std::vector<torch::Tensor> ref_grads = grads_of(net);
+    EXPECT_NEAR(ref.item<double>(), std::log(24.0), 0.5);  // about ln(vocab) at initialisation
+    EXPECT_NEAR(got.item<double>(), ref.item<double>(), 1e-5) << padding_free;
+    EXPECT_LT((net->forward_rows(b.masked.inputs, targets) - rows).abs().max().item<double>(), 1e-5)
+        << padding_free;
+    expect_grads_close(net, got_grads, ref_grads, 1e-4, padding_free);
+  }
+}
+
+TEST(MlmPass, ForwardRowsRejectsBadTargets) {
+  model::SpaceModel net(tiny_config());
+  const StreamBatch b = mixed_batch({3, 8}, 1);  // example 0 has 5 padding positions
+  const torch::Tensor targets = b.masked.mlm_labels.ne(model::kIgnoreLabel);
+  EXPECT_THROW(
+      {
+        try {
+          net->forward_rows(b.masked.inputs, targets.to(torch::kLong));
+        } catch (const std::invalid_argument& e) {
+          EXPECT_NE(std::string(e.what()).find("targets must be bool"), std::string::npos);
+          throw;
+        }
+      },
+      std::invalid_argument);
+  torch::Tensor on_padding = targets.clone();
+  on_padding.index_put_({0, 6}, true);
+  EXPECT_THROW(
+      {
+        try {
+          net->forward_rows(b.masked.inputs, on_padding);
+        } catch (const std::invalid_argument& e) {
+          EXPECT_NE(std::string(e.what()).find("padding position"), std::string::npos);
+          throw;
+        }
+      },
+      std::invalid_argument);
+  // No target at all: an empty [0, H], no error.
+  EXPECT_EQ(net->forward_rows(b.masked.inputs, torch::zeros_like(targets)).size(0), 0);
 }
 
 TEST(PaddingFree, PaddingRowsAreZeroAndRealRowsMatchThePaddedForward) {
