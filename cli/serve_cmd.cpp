@@ -5,6 +5,7 @@
 #include <pthread.h>
 
 #include <csignal>
+#include <cstdlib>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -59,8 +60,18 @@ void register_serve(CLI::App& app) {
         add_flag_with_env(cmd, name, value, help);
       });
   cmd->get_option("--model")->required()->check(existing_folder("model bundle"));
-  cmd->callback([o] {
+  const CLI::Option* api_key = cmd->get_option("--api-key");
+  cmd->callback([o, api_key] {
     log_to_stderr(/*timestamps=*/true);
+    // An empty key, given on purpose, would serve without authentication, silently
+    // (docs/failure-cases.md B11). CLI11 reads an empty environment variable as unset.
+    const char* env_key = std::getenv("DIALTREE_API_KEY");
+    if (o->api_key.empty() && (api_key->count() > 0 || (env_key != nullptr && *env_key == 0))) {
+      throw std::invalid_argument(
+          std::string(api_key->count() > 0 ? "--api-key" : "DIALTREE_API_KEY") +
+          " is set but empty, which would serve without authentication; give a key, or leave "
+          "--api-key and DIALTREE_API_KEY unset to serve without one");
+    }
     o->validate();
     model::resolve_device(o->device, "--device");  // a GPU that is not there, before binding
     // A missing folder (existing_folder, at parse time) or a broken config.json is bad usage

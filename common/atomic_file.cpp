@@ -97,6 +97,41 @@ fs::path resolve_output_path(const fs::path& target) {
   return p;
 }
 
+fs::path resolve_output_folder(const fs::path& target) {
+  if (target.empty()) throw std::invalid_argument("the output folder is empty");
+  std::error_code ec;
+  const fs::path abs = fs::absolute(target, ec);
+  if (ec) {
+    throw std::runtime_error("cannot make output folder '" + target.string() +
+                             "' absolute: " + ec.message());
+  }
+  fs::path existing = abs.root_path(), rest;
+  bool missing = false;
+  for (const fs::path& part : abs.relative_path()) {
+    if (part.empty() || part == ".") continue;
+    if (!missing) {
+      const fs::path next = existing / part;
+      if (fs::exists(next, ec)) {  // follows links, as the kernel does at each component
+        existing = next;
+        continue;
+      }
+      missing = true;
+    }
+    if (part == "..") {
+      throw std::invalid_argument("output folder '" + target.string() + "': '..' follows '" +
+                                  (existing / rest).string() +
+                                  "', which does not exist; name the folder without it");
+    }
+    rest /= part;
+  }
+  fs::path resolved = fs::canonical(existing, ec);
+  if (ec) {
+    throw std::runtime_error("cannot resolve '" + existing.string() + "' (of output folder '" +
+                             target.string() + "'): " + ec.message());
+  }
+  return rest.empty() ? resolved : resolved / rest;
+}
+
 bool is_same_file(const fs::path& a, const fs::path& b) noexcept {
   std::error_code ec;
   if (!fs::exists(a, ec) || ec || !fs::exists(b, ec) || ec) return false;
@@ -278,18 +313,12 @@ void write_file_atomic(const fs::path& target, std::string_view content) {
 // ---- AtomicDirectory ------------------------------------------------------------------------
 
 AtomicDirectory::AtomicDirectory(fs::path target) {
-  // "tok/", "." and "sub/.." name the folder itself: make the path absolute and normal, without
-  // a trailing separator, so that the temporary folder lands beside it, never inside.
-  fs::path normal = target;
-  if (!normal.empty()) {
-    std::error_code ec;
-    normal = fs::absolute(normal, ec).lexically_normal();
-    if (ec) normal = target.lexically_normal();
-    if (normal.filename().empty() && normal.has_relative_path()) normal = normal.parent_path();
-    if (!normal.has_relative_path()) {
-      throw std::invalid_argument("output folder '" + target.string() +
-                                  "' is the root directory; refusing to replace it");
-    }
+  // "tok/", "." and "sub/.." name the folder itself: resolve it without a trailing separator,
+  // so that the temporary folder lands beside it, never inside.
+  const fs::path normal = resolve_output_folder(target);
+  if (!normal.has_relative_path()) {
+    throw std::invalid_argument("output folder '" + target.string() +
+                                "' is the root directory; refusing to replace it");
   }
   struct stat st;
   bool exists = false;

@@ -26,6 +26,17 @@ namespace dialtree {
 ///   std::runtime_error (with the OS reason) if it cannot be examined.
 std::filesystem::path resolve_output_path(const std::filesystem::path& target);
 
+/// The folder that an output path names, resolved as the kernel resolves it: made absolute,
+/// its leading components that exist made canonical (symbolic links and ".." followed on the
+/// disk, not as text: "link/../x" is x beside the link's target), the components that do not
+/// exist yet appended; "." components and a trailing separator dropped. Textual resolution
+/// ("missing/../x" -> "x") would name a folder the user did not, and the writers that replace a
+/// folder as a whole would replace it (docs/failure-cases.md B9).
+/// @throws std::invalid_argument if `target` is empty, or ".." follows a component that does
+///   not exist (the kernel cannot resolve it); std::runtime_error with the OS reason if an
+///   existing prefix cannot be resolved.
+std::filesystem::path resolve_output_folder(const std::filesystem::path& target);
+
 /// True if `a` and `b` both exist and are the same file (std::filesystem::equivalent: the same
 /// device and inode, so hard links, symbolic links and different spellings all count). False when
 /// either does not exist or cannot be examined. Never throws.
@@ -91,13 +102,14 @@ void write_file_atomic(const std::filesystem::path& target, std::string_view con
 /// are supported.
 class AtomicDirectory {
  public:
-  /// Resolves `target` like resolve_output_path (after making it absolute and dropping a
-  /// trailing separator, so "tok/" and "." name the folder itself), but an existing target
+  /// Resolves `target` with resolve_output_folder (so "tok/" and "." name the folder itself),
+  /// then like resolve_output_path, but an existing target
   /// (after following links) must be a directory, and the root directory is refused; creates the
   /// target's missing parent folders and the temporary directory (registered for removal on a
   /// signal), so an unwritable place fails here, before any work is done.
-  /// @throws std::invalid_argument if `target` is empty or exists and is not a directory;
-  ///   std::runtime_error with the OS reason if a folder cannot be created.
+  /// @throws std::invalid_argument if `target` is empty, exists and is not a directory, or is
+  ///   refused by resolve_output_folder; std::runtime_error with the OS reason if a folder
+  ///   cannot be created.
   explicit AtomicDirectory(std::filesystem::path target);
   ~AtomicDirectory();
   AtomicDirectory(const AtomicDirectory&) = delete;

@@ -131,6 +131,16 @@ void load_model_tensors(SpaceModelImpl& model, const NamedTensors& tensors,
                       std::string("has dtype ") + c10::toString(t.scalar_type()) +
                           " but the model expects " + c10::toString(p.scalar_type()));
     }
+    if (t.is_floating_point()) {
+      const std::int64_t bad = torch::isfinite(t).logical_not().sum().item<std::int64_t>();
+      if (bad > 0) {
+        throw DataError(source, where, "",
+                        "holds " + std::to_string(bad) + " NaN or infinite value(s) of " +
+                            std::to_string(t.numel()) +
+                            "; a model with them computes no meaningful output (did its "
+                            "training diverge?)");
+      }
+    }
     p.copy_(t);
   }
   if (loaded.size() != params.size()) {
@@ -157,8 +167,7 @@ void save_bundle(const std::string& dir, const SpaceModelImpl& model,
                                ? inner_path(tok_config.model_file, tok_file, "model_file")
                                : inner_path(tok_config.vocab_file, tok_file, "vocab_file");
 
-  const fs::path target = fs::absolute(fs::path(dir)).lexically_normal();
-  const fs::path final_dir = target.filename().empty() ? target.parent_path() : target;
+  const fs::path final_dir = resolve_output_folder(dir);  // as the kernel resolves it
   fs::create_directories(final_dir.parent_path());
   const fs::path tmp = sibling_temp(final_dir, "tmp");
   fs::create_directory(tmp);

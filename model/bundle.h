@@ -51,7 +51,8 @@ NamedTensors model_tensors(const SpaceModelImpl& model);
 /// Copies `tensors` into the model's parameters (no autograd). Strict: every parameter must be
 /// present exactly once with the same shape, no extra names; floating tensors of any float
 /// dtype are converted to the parameter's dtype.
-/// @throws DataError naming `source` and the tensor (unknown, missing, shape or dtype mismatch).
+/// @throws DataError naming `source` and the tensor (unknown, missing, shape or dtype mismatch,
+///   NaN or infinite values: docs/failure-cases.md B10).
 void load_model_tensors(SpaceModelImpl& model, const NamedTensors& tensors,
                         const std::string& source);
 

@@ -211,8 +211,7 @@ void check_out_not_input(const std::string& in, const std::string& out, const ch
 class TempSibling {
  public:
   explicit TempSibling(const std::string& out, const char* tag) {
-    fs::path o = fs::absolute(out).lexically_normal();
-    if (o.filename().empty()) o = o.parent_path();
+    const fs::path o = resolve_output_folder(out);  // where save_bundle() will write
     fs::create_directories(o.parent_path());
     path_ = o.parent_path() /
             ("." + o.filename().string() + "." + tag + "." + std::to_string(::getpid()));

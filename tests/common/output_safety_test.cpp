@@ -352,6 +352,37 @@ TEST(AtomicDirectoryTest, AppearsOnlyOnCommitAndReplacesAWholeFolder) {
   EXPECT_THROW(d.file("../escape"), std::invalid_argument);
 }
 
+TEST(AtomicDirectoryTest, DotDotIsResolvedOnTheDiskNotAsText) {
+  // docs/failure-cases.md B9: "missing/../bundle" once replaced ./bundle, and "link/../x"
+  // replaced ./x while the kernel names x beside the link's target.
+  testing::TempDir tmp;
+  const fs::path root = fs::canonical(tmp.path());
+  fs::create_directories(root / "deep" / "a" / "b");
+  fs::create_directory_symlink(root / "deep" / "a" / "b", root / "lnk");
+  fs::create_directory(root / "bundle");
+  spit((root / "bundle" / "keep.txt").string(), "precious");
+
+  EXPECT_THAT(error_of<std::invalid_argument>(
+                  [&] { AtomicDirectory d(root / "missing" / ".." / "bundle"); }),
+              HasSubstr("'..' follows '" + (root / "missing").string() + "', which does not exist"));
+  EXPECT_EQ(slurp((root / "bundle" / "keep.txt").string()), "precious");
+  EXPECT_FALSE(fs::exists(root / "missing"));
+
+  EXPECT_EQ(resolve_output_folder(root / "lnk" / ".." / "x"), root / "deep" / "a" / "x");
+  EXPECT_EQ(resolve_output_folder(root / "lnk" / "." / "new" / "deeper/"),
+            root / "deep" / "a" / "b" / "new" / "deeper");
+  EXPECT_EQ(resolve_output_folder(root / "deep" / "a" / ".."), root / "deep");
+  {
+    AtomicDirectory d(root / "lnk" / ".." / "x");
+    EXPECT_EQ(d.resolved_target(), root / "deep" / "a" / "x");
+    write_file_atomic(d.file("a.txt"), "a");
+    d.commit();
+  }
+  EXPECT_EQ(slurp((root / "deep" / "a" / "x" / "a.txt").string()), "a");
+  EXPECT_FALSE(fs::exists(root / "x"));
+  EXPECT_THROW(resolve_output_folder(""), std::invalid_argument);
+}
+
 TEST(Durability, SyncAcceptsFilesAndFoldersAndNamesWhatItCannotOpen) {
   testing::TempDir tmp;
   fs::create_directories(tmp.path() / "staged" / "sub");

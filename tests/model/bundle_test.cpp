@@ -4,6 +4,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -339,6 +340,16 @@ TEST(Bundle, BadInputsAndMismatchedFilesRaiseClearErrors) {
   shape[0].second = torch::zeros({2});
   EXPECT_THAT([&] { load_model_tensors(*fresh, shape, "m"); },
               ::testing::ThrowsMessage<DataError>(HasSubstr("shape")));
+  // NaN or infinite weights are refused, named (docs/failure-cases.md B10): they gave `embed`
+  // null vectors and a server answering 200.
+  NamedTensors nan = t;
+  nan[2].second = nan[2].second.clone();
+  nan[2].second.view(-1).index_put_({0}, std::numeric_limits<float>::quiet_NaN());
+  nan[2].second.view(-1).index_put_({1}, std::numeric_limits<float>::infinity());
+  EXPECT_THAT([&] { load_model_tensors(*fresh, nan, "m"); },
+              ::testing::ThrowsMessage<DataError>(
+                  AllOf(HasSubstr(nan[2].first), HasSubstr("holds 2 NaN or infinite value(s) of " +
+                                                           std::to_string(nan[2].second.numel())))));
   // bf16 weights load into fp32 parameters.
   NamedTensors half = t;
   for (auto& [n, v] : half) v = v.to(torch::kBFloat16);

@@ -189,6 +189,16 @@ TEST_F(ServeCli, BadFlagsAndBadInputLinesExitWithStatus2) {
   r = run({"serve", "--model", bundle_, "--max-input-length", "20000"}, cwd);
   EXPECT_EQ(r.status, 2);
   EXPECT_THAT(r.err, HasSubstr("--max-batch-tokens"));
+  // An empty API key would serve without authentication (docs/failure-cases.md B11).
+  r = run({"serve", "--model", bundle_, "--api-key", "", "--port", "0"}, cwd);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("--api-key is set but empty"));
+  EXPECT_THAT(r.err, Not(HasSubstr("listening")));
+  ::setenv("DIALTREE_API_KEY", "", 1);
+  r = run({"serve", "--model", bundle_, "--port", "0"}, cwd);
+  ::unsetenv("DIALTREE_API_KEY");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("DIALTREE_API_KEY is set but empty"));
   // No bundle folder: bad usage, said before the port is bound.
   r = run({"serve", "--model", tmp_.file("missing"), "--port", "0"}, cwd);
   EXPECT_EQ(r.status, 2);
