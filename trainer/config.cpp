@@ -89,6 +89,7 @@ const std::vector<FieldSpec>& specs() {
       DT_TOP(greater_is_better),
       DT_TOP(load_best_model_at_end),
       DT_TOP(model_name_or_path),
+      DT_TOP(overwrite_output_dir),
       DT_TOP(resume_from_checkpoint),
       DT_TOP(bf16),
       DT_TOP(device),

@@ -163,6 +163,10 @@ struct PretrainConfig {
   /// "I": those rows of the projection are copied); an intent or tag head in it is left out.
   /// Empty = random initialisation. resume_from_checkpoint wins.
   std::string model_name_or_path;
+  /// Let a fresh run (no resume_from_checkpoint) replace a finished run's final/ in output_dir
+  /// (HF's overwrite_output_dir). False: such a run is refused before anything loads, naming the
+  /// folder (docs/training.md "Run directory").
+  bool overwrite_output_dir = false;
   /// Checkpoint directory to resume from; empty = start fresh; "latest" = the newest complete
   /// checkpoint of output_dir, or a fresh start when there is none (restarts, docs/training.md
   /// "Health checks").

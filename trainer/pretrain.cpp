@@ -546,6 +546,15 @@ PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<b
                              " yet; starting at step 0"
                        : "resume_from_checkpoint=latest: " + resume);
   }
+  // A fresh run does not replace a finished run's final/ unless told to (HF's
+  // overwrite_output_dir; docs/failure-cases.md B12).
+  if (resume.empty() && !config.overwrite_output_dir &&
+      fs::exists(fs::path(config.output_dir) / "final" / model::kWeightsFile)) {
+    throw DataError(config.output_dir, "", "overwrite_output_dir",
+                    "holds a finished run (final/), which a fresh run would replace; set "
+                    "overwrite_output_dir=true to train over it, resume_from_checkpoint to "
+                    "continue it, or choose another output_dir");
+  }
   // The device first: a GPU that is not there stops the run before any input is checked.
   r.device = model::resolve_device(config.device, "device");
   if (r.device.is_cuda() && r.world > 1) {

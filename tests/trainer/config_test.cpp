@@ -503,7 +503,7 @@ TEST(Config, OverridesDefaultsAndResolution) {
         dot == std::string::npos ? node[key] : node[key.substr(0, dot)][key.substr(dot + 1)];
     EXPECT_TRUE(v.IsDefined()) << key;
   }
-  EXPECT_EQ(config_keys().size(), 71u);
+  EXPECT_EQ(config_keys().size(), 72u);
 
   // Paths stay as written (relative to the working directory), and inputs are checked on demand.
   testing::TempDir dir;

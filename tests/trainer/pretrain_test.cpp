@@ -438,6 +438,25 @@ TEST_F(TinyPretraining, ASlowedRankIsNamedAsAStragglerWithinThreeWindows) {
   }
 }
 
+TEST_F(TinyPretraining, AFreshRunDoesNotReplaceAFinishedRunUnlessToldTo) {
+  // docs/failure-cases.md B12: a second `train` into the same output_dir replaced final/.
+  std::ofstream(tmp_.file("again.yaml")) << yaml(tmp_.file("again"), 2);
+  ASSERT_EQ(run_train("", tmp_.file("again.yaml"), tmp_.file("first.log")), 0)
+      << slurp(tmp_.file("first.log"));
+  const fs::path weights = tmp_.path() / "again" / "final" / model::kWeightsFile;
+  const std::string before = slurp(weights.string());
+  EXPECT_EQ(run_train("", tmp_.file("again.yaml") + " seed=5", tmp_.file("second.log")), 2);
+  EXPECT_THAT(slurp(tmp_.file("second.log")),
+              ::testing::HasSubstr(tmp_.file("again") +
+                                   ": field 'overwrite_output_dir': holds a finished run (final/)"));
+  EXPECT_EQ(slurp(weights.string()), before);  // untouched
+  ASSERT_EQ(run_train("", tmp_.file("again.yaml") + " seed=5 overwrite_output_dir=true",
+                      tmp_.file("third.log")),
+            0)
+      << slurp(tmp_.file("third.log"));
+  EXPECT_NE(slurp(weights.string()), before);  // another seed, other weights
+}
+
 TEST_F(TinyPretraining, AKilledRankRestartsTheGroupFromTheLastCheckpointWithTheSameResult) {
   std::ofstream(tmp_.file("ddp.yaml")) << yaml(tmp_.file("plain"), 6);
   ASSERT_EQ(train_processes(2, tmp_.file("ddp.yaml"), "save_steps=2", tmp_.file("plain.log")), 0)
@@ -452,7 +471,8 @@ TEST_F(TinyPretraining, AKilledRankRestartsTheGroupFromTheLastCheckpointWithTheS
   const auto t0 = std::chrono::steady_clock::now();
   ASSERT_EQ(
       run_train("DIALTREE_FAULT=rank=1,kill_at_step=5",
-                "--nproc-per-node 2 --max-restarts 1 " + tmp_.file("kill.yaml") + " save_steps=2",
+                "--nproc-per-node 2 --max-restarts 1 " + tmp_.file("kill.yaml") +
+                    " save_steps=2 overwrite_output_dir=true",
                 tmp_.file("kill.log")),
       0)
       << slurp(tmp_.file("kill.log"));
