@@ -160,6 +160,11 @@ std::vector<SgdDialog> read_file(const std::string& path, SgdLoadReport* report,
                         "must be \"USER\" or \"SYSTEM\", got " + quote_for_message(t.speaker));
       }
       t.utterance = req_string(tm[1], kTurnKeys[1], place, tpath);
+      // A turn with no text says nothing; SGD has none (docs/failure-cases.md B13, as B6).
+      if (t.utterance.find_first_not_of(" \t") == std::string::npos) {
+        throw DataError(path, place.where, JsonPathRef(tpath, "utterance").str(),
+                        t.utterance.empty() ? "empty text" : "the text is only blanks");
+      }
       // Code point offsets of the utterance (JSON strings are valid UTF-8), for the span checks.
       std::vector<std::size_t> cps;
       std::size_t utt_len = 0;
@@ -243,6 +248,9 @@ std::vector<SgdDialog> read_file(const std::string& path, SgdLoadReport* report,
         t.frames.push_back(std::move(f));
       }
       d.turns.push_back(std::move(t));
+    }
+    if (d.turns.empty()) {
+      throw DataError(path, place.where, turns_path.str(), "a dialogue with no turn");
     }
     if (report) {
       ++report->dialogs;

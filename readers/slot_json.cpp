@@ -70,6 +70,12 @@ std::vector<SlotExample> read_slot_json(const std::string& path) {
         json_as_object(json_require(rec, "userInput", place, ""), place, "userInput");
     ex.text =
         json_as_string(json_require(input, "text", place, "userInput"), place, "userInput.text");
+    // An utterance with no text has nothing to tag; DialoGLUE has none (docs/failure-cases.md
+    // B13, as B6 for intent CSVs).
+    if (ex.text.find_first_not_of(" \t") == std::string::npos) {
+      throw DataError(path, place.where, "userInput.text",
+                      ex.text.empty() ? "empty text" : "the text is only blanks");
+    }
     const std::size_t text_len = utf8::length(ex.text);  // JSON strings are valid UTF-8
 
     if (const json* ctx = json_find(rec, "context", place, "")) {

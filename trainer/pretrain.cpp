@@ -165,6 +165,7 @@ data::SerializeOptions serialize_options(const DataConfig& d) {
 
 struct Stream {
   std::vector<PretrainDataset> datasets;
+  PretrainDataSkips skipped;  ///< empty turns and dialogs left out, reported in the log
   std::unique_ptr<BatchStream> batches;
   bool labelled = false;
   bool active() const { return batches != nullptr; }
@@ -176,7 +177,7 @@ Stream make_stream(const std::vector<std::string>& files, bool labelled, int bat
   Stream s;
   s.labelled = labelled;
   if (files.empty()) return s;
-  s.datasets = load_pretrain_data(files, labelled, tok, opt);
+  s.datasets = load_pretrain_data(files, labelled, tok, opt, &s.skipped);
   if (s.datasets.empty()) {
     throw DataError(files.front(), "", labelled ? "data.labelled" : "data.unlabelled",
                     "no training example (no non-empty trigger-role turn)");
@@ -598,6 +599,14 @@ PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<b
       "data: {} labelled examples in {} datasets, {} unlabelled in {} ({:.1f} s)", count(r.lab),
       r.lab.datasets.size(), count(r.unl), r.unl.datasets.size(),
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t_load).count()));
+  using Named = std::pair<const Stream*, const char*>;
+  for (const auto& [stream, key] : {Named{&r.lab, "data.labelled"}, Named{&r.unl, "data.unlabelled"}}) {
+    if (stream->skipped.turns > 0 || stream->skipped.dialogs > 0) {
+      say(fmt::format("warning: {}: left out {} turn(s) with empty text and {} dialog(s) with no "
+                      "turn left (docs/failure-cases.md B13)",
+                      key, stream->skipped.turns, stream->skipped.dialogs));
+    }
+  }
 
   // One optimiser step consumes accum x world batches of each stream (docs/method.md §4.5 epoch).
   const std::int64_t accum = config.gradient_accumulation_steps;

@@ -17,7 +17,9 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 
 std::vector<PretrainDataset> load_pretrain_data(const std::vector<std::string>& files,
                                                 bool labelled, const data::Tokenizer& tokenizer,
-                                                const data::SerializeOptions& options) {
+                                                const data::SerializeOptions& options,
+                                                PretrainDataSkips* skipped) {
+  PretrainDataSkips skips;
   std::map<std::string, PretrainDataset> by_source;
   auto add_dialog = [&](const sts::Dialog& dialog) {
     sts::Dialog kept{dialog.id, dialog.source, {}};
@@ -25,7 +27,11 @@ std::vector<PretrainDataset> load_pretrain_data(const std::vector<std::string>& 
     for (const sts::Turn& t : dialog.turns) {
       if (!t.text.empty()) kept.turns.push_back(t);
     }
-    if (kept.turns.empty()) return;
+    skips.turns += dialog.turns.size() - kept.turns.size();
+    if (kept.turns.empty()) {
+      ++skips.dialogs;
+      return;
+    }
     PretrainDataset& ds = by_source[dialog.source];
     ds.name = dialog.source;
     // Value-mention flags of every turn, when any turn of the dialog mentions a value.
@@ -70,6 +76,7 @@ std::vector<PretrainDataset> load_pretrain_data(const std::vector<std::string>& 
       sts::for_each_dialog(file, [&](sts::Dialog&& d) { add_dialog(d); });
     }
   }
+  if (skipped) *skipped = skips;
   std::vector<PretrainDataset> out;
   out.reserve(by_source.size());
   for (auto& [name, ds] : by_source) {

@@ -32,15 +32,22 @@ struct PretrainDataset {
   std::vector<PretrainExample> examples;
 };
 
+/// What load_pretrain_data() left out: turns with empty text, and dialogs left with no turn.
+struct PretrainDataSkips {
+  std::size_t turns = 0, dialogs = 0;
+};
+
 /// Loads `files` (sts/1 JSONL, or plain text with one utterance per line when the name ends in
 /// ".txt"), serialises every trigger-role turn with `tokenizer` and groups the examples by
 /// source dataset, in byte order of the dataset names. Turns with empty text are skipped
-/// (SPACE-2 filters utterances with no sub-words). `labelled` selects whether view sets and
-/// value-span flags are computed.
+/// (SPACE-2 filters utterances with no sub-words), and so are dialogs with no turn left; both
+/// are counted into `skipped` when given, for the caller to report (docs/failure-cases.md B13).
+/// `labelled` selects whether view sets and value-span flags are computed.
 /// @throws DataError naming the file and line of a malformed record; TokenizerError.
 std::vector<PretrainDataset> load_pretrain_data(const std::vector<std::string>& files,
                                                 bool labelled, const data::Tokenizer& tokenizer,
-                                                const data::SerializeOptions& options);
+                                                const data::SerializeOptions& options,
+                                                PretrainDataSkips* skipped = nullptr);
 
 /// Example counts of `datasets`, for BatchStream.
 std::vector<std::size_t> dataset_sizes(const std::vector<PretrainDataset>& datasets);

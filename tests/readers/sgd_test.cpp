@@ -187,6 +187,13 @@ TEST(SgdErrors, BadSpansStateOnSystemTurnWrongTypes) {
   write_bytes(f, R"([{"dialogue_id":7}])");
   EXPECT_EQ(error_of<SchemaError>([&] { read_sgd_file(f); }),
             f + ": record 0: field 'dialogue_id': must be a string, got integer");
+  // docs/failure-cases.md B13: no text, or no turn at all, was converted and then dropped.
+  EXPECT_EQ(err(one_turn("USER", "", R"({"service":"S_1","actions":[],"slots":[]})")),
+            where + "'turns[0].utterance': empty text");
+  EXPECT_EQ(err(one_turn("USER", "  ", R"({"service":"S_1","actions":[],"slots":[]})")),
+            where + "'turns[0].utterance': the text is only blanks");
+  EXPECT_EQ(err(R"([{"dialogue_id":"x_1","services":["S_1"],"turns":[]}])"),
+            where + "'turns': a dialogue with no turn");
 }
 
 TEST(SgdErrors, CodePointOffsetsAndNoValuesKeepSpan) {

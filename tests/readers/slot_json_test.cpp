@@ -288,6 +288,13 @@ TEST(SlotJsonSpans, OptionalFieldsAndMissingRequiredOnes) {
   write_bytes(file, R"([{"userInput":{"text":"hi"},"labels":[{"valueSpan":{"endIndex":1}}]}])");
   EXPECT_EQ(error_of<SchemaError>([&] { read_slot_json(file); }),
             file + ": record 0: field 'labels[0].slot': is missing");
+  // docs/failure-cases.md B13: an empty text was converted into an empty turn.
+  write_bytes(file, R"([{"userInput":{"text":"hi"}}, {"userInput":{"text":""}}])");
+  EXPECT_EQ(error_of<DataError>([&] { read_slot_json(file); }),
+            file + ": record 1: field 'userInput.text': empty text");
+  write_bytes(file, R"([{"userInput":{"text":"  "}}])");
+  EXPECT_EQ(error_of<DataError>([&] { read_slot_json(file); }),
+            file + ": record 0: field 'userInput.text': the text is only blanks");
 }
 
 // --- C04: deterministic vocabulary -------------------------------------------------------------

@@ -59,6 +59,23 @@ TEST(PretrainData, SgdAndIntentFilesGroupBySourceWithOneExamplePerUserTurn) {
 namespace dialtree::trainer {
 namespace {
 
+TEST(PretrainData, EmptyTurnsAndDialogsAreLeftOutAndCounted) {
+  // docs/failure-cases.md B13: they were dropped without a word.
+  testing::TempDir tmp;
+  const data::WordPieceTokenizer tok(testing::shared_data("dialoglue/bert-base-uncased-vocab.txt"));
+  auto turn = [](const std::string& text) { return sts::Turn{"user", text, std::nullopt, {}}; };
+  sts::write_jsonl(tmp.file("mixed.jsonl"),
+                   {sts::Dialog{"a", "x", {turn("i lost my card")}},
+                    sts::Dialog{"b", "x", {turn(""), turn("where is my money"), turn("")}},
+                    sts::Dialog{"c", "x", {turn("")}}, sts::Dialog{"d", "x", {}}});
+  PretrainDataSkips skipped;
+  const auto ds = load_pretrain_data({tmp.file("mixed.jsonl")}, false, tok, {}, &skipped);
+  ASSERT_EQ(ds.size(), 1u);
+  EXPECT_EQ(ds[0].examples.size(), 2u);  // one per kept user turn
+  EXPECT_EQ(skipped.turns, 3u);
+  EXPECT_EQ(skipped.dialogs, 2u);  // "c" (its only turn empty) and "d" (no turn)
+}
+
 TEST(PretrainData, SpanFlagsMarkLabelledValueTokens) {
   testing::TempDir tmp;
   const data::WordPieceTokenizer tok(testing::shared_data("dialoglue/bert-base-uncased-vocab.txt"));
