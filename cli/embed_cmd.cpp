@@ -19,6 +19,7 @@
 
 #include "cli/commands.h"
 #include "common/atomic_file.h"
+#include "common/batching.h"
 #include "common/device_spec.h"
 #include "common/error.h"
 #include "common/utf8.h"
@@ -114,6 +115,10 @@ std::vector<serve::Input> read_inputs(const EmbedArgs& a) {
 void run_embed(const EmbedArgs& a) {
   log_to_stderr();
   check_flag_ranges(a);
+  if (const std::string p = input_length_problem(a.max_input_length, a.max_batch_tokens);
+      !p.empty()) {
+    throw std::invalid_argument("--max-input-length: " + p);
+  }
   // The vectors replace --output as a whole once every input is read; with --input as --output
   // that would lose the inputs (as sts convert and tokenizer train, status 2).
   if (a.input != "-" && a.output != "-") {

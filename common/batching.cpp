@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 #include <stdexcept>
+#include <string>
 
 namespace dialtree {
 
@@ -60,6 +61,13 @@ std::size_t first_batch_size(const std::vector<std::size_t>& lengths,
   if (lengths.empty()) return 0;
   return cut_end(
       0, lengths.size(), [&](std::size_t i) { return lengths[i]; }, limits);
+}
+
+std::string input_length_problem(std::size_t max_input_length, std::size_t max_batch_tokens) {
+  if (max_input_length <= max_batch_tokens) return "";
+  return std::to_string(max_input_length) + " exceeds --max-batch-tokens " +
+         std::to_string(max_batch_tokens) +
+         ": one input must fit one batch; raise --max-batch-tokens";
 }
 
 }  // namespace dialtree

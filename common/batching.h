@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 #include <vector>
 
 namespace dialtree {
@@ -36,5 +37,10 @@ std::vector<std::vector<std::size_t>> plan_batches(const std::vector<std::size_t
 /// @throws std::invalid_argument if max_batch_size is 0.
 std::size_t first_batch_size(const std::vector<std::size_t>& lengths,
                              const BatchPlanLimits& limits);
+
+/// Why a --max-input-length of `max_input_length` tokens does not fit a --max-batch-tokens of
+/// `max_batch_tokens` (one input must fit one batch: TEI's start-up guard), or "" when it does.
+/// One rule for `serve` and `embed` (docs/failure-cases.md B14).
+std::string input_length_problem(std::size_t max_input_length, std::size_t max_batch_tokens);
 
 }  // namespace dialtree

@@ -12,6 +12,7 @@
 #include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
+#include "common/batching.h"
 #include "common/device_spec.h"
 #include "serve/http.h"
 #include "serve/inference.h"
@@ -40,11 +41,8 @@ void ServerOptions::validate() const {
   if (host.empty()) bad("host", "must not be empty");
   check_flag_ranges(*this);
   if (const std::string p = device_spec_problem(device); !p.empty()) bad("device", p);
-  if (max_input_length > max_batch_tokens) {
-    bad("max-input-length", std::to_string(max_input_length) + " exceeds --max-batch-tokens " +
-                                std::to_string(max_batch_tokens) +
-                                ": one input must fit one batch; raise --max-batch-tokens");
-  }
+  if (const std::string p = input_length_problem(max_input_length, max_batch_tokens); !p.empty())
+    bad("max-input-length", p);
 }
 
 json ServerOptions::to_json() const {

@@ -41,6 +41,14 @@ TEST(PlanBatches, FirstBatchSizeIsTheFirstBatchInInputOrder) {
   EXPECT_THROW(first_batch_size({1}, {0, 0, false}), std::invalid_argument);
 }
 
+TEST(InputLengthProblem, OneInputMustFitOneBatch) {
+  EXPECT_EQ(input_length_problem(256, 256), "");
+  EXPECT_EQ(input_length_problem(3, 16384), "");
+  EXPECT_EQ(input_length_problem(257, 256),
+            "257 exceeds --max-batch-tokens 256: one input must fit one batch; raise "
+            "--max-batch-tokens");
+}
+
 TEST(PlanBatches, EmptyInputAndBadLimits) {
   EXPECT_TRUE(plan_batches({}, {}).empty());
   EXPECT_EQ(plan_batches({0, 0}, {}), (Batches{{0, 1}}));

@@ -212,6 +212,14 @@ TEST_F(ServeCli, BadFlagsAndBadInputLinesExitWithStatus2) {
   EXPECT_EQ(r.status, 1);
   EXPECT_THAT(r.err, HasSubstr("cannot load model"));
 
+  // embed ran a --max-batch-tokens smaller than --max-input-length anyway (B14); serve refuses.
+  spit(tmp_.file("one.txt"), "hello\n");
+  r = run({"embed", "--model", bundle_, "--input", tmp_.file("one.txt"), "--max-batch-tokens", "1"},
+          cwd);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("--max-input-length: 256 exceeds --max-batch-tokens 1: one input "
+                               "must fit one batch"));
+
   spit(tmp_.file("bad.txt"), "hello\n\nworld\n");
   r = run({"embed", "--model", bundle_, "--input", tmp_.file("bad.txt")}, cwd);
   EXPECT_EQ(r.status, 2);
