@@ -48,10 +48,13 @@ std::string resolve_gold(const std::string& given) {
 }
 
 void print_score(const eval::TaskScore& s, const ScoreArgs& a, const std::string& gold) {
+  // Predictions that cannot be right are scored as DialoGLUE scores them, and said on stderr.
+  for (const std::string& w : s.warnings) fmt::print(stderr, "warning: {}\n", w);
   if (a.as_json) {
     json j = {{"task", s.task},         {"metric", s.metric}, {"value", s.value},
               {"score", s.value * 100}, {"count", s.count},   {"predictions", a.predictions}};
     if (!gold.empty()) j["gold"] = gold;
+    j["warnings"] = s.warnings;
     fmt::print("{}\n", j.dump());
     return;
   }
@@ -111,7 +114,7 @@ void register_eval_score(CLI::App& eval) {
                   "dataset_config/multiwoz21.json");
   cmd->add_flag("--json", a->as_json,
                 "Print one JSON object {task, metric, value (fraction), score (x100), count, "
-                "predictions, gold}");
+                "predictions, gold, warnings}");
   cmd->callback([a] { run_score(*a); });
 }
 

@@ -1,8 +1,12 @@
 #include "eval/submission.h"
 
 #include <map>
+#include <regex>
+#include <set>
 #include <stdexcept>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "common/atomic_file.h"
 #include "common/check.h"
@@ -266,6 +270,68 @@ void write_submission(const std::string& path, const json& submission) {
   write_file_atomic(path, submission.dump() + "\n");
 }
 
+namespace {
+
+// "N of M <what> (first: record I, <example>) <why>", or nothing when N is 0.
+void warn_count(std::vector<std::string>& warnings, std::size_t bad, std::size_t total,
+                std::size_t first, const std::string& example, const std::string& what,
+                const std::string& why) {
+  if (bad == 0) return;
+  warnings.push_back(std::to_string(bad) + " of " + std::to_string(total) + " " + what +
+                     " (first: record " + std::to_string(first) + ", " + example + ") " + why);
+}
+
+std::vector<std::string> intent_warnings(const std::vector<std::string>& predicted,
+                                         const std::vector<std::string>& gold) {
+  const std::set<std::string> labels(gold.begin(), gold.end());
+  std::size_t bad = 0, first = 0;
+  for (std::size_t i = 0; i < predicted.size(); ++i) {
+    if (labels.count(predicted[i])) continue;
+    if (bad++ == 0) first = i;
+  }
+  std::vector<std::string> out;
+  warn_count(out, bad, predicted.size(), first, bad ? quote_for_message(predicted[first]) : "",
+             "predicted labels are not labels of the answer key",
+             "and can never be right (another spelling or case of the label names?)");
+  return out;
+}
+
+std::vector<std::string> slot_warnings(const std::vector<SpanList>& predicted) {
+  static const std::regex kSpan(R"([^:]+:[0-9]+-[0-9]+)");
+  std::size_t bad = 0, total = 0, first = 0;
+  std::string example;
+  for (std::size_t i = 0; i < predicted.size(); ++i) {
+    for (const std::string& span : predicted[i]) {
+      ++total;
+      if (std::regex_match(span, kSpan)) continue;
+      if (bad++ == 0) first = i, example = quote_for_message(span);
+    }
+  }
+  std::vector<std::string> out;
+  warn_count(out, bad, total, first, example, "predicted spans are not of the form slot:start-end",
+             "and can never be right");
+  return out;
+}
+
+std::vector<std::string> top_warnings(const std::vector<TopParse>& predicted,
+                                      const std::vector<TopParse>& gold) {
+  std::size_t bad = 0, first = 0;
+  for (std::size_t i = 0; i < predicted.size() && i < gold.size(); ++i) {
+    if (predicted[i].tags.size() == gold[i].tags.size()) continue;
+    if (bad++ == 0) first = i;
+  }
+  std::vector<std::string> out;
+  warn_count(out, bad, predicted.size(), first,
+             bad ? std::to_string(predicted[first].tags.size()) + " tags against " +
+                       std::to_string(gold[first].tags.size())
+                 : "",
+             "predicted tag lists differ in length from the answer key's",
+             "and can never be right (another tokenization?)");
+  return out;
+}
+
+}  // namespace
+
 TaskScore score_task(Task task, const json& predictions, const json& gold,
                      const std::string& predictions_file, const std::string& gold_file) {
   TaskScore s;
@@ -273,26 +339,36 @@ TaskScore score_task(Task task, const json& predictions, const json& gold,
   s.metric = metric_name(task);
   const json& p = task_list(predictions, task, predictions_file);
   const json& g = task_list(gold, task, gold_file);
-  // Reads both lists with `read`, checks the counts, applies `metric`.
-  auto score_with = [&](TaskScore& out, const json& pj, const json& gj, auto read, auto metric) {
+  if (gold.is_array()) {
+    s.warnings.push_back(gold_file +
+                         " is a bare list, not DialoGLUE's answer key gt_test.json (an object "
+                         "keyed by task): is it a prediction file?");
+  }
+  // Reads both lists with `read`, checks the counts, applies `metric`, adds `warn`'s findings.
+  auto score_with = [&](TaskScore& out, const json& pj, const json& gj, auto read, auto metric,
+                        auto warn) {
     const auto pl = read(pj, predictions_file);
     const auto gl = read(gj, gold_file);
     check_counts(pl.size(), gl.size(), task, predictions_file, gold_file);
     out.value = metric(pl, gl);
     out.count = gl.size();
+    for (std::string& w : warn(pl, gl)) out.warnings.push_back(predictions_file + ": " + w);
   };
   switch (task_kind(task)) {
     case TaskKind::Intent:
-      score_with(s, p, g, intent_labels_from_json,
-                 [](const auto& a, const auto& b) { return intent_accuracy(a, b); });
+      score_with(
+          s, p, g, intent_labels_from_json,
+          [](const auto& a, const auto& b) { return intent_accuracy(a, b); }, intent_warnings);
       break;
     case TaskKind::Slot:
-      score_with(s, p, g, span_lists_from_json,
-                 [](const auto& a, const auto& b) { return slot_f1(a, b); });
+      score_with(
+          s, p, g, span_lists_from_json, [](const auto& a, const auto& b) { return slot_f1(a, b); },
+          [](const auto& a, const auto&) { return slot_warnings(a); });
       break;
     case TaskKind::Top:
-      score_with(s, p, g, top_parses_from_json,
-                 [](const auto& a, const auto& b) { return top_exact_match(a, b); });
+      score_with(
+          s, p, g, top_parses_from_json,
+          [](const auto& a, const auto& b) { return top_exact_match(a, b); }, top_warnings);
       break;
     case TaskKind::Dst:
       no_multiwoz_gold();

@@ -94,6 +94,11 @@ struct TaskScore {
   std::string metric;     ///< metric_name(task)
   double value = 0;       ///< fraction in [0, 1]; DialoGLUE prints value x 100
   std::size_t count = 0;  ///< examples scored (turns for multiwoz)
+  /// Predictions that cannot be right whatever the model (labels the gold list never uses,
+  /// span strings not of the form "slot:start-end", TOP tag lists of another length than the
+  /// gold's), and a bare list given as the answer key: DialoGLUE scores them as wrong without a
+  /// word, so they are said here (docs/evaluation.md). They never change `value`.
+  std::vector<std::string> warnings;
 };
 
 /// Scores the task's predictions against the gold list, both given as parsed JSON (a task list or

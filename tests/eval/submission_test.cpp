@@ -71,6 +71,45 @@ TEST(ScoreTask, GoldFileAgainstItselfPrints100ForSixTasks) {
               1e-15);
 }
 
+// Predictions that can never be right are scored as DialoGLUE scores them (0 for them) and
+// said (docs/evaluation.md; break test, docs/failure-cases.md B15); the real key gives none.
+TEST(ScoreTask, PredictionsThatCannotBeRightAreWarnedAbout) {
+  for (const Task task : {Task::Hwu, Task::Restaurant8k, Task::Top}) {
+    EXPECT_TRUE(score_task_files(task, gold_path(), gold_path()).warnings.empty()) << task_key(task);
+  }
+  const json gold = {{"hwu", {"alarm_set", "alarm_query", "alarm_set"}},
+                     {"restaurant8k", json::array({json::array({"people:0-1"}), json::array()})},
+                     {"top", json::array({json::array({"IN_A", {"O", "B-SL_X"}}),
+                                          json::array({"IN_B", {"O"}})})}};
+  TaskScore s = score_task(Task::Hwu, json{"alarm_set", "ALARM_QUERY", "nonexistent"}, gold,
+                           "p.json", "gt.json");
+  EXPECT_EQ(percent(s.value), "33.33");
+  ASSERT_EQ(s.warnings.size(), 1u);
+  EXPECT_EQ(s.warnings[0],
+            "p.json: 2 of 3 predicted labels are not labels of the answer key (first: record 1, "
+            "'ALARM_QUERY') and can never be right (another spelling or case of the label "
+            "names?)");
+  s = score_task(Task::Restaurant8k, json::array({json::array({"people 0 1", "people:0-1"}),
+                                                  json::array({"time:3"})}),
+                 gold, "p.json", "gt.json");
+  ASSERT_EQ(s.warnings.size(), 1u);
+  EXPECT_EQ(s.warnings[0],
+            "p.json: 2 of 3 predicted spans are not of the form slot:start-end (first: record 0, "
+            "'people 0 1') and can never be right");
+  s = score_task(Task::Top,
+                 json::array({json::array({"IN_A", {"O"}}), json::array({"IN_B", {"O"}})}), gold,
+                 "p.json", "gt.json");
+  EXPECT_EQ(percent(s.value), "50.00");
+  ASSERT_EQ(s.warnings.size(), 1u);
+  EXPECT_THAT(s.warnings[0], HasSubstr("1 of 2 predicted tag lists differ in length from the "
+                                       "answer key's (first: record 0, 1 tags against 2)"));
+  // A bare list as the answer key: a prediction file scored against itself.
+  s = score_task(Task::Hwu, json{"alarm_set"}, json{"alarm_set"}, "p.json", "p.json");
+  EXPECT_EQ(s.value, 1.0);
+  ASSERT_EQ(s.warnings.size(), 1u);
+  EXPECT_THAT(s.warnings[0], HasSubstr("p.json is a bare list, not DialoGLUE's answer key"));
+}
+
 TEST(ScoreTask, MultiwozHasNoGoldInGtTest) {
   EXPECT_TRUE(answer_key().at("multiwoz").empty());
   const std::string e = error_of<std::invalid_argument>(
