@@ -123,11 +123,16 @@ std::string line_col(const std::string& text, std::size_t pos) {
 // "[json.exception.parse_error.101] " tag and the "parse error at line 1, column 18: " head (for
 // one line of a JSONL file its "line 1" is not the file's line; `column`, when given, says where
 // in the line), and escaped, as its "last read: '...'" excerpt quotes the input's bytes raw.
-std::string json_error_text(const json::exception& e, const std::string& column = "") {
+std::string without_exception_tag(const json::exception& e) {
   std::string m = e.what();
   if (m.rfind("[json.exception.", 0) == 0) {
     if (const auto end = m.find("] "); end != std::string::npos) m.erase(0, end + 2);
   }
+  return m;
+}
+
+std::string json_error_text(const json::exception& e, const std::string& column = "") {
+  std::string m = without_exception_tag(e);
   // "parse error at line 1, column 18: ..." or "parse error: ...": drop up to the first ": ".
   if (m.rfind("parse error", 0) == 0) {
     if (const auto end = m.find(": "); end != std::string::npos) m.erase(0, end + 2);
@@ -136,6 +141,10 @@ std::string json_error_text(const json::exception& e, const std::string& column 
          escape_for_message(m, 400, /*escape_quotes=*/false);
 }
 }  // namespace
+
+std::string json_exception_message(const json::exception& e) {
+  return escape_for_message(without_exception_tag(e), 400, /*escape_quotes=*/false);
+}
 
 json json_parse_file(const std::string& path) {
   return json_parse_text(read_file_bytes(path), path);

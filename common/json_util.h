@@ -54,6 +54,10 @@ json json_parse_file(const std::string& path);
 /// @throws DataError with the line and column of a syntax error, as json_parse_file does.
 json json_parse_text(const std::string& text, const std::string& path);
 
+/// nlohmann's message of `e` without its "[json.exception.parse_error.101] " tag, input bytes
+/// escaped, for a message that a user reads (the HTTP server's invalid_json errors).
+std::string json_exception_message(const json::exception& e);
+
 /// Calls `fn(line_number, value)` for each non-blank line of a JSON-lines file (1-based line
 /// numbers). @throws DataError naming the line of a syntax error or a read failure.
 void json_for_each_line(const std::string& path,

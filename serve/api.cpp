@@ -283,7 +283,8 @@ json parse_body(std::string_view body) {
   try {
     parsed = json::parse(body.begin(), body.end());
   } catch (const json::exception& e) {  // syntax errors, and numbers out of range (1e400)
-    throw ApiError(ErrorKind::kInvalidJson, std::string("request body is not JSON: ") + e.what());
+    throw ApiError(ErrorKind::kInvalidJson,
+                   "request body is not JSON: " + json_exception_message(e));
   }
   require_object(parsed);
   return parsed;

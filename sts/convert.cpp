@@ -4,6 +4,7 @@
 #include <map>
 #include <stdexcept>
 
+#include "common/error.h"
 #include "common/utf8.h"
 #include "readers/intent_csv.h"
 #include "readers/multiwoz.h"
@@ -54,6 +55,10 @@ std::string parent_name(const std::string& input) {
   if (ec) dir = abs.parent_path();
   std::string name = dir.filename().string();
   if (name.empty()) {
+    // A missing file is the news, not its folder's name (break test, 2026-12-04).
+    if (!fs::exists(abs, ec)) {
+      throw DataError(input, "", "", "cannot open file for reading: No such file or directory");
+    }
     throw std::invalid_argument("cannot name the dataset after the folder of '" + input +
                                 "' (the root directory): pass --source");
   }

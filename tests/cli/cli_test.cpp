@@ -60,6 +60,12 @@ TEST_F(Cli, ExitStatusesAndErrorLines) {
           dir());
   EXPECT_EQ(r.status, 2);
   EXPECT_THAT(r.err, HasSubstr("missing.csv: cannot open file for reading: No such file"));
+  // A missing file in the root directory said "cannot name the dataset after the folder".
+  r = run({"sts", "convert", "--format", "intent-csv", "--input", "/missing-dialtree.csv", "--out",
+           "o.jsonl"},
+          dir());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("/missing-dialtree.csv: cannot open file for reading: No such file"));
   r = run({"sts", "score", "--a", "missing.json", "--b", "missing.json"}, dir());
   EXPECT_EQ(r.status, 2);
   r = run({"tokenizer", "train", "--input", "x", "--out", "t", "--vocab-size", "5"}, dir());

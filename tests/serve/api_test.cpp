@@ -82,7 +82,14 @@ TEST(ErrorTable, BodyIsOpenAisNestedShapeAndAlwaysValidUtf8) {
 }
 
 TEST(ParseBody, SyntaxErrorsInvalidUtf8AndNonObjects) {
-  EXPECT_EQ(error_of([] { parse_body("{\"inputs\": "); }).kind(), ErrorKind::kInvalidJson);
+  const ApiError cut = error_of([] { parse_body("{\"inputs\": "); });
+  EXPECT_EQ(cut.kind(), ErrorKind::kInvalidJson);
+  // Without nlohmann's "[json.exception.parse_error.101] " tag (break test, 2026-12-04).
+  EXPECT_EQ(std::string(cut.what()).rfind("request body is not JSON: parse error at line 1, "
+                                          "column 12: syntax error",
+                                          0),
+            0u)
+      << cut.what();
   const ApiError utf = error_of([] { parse_body("{\"inputs\":\"caf\xC3\"}"); });
   EXPECT_EQ(utf.kind(), ErrorKind::kInvalidUtf8);
   EXPECT_THAT(utf.what(), HasSubstr("offset 14"));

@@ -167,9 +167,13 @@ TEST_F(SourceNames, EverySpellingGivesTheFolderName) {
 }
 
 TEST_F(SourceNames, TheRootFolderNeedsAnExplicitSource) {
-  EXPECT_THAT(error_of<std::invalid_argument>(
-                  [] { convert(SourceFormat::IntentCsv, "/no-such-dialtree-file.csv"); }),
+  // "/tmp" exists, and its folder is the root, which has no name.
+  EXPECT_THAT(error_of<std::invalid_argument>([] { convert(SourceFormat::IntentCsv, "/tmp"); }),
               HasSubstr("pass --source"));
+  // A missing file there is reported as missing, not as a naming problem.
+  EXPECT_THAT(error_of<DataError>(
+                  [] { convert(SourceFormat::IntentCsv, "/no-such-dialtree-file.csv"); }),
+              HasSubstr("/no-such-dialtree-file.csv: cannot open file for reading: No such file"));
   // With a source the name is not derived; the reader then reports the missing file.
   ConvertOptions o;
   o.source = "x";
