@@ -56,17 +56,20 @@ if [[ ! -f $out/tokenizer/tokenizer.json ]]; then
 fi
 echo "run: STS files in $out/sts, tokenizer in $out/tokenizer"
 
-# One pretraining stage: reused when finished with the configuration this run asks for (the
-# stage's config.yaml against `dialtree print-config` of the same config and overrides; thread
-# count, data folder and resume point aside), stopped with the difference when finished with
-# another (an earlier recipe), resumed from its newest checkpoint when interrupted.
+# One pretraining stage: reused when finished with the configuration this run asks for (every
+# line of the stage's config.yaml is in `dialtree print-config` of the same config and overrides;
+# thread count, data folder, resume point and overwrite_output_dir aside, and keys that a newer
+# dialtree added with their defaults), stopped with the difference when finished with another
+# (an earlier recipe), resumed from its newest checkpoint when interrupted.
 stage() {  # run_dir config [overrides...]
   local run_dir=$1 config=$2
   shift 2
   if [[ -f $run_dir/final/model.safetensors ]]; then
-    local ignore='^(resume_from_checkpoint|threads|eval_data_dir):'
-    if ! diff <(grep -Ev "$ignore" "$run_dir/config.yaml") \
-      <("$bin" print-config "$config" "$@" | grep -Ev "$ignore") >&2; then
+    local ignore='^(resume_from_checkpoint|threads|eval_data_dir|overwrite_output_dir):' difference
+    difference=$(diff <(grep -Ev "$ignore" "$run_dir/config.yaml") \
+      <("$bin" print-config "$config" "$@" | grep -Ev "$ignore") || true)
+    if grep -q '^<' <<<"$difference"; then
+      echo "$difference" >&2
       echo "run: $run_dir was trained with another configuration (< its config.yaml, > this" \
         "run's); delete $run_dir and the stages after it to pretrain them again" >&2
       exit 1
