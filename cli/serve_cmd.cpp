@@ -65,12 +65,13 @@ void register_serve(CLI::App& app) {
     log_to_stderr(/*timestamps=*/true);
     // An empty key, given on purpose, would serve without authentication, silently
     // (docs/failure-cases.md B11). CLI11 reads an empty environment variable as unset.
-    const char* env_key = std::getenv("DIALTREE_API_KEY");
+    const std::string env_name = env_twin("api-key");
+    const char* env_key = std::getenv(env_name.c_str());
     if (o->api_key.empty() && (api_key->count() > 0 || (env_key != nullptr && *env_key == 0))) {
-      throw std::invalid_argument(
-          std::string(api_key->count() > 0 ? "--api-key" : "DIALTREE_API_KEY") +
-          " is set but empty, which would serve without authentication; give a key, or leave "
-          "--api-key and DIALTREE_API_KEY unset to serve without one");
+      throw std::invalid_argument((api_key->count() > 0 ? "--api-key" : env_name) +
+                                  " is set but empty, which would serve without authentication; "
+                                  "give a key, or leave --api-key and " +
+                                  env_name + " unset to serve without one");
     }
     o->validate();
     model::resolve_device(o->device, "--device");  // a GPU that is not there, before binding

@@ -413,12 +413,7 @@ torch::Tensor DialogEncoderImpl::forward_rows_packed(const torch::Tensor& x,
   const std::size_t n = layers_.size();
   const torch::Tensor xp =
       packed_blocks(lay, x.reshape({B * T, H}).index_select(0, lay.rows), n - 1);
-  const auto [qkv_w, qkv_b] = fused_qkv(layers_[n - 1]);
-  const torch::Tensor qkv = torch::linear(xp, qkv_w, qkv_b);  // [N, 3H]
-  auto attend_fn = [this](const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                          const torch::Tensor& bias) { return attend(q, k, v, bias); };
-  const torch::Tensor context = packed_attend(lay, qkv.slice(1, 0, H), qkv.slice(1, H, 2 * H),
-                                              qkv.slice(1, 2 * H), /*cls_only=*/false, attend_fn);
+  const torch::Tensor context = packed_self_attention(lay, layers_[n - 1], xp);
   // Packed row of each selected position: `rows` holds the padded flat index of packed row i.
   const auto index_opts = lay.rows.options();
   const torch::Tensor packed_of_flat = torch::full({B * T}, -1, index_opts)
@@ -429,17 +424,22 @@ torch::Tensor DialogEncoderImpl::forward_rows_packed(const torch::Tensor& x,
   return block_output(layers_[n - 1], xp.index_select(0, pick), context.index_select(0, pick));
 }
 
-torch::Tensor DialogEncoderImpl::packed_blocks(const PackedLayout& lay, torch::Tensor xp,
-                                               std::size_t count) {
+torch::Tensor DialogEncoderImpl::packed_self_attention(const PackedLayout& lay,
+                                                       const TransformerLayerWeights& w,
+                                                       const torch::Tensor& xp) {
   const std::int64_t H = xp.size(1);
   auto attend_fn = [this](const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                           const torch::Tensor& bias) { return attend(q, k, v, bias); };
+  const auto [qkv_w, qkv_b] = fused_qkv(w);
+  const torch::Tensor qkv = torch::linear(xp, qkv_w, qkv_b);  // [N, 3H]
+  return packed_attend(lay, qkv.slice(1, 0, H), qkv.slice(1, H, 2 * H), qkv.slice(1, 2 * H),
+                       /*cls_only=*/false, attend_fn);
+}
+
+torch::Tensor DialogEncoderImpl::packed_blocks(const PackedLayout& lay, torch::Tensor xp,
+                                               std::size_t count) {
   for (std::size_t i = 0; i < count; ++i) {
-    const auto [qkv_w, qkv_b] = fused_qkv(layers_[i]);
-    const torch::Tensor qkv = torch::linear(xp, qkv_w, qkv_b);  // [N, 3H]
-    const torch::Tensor context = packed_attend(lay, qkv.slice(1, 0, H), qkv.slice(1, H, 2 * H),
-                                                qkv.slice(1, 2 * H), /*cls_only=*/false, attend_fn);
-    xp = block_output(layers_[i], xp, context);
+    xp = block_output(layers_[i], xp, packed_self_attention(lay, layers_[i], xp));
   }
   return xp;
 }
