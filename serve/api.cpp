@@ -43,6 +43,7 @@ constexpr ErrorRow kErrorTable[] = {
     {ErrorKind::kNoClassifier, 424, "invalid_request_error", "no_classifier"},
     {ErrorKind::kOverloaded, 429, "rate_limit_error", "overloaded"},
     {ErrorKind::kInternal, 500, "server_error", "internal_error"},
+    {ErrorKind::kNotImplemented, 501, "invalid_request_error", "not_implemented"},
     {ErrorKind::kUnavailable, 503, "service_unavailable_error", "unavailable"},
 };
 
@@ -80,7 +81,7 @@ std::string as_text(const json& v, const std::string& param) {
 std::string nonempty_text(const json& v, const std::string& param) {
   std::string s = as_text(v, param);
   if (s.empty()) {
-    throw ApiError(ErrorKind::kEmptyInput, param + ": inputs must not be empty strings", param);
+    throw ApiError(ErrorKind::kEmptyInput, param + ": an empty string (give some text)", param);
   }
   return s;
 }

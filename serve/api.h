@@ -35,12 +35,13 @@ enum class ErrorKind {
   kInputTooLong,      ///< 413 an input over --max-input-length tokens with truncation off
   kTooManyInputs,     ///< 413 more inputs in one request than --max-client-batch-size
   kUriTooLong,        ///< 414 request target over 8 KiB
-  kUnsupportedMediaType,  ///< 415 a POST body whose Content-Type is not JSON
+  kUnsupportedMediaType,  ///< 415 a POST body whose Content-Type is not JSON, or compressed
   kHeaderTooLarge,        ///< 431 request header fields over 16 KiB
   kValidation,            ///< 422 wrong JSON type, missing field, or a value out of range
   kNoClassifier,          ///< 424 /classify on a model bundle without an intent head
   kOverloaded,            ///< 429 --max-concurrent-requests requests already in flight
   kInternal,              ///< 500 inference or an unexpected failure
+  kNotImplemented,        ///< 501 a Transfer-Encoding other than chunked (gzip, chunked)
   kUnavailable,           ///< 503 model still loading / warming up, or the server is draining
 };
 

@@ -32,6 +32,26 @@ const std::string* Request::header(std::string_view lower_name) const {
 
 namespace {
 
+// True if a Transfer-Encoding value lists "chunked" alone (any case, blanks and empty list
+// items aside): the one transfer coding the layer decodes.
+bool only_chunked(const std::string& codings) {
+  std::string rest = codings;
+  bool chunked = false;
+  while (!rest.empty()) {
+    const std::size_t comma = rest.find(',');
+    std::string coding = rest.substr(0, comma);
+    const std::size_t a = coding.find_first_not_of(" \t"), b = coding.find_last_not_of(" \t");
+    coding = a == std::string::npos ? "" : ascii_lower(coding.substr(a, b - a + 1));
+    if (coding == "chunked") {
+      chunked = true;
+    } else if (!coding.empty()) {
+      return false;
+    }
+    rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
+  }
+  return chunked;
+}
+
 std::string seconds_text(std::chrono::milliseconds d) {
   const long long ms = d.count();
   return ms % 1000 == 0 ? std::to_string(ms / 1000) + " s" : std::to_string(ms) + " ms";
@@ -116,6 +136,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void read_next() {
     if (server_.stopping) return close();
     phase_ = Phase::kIdle;
+    head_ = false;
     parser_.emplace();
     parser_->header_limit(static_cast<std::uint32_t>(server_.limits.max_header_bytes));
     parser_->body_limit(server_.limits.max_body_bytes);
@@ -140,9 +161,23 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void on_header(beast::error_code ec) {
     if (ec) return fail_read(ec);
     const auto& req = parser_->get();
+    head_ = req.method() == bhttp::verb::head;
     if (req.target().size() > server_.limits.max_target_bytes) return target_too_long();
     const auto declared = parser_->content_length();
     if (declared && *declared > server_.limits.max_body_bytes) return body_too_large();
+    if (const auto te = req.find(bhttp::field::transfer_encoding); te != req.end()) {
+      const std::string codings(te->value());
+      if (!parser_->chunked()) {
+        // The body's length cannot be known (RFC 9112 §6.3): answer, then close.
+        return respond_error(400, "Transfer-Encoding '" + codings +
+                                      "': chunked must be the last coding (RFC 9112 §6.3)");
+      }
+      if (!only_chunked(codings)) {
+        return respond_error(501, "Transfer-Encoding '" + codings +
+                                      "' is not supported: send the body uncompressed, with "
+                                      "Content-Length or 'Transfer-Encoding: chunked'");
+      }
+    }
     const auto expect = req.find(bhttp::field::expect);
     if (expect != req.end() && ascii_lower(std::string(expect->value())) == "100-continue" &&
         !parser_->is_done()) {
@@ -278,6 +313,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
     out_->body() = std::move(r.body);
     out_->keep_alive(keep_alive_ && !server_.stopping);
     out_->prepare_payload();
+    if (head_) {
+      // HEAD: the GET response's headers, Content-Length included, and no body (RFC 9110 §9.3.2).
+      const std::size_t length = out_->body().size();
+      out_->body().clear();
+      out_->content_length(length);
+    }
     arm(server_.limits.write_timeout);
     bhttp::async_write(socket_, *out_,
                        [self = shared_from_this()](beast::error_code ec, std::size_t) {
@@ -328,6 +369,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
   std::optional<bhttp::response<bhttp::string_body>> out_;
   std::shared_ptr<std::atomic<bool>> gone_;
+  bool head_ = false;  ///< the request being answered is a HEAD: send no body
   Phase phase_ = Phase::kIdle;
   unsigned timer_generation_ = 0;
   bool timed_out_ = false;
@@ -404,9 +446,20 @@ HttpServer::~HttpServer() {
 int HttpServer::bind(const std::string& host, int port) {
   Impl& s = *impl_;
   beast::error_code ec;
-  const auto address = asio::ip::make_address(host, ec);
   const std::string where = host + ":" + std::to_string(port);
-  if (ec) throw std::runtime_error("cannot listen on " + where + ": not an IP address");
+  auto address = asio::ip::make_address(host, ec);
+  if (ec) {
+    // A host name (localhost, a name in /etc/hosts): its first address, as getaddrinfo orders
+    // them. Numeric hosts skip the lookup.
+    tcp::resolver resolver(s.ioc);
+    const auto found = resolver.resolve(host, std::to_string(port), ec);
+    if (ec || found.empty()) {
+      throw std::runtime_error("cannot listen on " + where +
+                               ": not an IP address, and the name does not resolve (" +
+                               (ec ? ec.message() : std::string("no address")) + ")");
+    }
+    address = found.begin()->endpoint().address();
+  }
   const tcp::endpoint endpoint(address, static_cast<unsigned short>(port));
   s.acceptor.open(endpoint.protocol(), ec);
   // SO_REUSEADDR only: rebinding a port in TIME_WAIT is fine, sharing a listening one is not.

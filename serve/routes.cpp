@@ -4,6 +4,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -44,6 +45,11 @@ constexpr Route kRoutes[] = {
     {"/classify", "POST"},      {"/tokenize", "POST"},   {"/health", "GET"},
     {"/info", "GET"},           {"/metrics", "GET"},     {"/v1/models", "GET"}};
 
+/// A GET route, which HEAD may ask too.
+bool is_get(const Route& r) {
+  return std::string_view(r.method) == "GET";
+}
+
 /// The route of `path`, or nullptr.
 const Route* find_route(const std::string& path) {
   for (const Route& r : kRoutes) {
@@ -65,6 +71,8 @@ ErrorKind kind_of_status(int status) {
       return ErrorKind::kUriTooLong;
     case 431:
       return ErrorKind::kHeaderTooLarge;
+    case 501:
+      return ErrorKind::kNotImplemented;
     case 429:
       return ErrorKind::kOverloaded;
     case 503:
@@ -94,6 +102,18 @@ bool json_content_type(const std::string* type) {
   t = ascii_lower(t);
   return t == "application/json" ||
          (t.rfind("application/", 0) == 0 && t.size() > 17 && t.substr(t.size() - 5) == "+json");
+}
+
+// A Content-Encoding that leaves the body as sent: "identity", or an empty list of codings.
+bool identity_coding(const std::string& value) {
+  std::string rest = value;
+  while (!rest.empty()) {
+    const std::size_t comma = rest.find(',');
+    const std::string coding = ascii_lower(strict_yaml::trim(rest.substr(0, comma)));
+    if (!coding.empty() && coding != "identity") return false;
+    rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
+  }
+  return true;
 }
 
 /// Where each token of a serialised example came from: the index of its turn in the request
@@ -347,6 +367,15 @@ struct Handlers {
                            "' is not JSON: send 'Content-Type: application/json' (curl: -H "
                            "'Content-Type: application/json')");
       }
+      // A compressed body (gzip, br, ...) is refused rather than parsed as if it were JSON
+      // (RFC 9110 §15.5.16: 415, with Accept-Encoding naming what would be taken).
+      if (const std::string* coding = req.header("content-encoding");
+          coding != nullptr && !identity_coding(*coding)) {
+        res.set_header("Accept-Encoding", "identity");
+        throw ApiError(
+            ErrorKind::kUnsupportedMediaType,
+            "Content-Encoding '" + *coding + "' is not supported: send the JSON body uncompressed");
+      }
       if (ctx.state.load() != ServerState::kReady) throw unavailable();
       if (ctx.in_flight.fetch_add(1) >= ctx.options.max_concurrent_requests) {
         ctx.in_flight.fetch_sub(1);
@@ -439,11 +468,14 @@ http::Response Routes::handle(const http::Request& req) {
                               "missing or wrong API key: send 'Authorization: Bearer <key>'"));
   } else if (route == nullptr) {
     write_error(res, ApiError(ErrorKind::kNotFound, "no route " + req.method + " " + req.path));
-  } else if (req.method != route->method) {
+  } else if (req.method != route->method && !(req.method == "HEAD" && is_get(*route))) {
+    const std::string allow = is_get(*route) ? "GET, HEAD" : route->method;
     write_error(res, ApiError(ErrorKind::kMethodNotAllowed,
-                              req.method + " " + req.path + ": this route takes " + route->method));
-    res.set_header("Allow", route->method);
+                              req.method + " " + req.path + ": this route takes " + allow));
+    res.set_header("Allow", allow);
   } else {
+    // HEAD runs the GET route; the HTTP layer sends its headers without the body (RFC 9110
+    // §9.3.2), so a load balancer's HEAD /health sees the same status as GET.
     h.dispatch(req, res);
   }
   try {

@@ -54,8 +54,10 @@ class Raw {
     fd_ = -1;
   }
 
-  /// Reads one response (Content-Length framed), waiting at most `timeout`.
-  Reply read(std::chrono::milliseconds timeout = std::chrono::milliseconds(5000)) {
+  /// Reads one response (Content-Length framed), waiting at most `timeout`. `head_only`: the
+  /// answer to a HEAD, whose Content-Length describes a body that is not sent.
+  Reply read(std::chrono::milliseconds timeout = std::chrono::milliseconds(5000),
+             bool head_only = false) {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     Reply r;
     std::size_t head_end;
@@ -68,7 +70,7 @@ class Raw {
     std::string lower_head = r.head;
     std::transform(lower_head.begin(), lower_head.end(), lower_head.begin(), ::tolower);
     const auto cl = lower_head.find("content-length:");
-    if (cl != std::string::npos) length = std::stoul(r.head.substr(cl + 15));
+    if (cl != std::string::npos && !head_only) length = std::stoul(r.head.substr(cl + 15));
     while (pending_.size() < head_end + 4 + length) {
       if (!fill(deadline)) return Reply{};
     }

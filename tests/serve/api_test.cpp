@@ -56,6 +56,7 @@ TEST(ErrorTable, EveryKindHasItsDocumentedStatusTypeAndCode) {
       {ErrorKind::kNoClassifier, 424, "invalid_request_error", "no_classifier"},
       {ErrorKind::kOverloaded, 429, "rate_limit_error", "overloaded"},
       {ErrorKind::kInternal, 500, "server_error", "internal_error"},
+      {ErrorKind::kNotImplemented, 501, "invalid_request_error", "not_implemented"},
       {ErrorKind::kUnavailable, 503, "service_unavailable_error", "unavailable"},
   };
   ASSERT_EQ(all_error_kinds().size(), expected.size());
@@ -85,9 +86,10 @@ TEST(ParseBody, SyntaxErrorsInvalidUtf8AndNonObjects) {
   const ApiError cut = error_of([] { parse_body("{\"inputs\": "); });
   EXPECT_EQ(cut.kind(), ErrorKind::kInvalidJson);
   // Without nlohmann's "[json.exception.parse_error.101] " tag (break test, 2026-12-04).
-  EXPECT_EQ(std::string(cut.what()).rfind("request body is not JSON: parse error at line 1, "
-                                          "column 12: syntax error",
-                                          0),
+  EXPECT_EQ(std::string(cut.what())
+                .rfind("request body is not JSON: parse error at line 1, "
+                       "column 12: syntax error",
+                       0),
             0u)
       << cut.what();
   const ApiError utf = error_of([] { parse_body("{\"inputs\":\"caf\xC3\"}"); });

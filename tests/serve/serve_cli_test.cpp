@@ -15,8 +15,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
-#include "model/torch_api.h"
 #include <nlohmann/json.hpp>
+#include "model/torch_api.h"
 
 #include "common/malloc_info.h"
 #include "process_util.h"
@@ -224,7 +224,7 @@ TEST_F(ServeCli, BadFlagsAndBadInputLinesExitWithStatus2) {
   r = run({"embed", "--model", bundle_, "--input", tmp_.file("bad.txt")}, cwd);
   EXPECT_EQ(r.status, 2);
   // The field is named once (a break test found "field 'text': text: ...", 2026-12-03).
-  EXPECT_THAT(r.err, HasSubstr("line 2: field 'text': inputs must not be empty strings"));
+  EXPECT_THAT(r.err, HasSubstr("line 2: field 'text': an empty string (give some text)"));
   spit(tmp_.file("bad.jsonl"), "\"hello\"\n{\"turns\":[{\"role\":\"bot\",\"text\":\"x\"}]}\n");
   r = run(
       {"embed", "--model", bundle_, "--input", tmp_.file("bad.jsonl"), "--input-format", "jsonl"},

@@ -3,6 +3,7 @@
 // limits, batching across clients, keep-alive starvation, and vectors equal to the offline
 // Embedder.
 #include <arpa/inet.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -333,7 +334,20 @@ TEST_F(ServerTest, TheErrorTableEndToEnd) {
   auto post_health = cl.Post("/health", "{}", "application/json");
   ASSERT_TRUE(post_health);
   EXPECT_EQ(post_health->status, 405);
-  EXPECT_EQ(post_health->get_header_value("Allow"), "GET");
+  EXPECT_EQ(post_health->get_header_value("Allow"), "GET, HEAD");
+  // A compressed body is refused, not parsed as JSON (it was a 400 invalid_json).
+  auto gzip = cl.Post("/embed", {{"Content-Encoding", "gzip"}}, std::string("\x1f\x8b\x08\0", 4),
+                      "application/json");
+  ASSERT_TRUE(gzip);
+  EXPECT_EQ(gzip->status, 415);
+  EXPECT_EQ(gzip->get_header_value("Accept-Encoding"), "identity");
+  EXPECT_EQ(json::parse(gzip->body)["error"]["code"], "unsupported_media_type");
+  EXPECT_THAT(json::parse(gzip->body)["error"]["message"].get<std::string>(),
+              HasSubstr("Content-Encoding 'gzip'"));
+  auto identity = cl.Post("/embed", {{"Content-Encoding", "Identity"}}, R"({"inputs":"hi"})",
+                          "application/json");
+  ASSERT_TRUE(identity);
+  EXPECT_EQ(identity->status, 200);
   auto get404 = cl.Get("/v2/whatever");
   ASSERT_TRUE(get404);
   EXPECT_EQ(get404->status, 404);
@@ -540,6 +554,13 @@ TEST_F(ServerTest, MalformedHttpGetsTheErrorTablesBodiesAtOnce) {
       {"a 20-digit Content-Length within 2^64: too large, said before any body",
        "POST /embed HTTP/1.1\r\nContent-Length: 12345678901234567890\r\n\r\n", 413,
        "payload_too_large"},
+      {"Transfer-Encoding gzip without chunked: the body's length cannot be known",
+       "POST /embed HTTP/1.1\r\nContent-Type: application/json\r\nTransfer-Encoding: gzip\r\n\r\n",
+       400, "bad_request"},
+      {"a transfer coding the layer does not decode",
+       "POST /embed HTTP/1.1\r\nContent-Type: application/json\r\nTransfer-Encoding: gzip, "
+       "chunked\r\n\r\n5\r\nxxxxx\r\n0\r\n\r\n",
+       501, "not_implemented"},
       {"two Content-Lengths (request smuggling)",
        "POST /embed HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: 17\r\n"
        "Content-Length: 18\r\n\r\n{\"inputs\":\"hi\"} ",
@@ -566,6 +587,59 @@ TEST_F(ServerTest, MalformedHttpGetsTheErrorTablesBodiesAtOnce) {
   EXPECT_EQ(raw.read().status, 200);
   EXPECT_EQ(raw.read().status, 404);
   EXPECT_EQ(r.client().Get("/health")->status, 200);
+}
+
+TEST_F(ServerTest, HeadAsksAGetRouteAndGetsItsHeadersWithoutTheBody) {  // RFC 9110 §9.3.2
+  Running r(options_for(plain_));
+  const auto info = r.client().Get("/info");
+  ASSERT_TRUE(info);
+  ASSERT_FALSE(info->body.empty());
+  // Pipelined behind a HEAD, the next request's answer must not be read as the HEAD's body.
+  dialtree::testing::Raw raw(r.port());
+  raw.send("HEAD /health HTTP/1.1\r\n\r\nHEAD /info HTTP/1.1\r\n\r\nGET /health HTTP/1.1\r\n\r\n");
+  const auto health = raw.read(3000ms, true);
+  EXPECT_EQ(health.status, 200);
+  EXPECT_THAT(health.head, HasSubstr("Content-Length: 0"));
+  const auto head_info = raw.read(3000ms, true);
+  EXPECT_EQ(head_info.status, 200);
+  EXPECT_THAT(head_info.head, HasSubstr("Content-Type: application/json"));
+  EXPECT_THAT(head_info.head, HasSubstr("Content-Length: "));
+  const auto get = raw.read();
+  EXPECT_EQ(get.status, 200);
+  EXPECT_EQ(get.body, "");
+  // HEAD of a POST route is still 405, naming POST.
+  raw.send("HEAD /embed HTTP/1.1\r\n\r\n");
+  const auto head_embed = raw.read(3000ms, true);
+  EXPECT_EQ(head_embed.status, 405);
+  EXPECT_THAT(head_embed.head, HasSubstr("Allow: POST"));
+  // A load balancer's HEAD sees the same 503 as GET while the model loads.
+  ServerOptions o = options_for(plain_);
+  o.max_wait_ms = 1500;  // warm-up waits this long: the first requests meet a loading server
+  Running loading(o, /*wait_ready=*/false);
+  dialtree::testing::Raw early(loading.port());
+  early.send("HEAD /health HTTP/1.1\r\n\r\n");
+  EXPECT_EQ(early.read(3000ms, true).status, 503);
+}
+
+TEST_F(ServerTest, HostNamesResolve) {
+  addrinfo* found = nullptr;
+  if (::getaddrinfo("localhost", nullptr, nullptr, &found) != 0) {
+    GTEST_SKIP() << "this machine does not resolve localhost (no /etc/hosts?)";
+  }
+  ::freeaddrinfo(found);
+  ServerOptions o = options_for(plain_);
+  o.host = "localhost";
+  Running r(o);
+  EXPECT_EQ(r.client().Get("/health")->status, 200);
+  o.host = "no-such-host.invalid";
+  Server bad(o);
+  try {
+    bad.start();
+    FAIL() << "bound an unresolvable name";
+  } catch (const std::runtime_error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("no-such-host.invalid"));
+    EXPECT_THAT(e.what(), HasSubstr("does not resolve"));
+  }
 }
 
 TEST_F(ServerTest, ASecondServerOnTheSamePortIsRefused) {
