@@ -12,6 +12,7 @@
 #include <optional>
 #include <stdexcept>
 #include <thread>
+#include <vector>
 
 #include "cli/commands.h"
 #include "common/atomic_file.h"
@@ -19,6 +20,7 @@
 #include "common/check.h"
 #include "common/error.h"
 #include "common/temp_cleanup.h"
+#include "common/text_distance.h"
 
 namespace dialtree::cli {
 
@@ -93,6 +95,44 @@ void require_decimal_integers(CLI::App& app) {
   }
 }
 
+// "a, b, c": the subcommands of `app`.
+std::string name_list(const CLI::App& app) {
+  std::string list;
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+    list += (list.empty() ? "" : ", ") + sub->get_name();
+  }
+  return list;
+}
+
+// CLI11 answers a word that is no subcommand, where one is required, with "A subcommand is
+// required", and a missing one the same way. This names the word, the commands that exist there
+// and the closest one (or, with no word, the commands), or returns "" for any other error.
+std::string unknown_subcommand_message(const CLI::App& app, int argc, char** argv) {
+  const CLI::App* at = &app;
+  std::string path = app.get_name();
+  for (int i = 1; i < argc; ++i) {
+    const std::string word = argv[i];
+    if (word.empty() || word[0] == '-') continue;
+    const CLI::App* next = nullptr;
+    std::vector<std::string> names;
+    for (const CLI::App* sub : at->get_subcommands([](const CLI::App*) { return true; })) {
+      names.push_back(sub->get_name());
+      if (sub->check_name(word)) next = sub;
+    }
+    if (next != nullptr) {
+      at = next;
+      path += " " + next->get_name();
+      continue;
+    }
+    if (at->get_require_subcommand_min() == 0 || names.empty()) return "";
+    const std::string close = closest_name(word, names);
+    return "unknown command '" + word + "' for '" + path + "' (commands: " + name_list(*at) + ")" +
+           (close.empty() ? "" : "; did you mean '" + close + "'?");
+  }
+  if (at->get_require_subcommand_min() == 0) return "";
+  return "'" + path + "' needs a command: " + name_list(*at);
+}
+
 }  // namespace
 
 void refuse_overwriting_input(const std::string& out_flag, const std::string& out,
@@ -134,6 +174,13 @@ int run_cli(CLI::App& app, int argc, char** argv, const std::function<void()>& b
                    std::getenv(env.c_str()), opt->get_name().c_str(), e.what());
       return 2;
     }
+    if (dynamic_cast<const CLI::RequiredError*>(&e) != nullptr) {
+      if (const std::string unknown = unknown_subcommand_message(app, argc, argv);
+          !unknown.empty()) {
+        std::fprintf(stderr, "error: %s\nRun with --help for more information.\n", unknown.c_str());
+        return 2;
+      }
+    }
     // --help and --version come here with status 0 (app.exit prints them); every other
     // parse or usage error is bad usage: status 2 after CLI11's message.
     const int status = app.exit(e);
@@ -173,7 +220,7 @@ int requested_intra_op_threads() {
 }
 
 Route route_for(const std::vector<std::string>& args) {
-  if (args.empty()) return Route::Light;
+  if (args.empty()) return Route::Torch;  // the full parser: its error lists every command
   const std::string& cmd = args[0];
   if (cmd == "sts" || cmd == "tokenizer" || cmd == "print-config" || cmd == "plot" ||
       cmd == "--version") {
@@ -197,9 +244,9 @@ std::string server_spin_count(const std::vector<std::string>& args,
 
 std::string training_malloc_conf(const std::vector<std::string>& args,
                                  const std::function<const char*(const char*)>& getenv_fn) {
-  const bool trains = !args.empty() && (args[0] == "train" ||
-                                        (args[0] == "eval" && args.size() > 1 &&
-                                         args[1] == "dialoglue"));
+  const bool trains =
+      !args.empty() &&
+      (args[0] == "train" || (args[0] == "eval" && args.size() > 1 && args[1] == "dialoglue"));
   if (!trains) return "";
   const char* user = getenv_fn("MALLOC_CONF");  // set and not empty: the user's choice
   if (user != nullptr && *user != '\0') return "";

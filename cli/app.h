@@ -47,9 +47,9 @@ enum class Route {
 };
 
 /// The route of `args` (argv without argv[0]): Light for `sts`, `tokenizer`, `print-config`,
-/// `plot`, `eval score`, `version` without arguments, `--version` and an empty line (the usage
-/// error); Torch for everything else, including `--help` and unknown commands, so that the
-/// help and the "did you mean" errors list every command.
+/// `plot`, `eval score`, `version` without arguments and `--version`; Torch for everything
+/// else, including `--help`, an empty line and unknown commands, so that the help and the
+/// "unknown command" / "needs a command" errors list every command.
 Route route_for(const std::vector<std::string>& args);
 
 /// Unless DIALTREE_BLAS_KERNELS is already set (a choice made upstream stands), chooses the

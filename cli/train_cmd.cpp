@@ -40,6 +40,9 @@ namespace {
 // folder and loads the tokenizer up front, so a missing folder stops the run before step 1.
 trainer::Evaluator probe_evaluator(const trainer::PretrainConfig& cfg, bool rank0) {
   if (cfg.eval_steps == 0 || !rank0) return {};
+  // The inputs first (run_pretraining checks them too): a missing data.tokenizer folder is
+  // named by its config key, not by the tokenizer.json it lacks.
+  trainer::check_inputs_exist(cfg);
   const std::string data_dir = eval::resolve_data_dir(cfg.eval_data_dir);
   std::shared_ptr<const data::Tokenizer> tok = data::load_tokenizer(cfg.data.tokenizer);
   eval::ProbeOptions options;

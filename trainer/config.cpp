@@ -670,7 +670,9 @@ void check_inputs_exist(const PretrainConfig& config) {
   std::error_code ec;
   if (!fs::is_directory(config.data.tokenizer, ec)) {
     throw DataError(config.data.tokenizer, "", "data.tokenizer",
-                    "the tokenizer directory does not exist");
+                    "the tokenizer directory does not exist (make one with `dialtree tokenizer "
+                    "train --input <text file> --out " +
+                        config.data.tokenizer + "`; scripts/run.sh does)");
   }
   const std::pair<const char*, const std::vector<std::string>*> lists[] = {
       {"data.labelled", &config.data.labelled}, {"data.unlabelled", &config.data.unlabelled}};
@@ -679,7 +681,9 @@ void check_inputs_exist(const PretrainConfig& config) {
       const std::string& path = (*list)[i];
       const std::string field = std::string(key) + "[" + std::to_string(i) + "]";
       if (!fs::is_regular_file(path, ec)) {
-        throw DataError(path, "", field, "the input file does not exist or is not a file");
+        throw DataError(path, "", field,
+                        "the input file does not exist or is not a file (`dialtree sts convert` "
+                        "writes sts/1 files; scripts/run.sh writes out/sts/)");
       }
       std::ifstream probe(path);
       if (!probe) throw DataError(path, "", field, "the input file cannot be read");

@@ -65,12 +65,38 @@ TEST_F(Cli, ExitStatusesAndErrorLines) {
            "o.jsonl"},
           dir());
   EXPECT_EQ(r.status, 2);
-  EXPECT_THAT(r.err, HasSubstr("/missing-dialtree.csv: cannot open file for reading: No such file"));
+  EXPECT_THAT(r.err,
+              HasSubstr("/missing-dialtree.csv: cannot open file for reading: No such file"));
   r = run({"sts", "score", "--a", "missing.json", "--b", "missing.json"}, dir());
   EXPECT_EQ(r.status, 2);
   r = run({"tokenizer", "train", "--input", "x", "--out", "t", "--vocab-size", "5"}, dir());
   EXPECT_EQ(r.status, 2);
   EXPECT_THAT(r.err, HasSubstr("--vocab-size"));
+  // A mistyped or missing command is named, with the commands there are (it was "A subcommand
+  // is required" for all three).
+  r = run({"frobnicate"}, dir());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, StartsWith("error: unknown command 'frobnicate' for 'dialtree' (commands: "));
+  EXPECT_THAT(r.err, HasSubstr("train"));  // the LibTorch commands are listed too
+  r = run({"eval", "prbe"}, dir());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("unknown command 'prbe' for 'dialtree eval'"));
+  EXPECT_THAT(r.err, HasSubstr("did you mean 'probe'?"));
+  r = run({"sts"}, dir());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, StartsWith("error: 'dialtree sts' needs a command: convert, score\n"));
+  r = run({}, dir());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, StartsWith("error: 'dialtree' needs a command: sts, tokenizer"));
+  EXPECT_THAT(r.err, HasSubstr("serve"));
+  // A training config whose tokenizer folder is missing names the key and how to make one
+  // (with eval_steps it said "a model bundle must carry tokenizer.json": a new user's first run).
+  spit(tmp_.file("c.yaml"),
+       "output_dir: out\neval_steps: 10\ndata:\n  tokenizer: tok\n  labelled: [a.jsonl]\n");
+  r = run({"train", "c.yaml"}, dir());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("field 'data.tokenizer': the tokenizer directory does not exist"));
+  EXPECT_THAT(r.err, HasSubstr("dialtree tokenizer train"));
   // --help and --version stay 0.
   EXPECT_EQ(run({"--help"}, dir()).status, 0);
   EXPECT_EQ(run({"sts", "convert", "--help"}, dir()).status, 0);
@@ -162,7 +188,7 @@ TEST_F(Cli, OutSafety) {
 // unsigned flag and saturates past 2^64 (found by a break test, 2026-12-03).
 TEST_F(Cli, IntegerFlagsAreDecimalAndInRange) {
   spit(tmp_.file("corpus.txt"), "hello world\n");
-  const std::vector<std::string> train = {"tokenizer", "train", "--input", "corpus.txt",
+  const std::vector<std::string> train = {"tokenizer", "train", "--input",     "corpus.txt",
                                           "--out",     "tok",   "--vocab-size"};
   auto with = [&](std::vector<std::string> more) {
     std::vector<std::string> a = train;
@@ -171,14 +197,16 @@ TEST_F(Cli, IntegerFlagsAreDecimalAndInRange) {
   };
   Result r = run(with({"50", "--max-sentences", "-1"}), dir());
   EXPECT_EQ(r.status, 2);
-  EXPECT_THAT(r.err,
-              HasSubstr("--max-sentences: expected a whole number >= 0 written in decimal, got '-1'"));
+  EXPECT_THAT(
+      r.err,
+      HasSubstr("--max-sentences: expected a whole number >= 0 written in decimal, got '-1'"));
   r = run(with({"50", "--max-sentences", "18446744073709551617"}), dir());
   EXPECT_EQ(r.status, 2);
   EXPECT_THAT(r.err, HasSubstr("'18446744073709551617' is out of range"));
   r = run(with({"050"}), dir());  // octal to CLI11 (40), not 50
   EXPECT_EQ(r.status, 2);
-  EXPECT_THAT(r.err, HasSubstr("--vocab-size: expected a whole number written in decimal, got '050'"));
+  EXPECT_THAT(r.err,
+              HasSubstr("--vocab-size: expected a whole number written in decimal, got '050'"));
   EXPECT_FALSE(fs::exists(tmp_.file("tok")));
   // The environment twin of an unsigned flag goes through the same check.
   fs::create_directories(tmp_.file("a-bundle"));
@@ -320,8 +348,8 @@ TEST_F(Cli, EvalPseudoLabelErrors) {
   EXPECT_FALSE(fs::exists(tmp_.path() / "mine" / "pl"));
   EXPECT_TRUE(fs::exists(tmp_.path() / "mine" / "notes.txt"));
   fs::create_directories(tmp_.path() / "empty-before");
-  r = run({"eval", "pseudo-label", "--model", "bundle", "--data", data, "--out-dir",
-           "empty-before", "--tasks", "hwu"},
+  r = run({"eval", "pseudo-label", "--model", "bundle", "--data", data, "--out-dir", "empty-before",
+           "--tasks", "hwu"},
           dir());
   EXPECT_EQ(r.status, 2);
   EXPECT_TRUE(fs::is_directory(tmp_.path() / "empty-before"));  // not the command's to remove
@@ -361,8 +389,8 @@ TEST_F(Cli, EvalPseudoLabelErrors) {
           dir());
   EXPECT_EQ(r.status, 2);
   EXPECT_THAT(r.err, HasSubstr("--model is required unless every task has a --teacher"));
-  r = run({"eval", "pseudo-label", "--data", data, "--out-dir", "pl", "--tasks", "hwu",
-           "--teacher", "hwu=bundle"},
+  r = run({"eval", "pseudo-label", "--data", data, "--out-dir", "pl", "--tasks", "hwu", "--teacher",
+           "hwu=bundle"},
           dir());
   EXPECT_EQ(r.status, 2);  // no --model needed; the teacher's (empty) folder is what fails
   EXPECT_THAT(r.err, HasSubstr("bundle"));
