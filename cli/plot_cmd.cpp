@@ -46,6 +46,12 @@ void run_plot(const PlotArgs& a) {
   if (a.out.empty()) throw std::invalid_argument("--out must not be empty");
   const plot::RenderOptions options = parse_formats(a.formats);
   const plot::Inputs inputs = plot::load_inputs(a.inputs);  // DataError (exit 2) on bad input
+  for (const auto& run : inputs.runs) {
+    if (run.unfinished_line != 0) {
+      fmt::print(stderr, "warning: {}: line {} is unfinished (no newline, not JSON): skipped\n",
+                 run.path, run.unfinished_line);
+    }
+  }
   const std::vector<plot::Figure> figures = plot::all_figures(inputs);
   if (figures.empty()) {
     throw std::invalid_argument("nothing to plot: the inputs hold no numeric series or scores");

@@ -162,19 +162,26 @@ json json_parse_text(const std::string& text, const std::string& path) {
 }
 
 void json_for_each_line(const std::string& path,
-                        const std::function<void(std::size_t, const json&)>& fn) {
+                        const std::function<void(std::size_t, const json&)>& fn,
+                        std::size_t* unfinished_last_line) {
   std::ifstream in;
   open_input_file_or_throw(in, path);
+  if (unfinished_last_line != nullptr) *unfinished_last_line = 0;
   std::string line;
   std::size_t no = 0;
   while (std::getline(in, line)) {
     ++no;
+    const bool no_newline = in.eof();  // getline stopped at the end of the file, not at '\n'
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
     json v;
     try {
       v = json::parse(line);
     } catch (const json::parse_error& e) {
+      if (no_newline && unfinished_last_line != nullptr) {
+        *unfinished_last_line = no;
+        break;
+      }
       throw DataError(path, at_line(no), "", json_error_text(e, std::to_string(e.byte)));
     } catch (const json::exception& e) {
       throw DataError(path, at_line(no), "", json_error_text(e));

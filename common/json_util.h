@@ -59,9 +59,13 @@ json json_parse_text(const std::string& text, const std::string& path);
 std::string json_exception_message(const json::exception& e);
 
 /// Calls `fn(line_number, value)` for each non-blank line of a JSON-lines file (1-based line
-/// numbers). @throws DataError naming the line of a syntax error or a read failure.
+/// numbers). With `unfinished_last_line` set, a last line that has no newline and is not valid
+/// JSON (a writer stopped mid-line: a running or killed training) is skipped and its number
+/// stored there (0 when there is none); without it, that line is an error like any other.
+/// @throws DataError naming the line of a syntax error or a read failure.
 void json_for_each_line(const std::string& path,
-                        const std::function<void(std::size_t, const json&)>& fn);
+                        const std::function<void(std::size_t, const json&)>& fn,
+                        std::size_t* unfinished_last_line = nullptr);
 
 /// Reads a whole file into a string. @throws DataError if it cannot be opened or read, naming
 ///   the reason ("is a directory, not a file", "cannot open file for reading: Permission

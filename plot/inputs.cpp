@@ -45,19 +45,23 @@ RunMetrics read_metrics(const std::string& path, const std::string& name) {
   // key -> step -> value
   std::map<std::string, std::map<std::int64_t, double>> values;
   std::size_t records = 0;
-  json_for_each_line(path, [&](std::size_t line, const json& rec) {
-    const JsonPlace place{path, at_line(line)};
-    json_as_object(rec, place, "");
-    const std::int64_t step = json_as_int(json_require(rec, "step", place, ""), place, "step");
-    if (step < 0) throw DataError(path, at_line(line), "step", "must be >= 0");
-    ++records;
-    for (const auto& [key, v] : rec.items()) {
-      if (key == "step" || !v.is_number()) continue;
-      values[key][step] = v.get<double>();
-    }
-  });
+  std::size_t unfinished = 0;
+  json_for_each_line(
+      path,
+      [&](std::size_t line, const json& rec) {
+        const JsonPlace place{path, at_line(line)};
+        json_as_object(rec, place, "");
+        const std::int64_t step = json_as_int(json_require(rec, "step", place, ""), place, "step");
+        if (step < 0) throw DataError(path, at_line(line), "step", "must be >= 0");
+        ++records;
+        for (const auto& [key, v] : rec.items()) {
+          if (key == "step" || !v.is_number()) continue;
+          values[key][step] = v.get<double>();
+        }
+      },
+      &unfinished);
   if (records == 0) throw DataError(path, "", "", "no logged step (the file is empty)");
-  RunMetrics run{name, path, {}};
+  RunMetrics run{name, path, {}, unfinished};
   for (const auto& [key, by_step] : values) {
     Series s{key, {}};
     for (const auto& [step, v] : by_step) s.points.push_back({static_cast<double>(step), v});

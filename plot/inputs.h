@@ -31,6 +31,9 @@ struct RunMetrics {
   std::string name;  ///< legend name (the run folder's name)
   std::string path;  ///< the metrics.jsonl it came from
   std::vector<Series> series;
+  /// The line skipped because the file ends inside it (a run still writing, or killed mid-line:
+  /// no newline and not JSON), 0 when none; the command warns about it.
+  std::size_t unfinished_line = 0;
 
   /// The series of `key`, or nullptr if the run never logged it.
   const Series* find(const std::string& key) const;
@@ -42,6 +45,7 @@ struct RunMetrics {
 /// logged twice for the same step keeps the later value. Keys may appear on some lines only
 /// (e.g. `eval_*` keys at evaluation steps).
 /// @param name legend name of the run
+/// An unfinished last line (see RunMetrics::unfinished_line) is skipped, not an error.
 /// @throws DataError naming the file and "line N" for invalid JSON, a line that is not an
 ///   object, a missing or non-integer step; naming the file alone if it cannot be read or holds
 ///   no record.

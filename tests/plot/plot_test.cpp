@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include "common/error.h"
+#include "common/json_util.h"
 #include "plot/figures.h"
 #include "plot/inputs.h"
 #include "plot/render.h"
@@ -138,13 +139,35 @@ TEST(PlotMetrics, SortedByStepAndTheLaterValueOfARepeatedStepWins) {
   EXPECT_THAT(ys(*run.find("loss")), ElementsAre(1, 3));
 }
 
+TEST(PlotMetrics, AnUnfinishedLastLineIsSkippedAndReported) {
+  // A run still writing, or killed mid-line (a break test, 2026-12-04): the file ends inside a
+  // record. That line is skipped; the same text with its newline is an error (next test).
+  TempDir tmp;
+  spit(tmp.file("metrics.jsonl"),
+       "{\"step\":5,\"loss\":2}\n{\"step\":10,\"loss\":1}\n{\"step\":15,\"lo");
+  const RunMetrics run = read_metrics(tmp.file("metrics.jsonl"), "x");
+  EXPECT_EQ(run.unfinished_line, 3u);
+  EXPECT_THAT(xs(*run.find("loss")), ElementsAre(5, 10));
+  spit(tmp.file("metrics.jsonl"), "{\"step\":5,\"loss\":2}\n{\"step\":10,\"loss\":1}");
+  EXPECT_EQ(read_metrics(tmp.file("metrics.jsonl"), "x").unfinished_line, 0u);  // whole JSON
+  EXPECT_THAT(xs(*read_metrics(tmp.file("metrics.jsonl"), "x").find("loss")), ElementsAre(5, 10));
+  // Readers that do not ask for it (sts/1 files) still stop at such a line.
+  spit(tmp.file("metrics.jsonl"), "{\"step\":5}\n{\"st");
+  EXPECT_THAT(data_error([&] {
+                json_for_each_line(tmp.file("metrics.jsonl"),
+                                   [](std::size_t, const nlohmann::json&) {});
+              }),
+              HasSubstr(": line 2: invalid JSON"));
+}
+
 TEST(PlotMetrics, ErrorsNameTheFileAndTheLine) {
   const std::string malformed = fixture("plot/malformed/metrics.jsonl");
   // One place: the file's line and the column in it, not nlohmann's "at line 1" of the line
   // alone (a break test found both, 2026-12-03).
   EXPECT_EQ(data_error([&] { read_metrics(malformed, "m"); }),
-            malformed + ": line 3: invalid JSON at column 19: syntax error while parsing value - "
-                        "unexpected end of input; expected '[', '{', or a literal");
+            malformed +
+                ": line 3: invalid JSON at column 19: syntax error while parsing value - "
+                "unexpected end of input; expected '[', '{', or a literal");
   const std::string no_step = fixture("plot/no-step/metrics.jsonl");
   EXPECT_THAT(data_error([&] { read_metrics(no_step, "m"); }), HasSubstr(no_step + ": line 2"));
   EXPECT_THAT(data_error([&] { read_metrics(no_step, "m"); }), HasSubstr("step"));

@@ -165,6 +165,26 @@ TEST(IntentCsvC01, LeadingBomIsDroppedAndResultEqualsNoBom) {
   EXPECT_EQ(with_bom.rows[0].line, plain.rows[0].line);
 }
 
+TEST(IntentCsvBlankLines, TrailingBlankLinesEndTheFileLikeNone) {
+  // Found by a break test (2026-12-04): "a,greet\n\n" stopped with "empty line". A blank line
+  // between records is still an error (IntentCsvMalformed empty_line).
+  TempDir tmp;
+  const std::string body = "text,category\nwhat is my balance,balance\n\"two\nlines\",balance\n";
+  write_bytes(tmp.file("plain.csv"), body);
+  write_bytes(tmp.file("trailing.csv"), body + "\n\r\n\n");
+  LabelMap labels = small_map();
+  const IntentCsv plain = read_intent_csv(tmp.file("plain.csv"), labels);
+  const IntentCsv trailing = read_intent_csv(tmp.file("trailing.csv"), labels);
+  ASSERT_EQ(plain.rows.size(), 2u);
+  ASSERT_EQ(trailing.rows.size(), 2u);
+  for (std::size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(trailing.rows[i].text, plain.rows[i].text);
+    EXPECT_EQ(trailing.rows[i].label_id, plain.rows[i].label_id);
+    EXPECT_EQ(trailing.rows[i].line, plain.rows[i].line);
+  }
+  EXPECT_EQ(trailing.rows[1].text, "two\nlines");
+}
+
 TEST(IntentCsvC01, OnlyOneBomIsDropped) {
   TempDir tmp;
   write_bytes(tmp.file("bom2.csv"), "\xEF\xBB\xBF\xEF\xBB\xBFtext,category\na,balance\n");
