@@ -103,6 +103,13 @@ BlasRuntime inspect(void* handle) {
       const int p = parallel();
       out.parallel = p == 0 ? "sequential" : p == 1 ? "pthreads" : p == 2 ? "OpenMP" : "unknown";
     }
+    if (out.parallel == "OpenMP") {
+      // The OpenMP build sizes each call by omp_get_max_threads() (OpenBLAS's num_cpu_avail):
+      // the number LibTorch's at::set_num_threads set, not the pool size reported above.
+      if (const auto omp = symbol<int (*)()>(from, "omp_get_max_threads")) {
+        out.num_threads = omp();
+      }
+    }
   }
   if (own != nullptr) dlclose(own);
   return out;

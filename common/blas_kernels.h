@@ -55,8 +55,11 @@ struct BlasRuntime {
   bool openblas = false;  ///< it exports openblas_get_corename
   std::string corename;   ///< openblas_get_corename(): the kernel set in use ("" if not OpenBLAS)
   std::string config;     ///< openblas_get_config(): version and build options
-  int num_threads = -1;   ///< openblas_get_num_threads(); -1 if not OpenBLAS
-  std::string parallel;   ///< "sequential", "pthreads" or "OpenMP" (openblas_get_parallel())
+  /// Threads a BLAS call from this thread uses: openblas_get_num_threads(), except for the
+  /// OpenMP build, which follows omp_get_max_threads() at each call (LibTorch's thread count)
+  /// while openblas_get_num_threads() keeps its first pool size; -1 if not OpenBLAS.
+  int num_threads = -1;
+  std::string parallel;  ///< "sequential", "pthreads" or "OpenMP" (openblas_get_parallel())
 };
 
 /// Inspects the BLAS already loaded into this process (e.g. by LibTorch), through the dynamic

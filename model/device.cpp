@@ -7,8 +7,8 @@
 
 #include "common/blas_kernels.h"
 #include "common/cpu_features.h"
-#include "common/malloc_info.h"
 #include "common/error.h"
+#include "common/malloc_info.h"
 
 // LibTorch 2.4 replaced the per-device autocast functions (set_cpu_enabled, set_enabled for
 // CUDA, set_autocast_gpu_dtype...) by ones that take the device type.
@@ -133,10 +133,13 @@ nlohmann::json host_environment() {
   for (const char* f : {"avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile"}) {
     if (cpu.has(f)) cpu_flags.push_back(f);
   }
+  // First: LibTorch applies its thread count to this thread's OpenMP on first use, and the
+  // OpenMP OpenBLAS's count (blas_threads) follows it.
+  const int intra_op_threads = at::get_num_threads();
   const BlasRuntime blas = inspect_loaded_blas();
   const char* choice = std::getenv(kBlasDecisionEnv);
   return {{"libtorch", TORCH_VERSION},
-          {"intra_op_threads", at::get_num_threads()},
+          {"intra_op_threads", intra_op_threads},
           {"inter_op_threads", at::get_num_interop_threads()},
           {"cpu_model", cpu.model_name},
           {"cpu_flags", cpu_flags},

@@ -15,6 +15,7 @@
 #include <fstream>
 #include <thread>
 
+#include <ATen/Parallel.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -132,6 +133,15 @@ TEST_F(TinyPretraining, StopAndResumeReproduceTheUninterruptedRun) {
   EXPECT_EQ(env.at("blas_kernels").get<std::string>(), inspect_loaded_blas().corename);
   EXPECT_EQ(env.at("blas").get<std::string>(), inspect_loaded_blas().library);
   EXPECT_TRUE(env.at("blas_kernel_choice").is_string());
+  // The OpenMP OpenBLAS follows LibTorch's threads: the number logged is the one a call uses
+  // (it was OpenBLAS's first pool size, 2 at `threads: 1`).
+  if (inspect_loaded_blas().parallel == "OpenMP") {
+    EXPECT_EQ(env.at("blas_threads").get<int>(), env.at("intra_op_threads").get<int>());
+    const int before = at::get_num_threads();
+    at::set_num_threads(1);
+    EXPECT_EQ(inspect_loaded_blas().num_threads, 1);
+    at::set_num_threads(before);
+  }
   EXPECT_EQ(env.at("cpu_model").get<std::string>(), host_cpu().model_name);
   // This test executable runs on glibc's malloc; the dialtree executable on jemalloc.
   EXPECT_EQ(env.at("malloc").get<std::string>(), "glibc");
@@ -446,9 +456,10 @@ TEST_F(TinyPretraining, AFreshRunDoesNotReplaceAFinishedRunUnlessToldTo) {
   const fs::path weights = tmp_.path() / "again" / "final" / model::kWeightsFile;
   const std::string before = slurp(weights.string());
   EXPECT_EQ(run_train("", tmp_.file("again.yaml") + " seed=5", tmp_.file("second.log")), 2);
-  EXPECT_THAT(slurp(tmp_.file("second.log")),
-              ::testing::HasSubstr(tmp_.file("again") +
-                                   ": field 'overwrite_output_dir': holds a finished run (final/)"));
+  EXPECT_THAT(
+      slurp(tmp_.file("second.log")),
+      ::testing::HasSubstr(tmp_.file("again") +
+                           ": field 'overwrite_output_dir': holds a finished run (final/)"));
   EXPECT_EQ(slurp(weights.string()), before);  // untouched
   ASSERT_EQ(run_train("", tmp_.file("again.yaml") + " seed=5 overwrite_output_dir=true",
                       tmp_.file("third.log")),
@@ -469,12 +480,11 @@ TEST_F(TinyPretraining, AKilledRankRestartsTheGroupFromTheLastCheckpointWithTheS
       << slurp(tmp_.file("old.log"));
   ASSERT_TRUE(fs::exists(tmp_.path() / "kill" / "checkpoint-10"));
   const auto t0 = std::chrono::steady_clock::now();
-  ASSERT_EQ(
-      run_train("DIALTREE_FAULT=rank=1,kill_at_step=5",
-                "--nproc-per-node 2 --max-restarts 1 " + tmp_.file("kill.yaml") +
-                    " save_steps=2 overwrite_output_dir=true",
-                tmp_.file("kill.log")),
-      0)
+  ASSERT_EQ(run_train("DIALTREE_FAULT=rank=1,kill_at_step=5",
+                      "--nproc-per-node 2 --max-restarts 1 " + tmp_.file("kill.yaml") +
+                          " save_steps=2 overwrite_output_dir=true",
+                      tmp_.file("kill.log")),
+            0)
       << slurp(tmp_.file("kill.log"));
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const std::string log = slurp(tmp_.file("kill.log"));
