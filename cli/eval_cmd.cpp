@@ -1,7 +1,8 @@
 // The torch side of `dialtree eval`, each subcommand in its own static function: `eval
 // dialoglue` (fine-tune and predict), `eval probe` (frozen-embedding representation probe,
 // eval/probe_model.h) and `eval pseudo-label` (the probe's classifier labels the unlabelled
-// training texts for the intent stage, eval/pseudo_label.h). `eval score` is torch-free, in cli/score_cmd.cpp.
+// training texts for the intent stage, eval/pseudo_label.h). `eval score` is torch-free, in
+// cli/score_cmd.cpp.
 #include <unistd.h>
 
 #include <algorithm>
@@ -22,6 +23,7 @@
 #include "common/atomic_file.h"
 #include "common/device_spec.h"
 #include "common/json_util.h"
+#include "common/temp_cleanup.h"
 #include "eval/dialoglue.h"
 #include "eval/eval_config.h"
 #include "eval/metrics.h"
@@ -43,17 +45,26 @@ namespace fs = std::filesystem;
 /// The folders prepare_output_dir() created, outermost first. Unless keep() is called, the
 /// destructor removes them again while they are empty, deepest first, so that a command that
 /// fails after preparing its output folder leaves nothing behind (docs/failure-cases.md B8).
+/// So does a Ctrl-C or SIGTERM: the folders are registered with the signal cleanup
+/// (common/temp_cleanup.h), whose rmdir() leaves a folder that holds anything.
 /// A folder that existed before is never in the list.
 class CreatedFolders {
  public:
-  explicit CreatedFolders(std::vector<fs::path> created) : created_(std::move(created)) {}
-  CreatedFolders(CreatedFolders&& other) noexcept : created_(std::move(other.created_)) {
+  explicit CreatedFolders(std::vector<fs::path> created) : created_(std::move(created)) {
+    for (auto it = created_.rbegin(); it != created_.rend(); ++it) {  // deepest first
+      slots_.push_back(register_temp_path(it->c_str(), TempKind::Directory));
+    }
+  }
+  CreatedFolders(CreatedFolders&& other) noexcept
+      : created_(std::move(other.created_)), slots_(std::move(other.slots_)) {
     other.created_.clear();
+    other.slots_.clear();
   }
   CreatedFolders(const CreatedFolders&) = delete;
   CreatedFolders& operator=(const CreatedFolders&) = delete;
   CreatedFolders& operator=(CreatedFolders&&) = delete;
   ~CreatedFolders() {
+    unregister();
     for (auto it = created_.rbegin(); it != created_.rend(); ++it) {
       std::error_code ec;
       if (!fs::is_empty(*it, ec) || ec) break;
@@ -61,10 +72,18 @@ class CreatedFolders {
     }
   }
   /// The command succeeded: the folders stay.
-  void keep() { created_.clear(); }
+  void keep() {
+    unregister();
+    created_.clear();
+  }
 
  private:
+  void unregister() {
+    for (const int slot : slots_) unregister_temp_path(slot);
+    slots_.clear();
+  }
   std::vector<fs::path> created_;
+  std::vector<int> slots_;  ///< register_temp_path() handles, deepest folder first
 };
 
 /// Makes `dir` (option `flag`) an existing, writable folder, before any long work: creates it and
@@ -214,7 +233,8 @@ void register_dialoglue(CLI::App& eval) {
       "predict test once, score it against gt_test.json as DialoGLUE does, and print the table "
       "(mean ± std over seeds). Writes <out>/<task>/seed-<s>/test_predictions.json, "
       "<out>/results.json and <out>/results.md.");
-  cmd->add_option("--model", a->model, "Model bundle folder, e.g. runs/pretrain-intent-pseudo/final")
+  cmd->add_option("--model", a->model,
+                  "Model bundle folder, e.g. runs/pretrain-intent-pseudo/final")
       ->required()
       ->check(existing_folder("model bundle"));
   cmd->add_option("--tasks", a->tasks,
@@ -320,7 +340,8 @@ void register_probe(CLI::App& eval) {
       "standardized vectors) and nearest class centroid, fitted on train_10 (dialoglue-few) or "
       "on 10 draws of 8 examples per label from train (mteb); prints accuracy, macro F1 and the "
       "effective rank as a Markdown table.");
-  cmd->add_option("--model", a->model, "Model bundle folder, e.g. runs/pretrain-intent-pseudo/final")
+  cmd->add_option("--model", a->model,
+                  "Model bundle folder, e.g. runs/pretrain-intent-pseudo/final")
       ->required()
       ->check(existing_folder("model bundle"));
   cmd->add_option("--tasks", a->tasks, "Comma-separated intent tasks: banking, clinc, hwu")
@@ -379,7 +400,8 @@ std::map<std::string, std::string> parse_teachers(const std::vector<std::string>
   for (const auto& g : given) {
     const auto eq = g.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == g.size()) {
-      throw std::invalid_argument("--teacher '" + g + "': expected TASK=DIR, e.g. "
+      throw std::invalid_argument("--teacher '" + g +
+                                  "': expected TASK=DIR, e.g. "
                                   "banking=runs/ft/banking/seed-1/model");
     }
     const std::string task = g.substr(0, eq), dir = g.substr(eq + 1);

@@ -500,6 +500,33 @@ TEST_P(CliSignals, InterruptedConvertLeavesNoTemporaryFile) {
   EXPECT_FALSE(fs::exists(tmp_.file("out.jsonl")));
 }
 
+// An interrupted eval command removes the output folders it made while they are empty (they
+// stayed on a signal: a README walk-through, 2026-12-04). The model's config.json is a FIFO
+// nobody writes to, so the command waits in its load with --out-dir already created.
+TEST_P(CliSignals, InterruptedEvalRemovesTheEmptyFoldersItMade) {
+  const fs::path data = tmp_.path() / "data" / "hwu";
+  fs::create_directories(data);
+  spit((data / "categories.json").string(), "[\"a\", \"b\"]");
+  for (const char* split : {"train", "train_10", "val", "test"}) {
+    spit((data / (std::string(split) + ".csv")).string(), "text,category\nhi there,a\nbye now,b\n");
+  }
+  fs::create_directories(tmp_.path() / "bundle");
+  ASSERT_EQ(::mkfifo(tmp_.file("bundle/config.json").c_str(), 0600), 0);
+  TempDir io;
+  const pid_t pid = start({"eval", "pseudo-label", "--model", "bundle", "--tasks", "hwu", "--data",
+                           "data", "--out-dir", "made/here"},
+                          dir(), io);
+  for (int i = 0; i < 1500 && !fs::exists(tmp_.file("made/here")); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_TRUE(fs::exists(tmp_.file("made/here"))) << "the command never made its folder";
+  ::kill(pid, GetParam());
+  const Result r = finish(pid, io);
+  EXPECT_EQ(r.status, -GetParam()) << r.err;
+  EXPECT_FALSE(fs::exists(tmp_.file("made"))) << "an empty folder it made was left behind";
+  EXPECT_TRUE(fs::exists(tmp_.file("bundle/config.json")));  // nothing else is touched
+}
+
 INSTANTIATE_TEST_SUITE_P(Signals, CliSignals, ::testing::Values(SIGINT, SIGTERM, SIGHUP),
                          [](const ::testing::TestParamInfo<int>& i) {
                            return std::string(i.param == SIGINT    ? "SIGINT"
