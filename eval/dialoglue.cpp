@@ -47,8 +47,10 @@ json run_dialoglue(const DialoglueRun& run,
   if (!run.pseudo_label_dir.empty()) {
     for (const auto& t : run.tasks) {
       if (!is_intent_task(t)) {
-        throw std::invalid_argument("eval dialoglue: pseudo-labels (self-training) are for the "
-                                    "intent tasks, not '" + t + "'");
+        throw std::invalid_argument(
+            "eval dialoglue: pseudo-labels (self-training) are for the "
+            "intent tasks, not '" +
+            t + "'");
       }
       IntentTask task = load_intent_task(run.data_dir, t, run.setting);
       const IntentSplit extra = read_pseudo_labels(
@@ -84,8 +86,8 @@ json run_dialoglue(const DialoglueRun& run,
     json val_gold;
     if (intent) {
       const auto st = self_trained.find(name);
-      intent_data = st != self_trained.end() ? st->second
-                                             : load_intent_task(run.data_dir, name, run.setting);
+      intent_data =
+          st != self_trained.end() ? st->second : load_intent_task(run.data_dir, name, run.setting);
     } else {
       tagging_data = load_tagging_task(run.data_dir, name, run.setting);
       mapper = std::make_unique<TagMapper>(run.data_dir, tagging_data);
@@ -204,9 +206,13 @@ std::string results_table(const json& results) {
       per_seed +=
           (per_seed.empty() ? "" : ", ") + fmt::format("{:.2f}", r.at("test").get<double>());
     }
-    out += fmt::format("| {} | {} | {:.2f} ± {:.2f} | {} | {:.2f} |\n", name,
-                       t.at("metric").get<std::string>(), t.at("mean").get<double>(),
-                       t.at("std").get<double>(), per_seed, t.at("val_mean").get<double>());
+    // One seed has no sample std (n - 1 = 0): say so rather than print "± 0.00".
+    const std::string spread = t.at("runs").size() > 1
+                                   ? fmt::format("± {:.2f}", t.at("std").get<double>())
+                                   : std::string("(one seed)");
+    out += fmt::format("| {} | {} | {:.2f} {} | {} | {:.2f} |\n", name,
+                       t.at("metric").get<std::string>(), t.at("mean").get<double>(), spread,
+                       per_seed, t.at("val_mean").get<double>());
   }
   return out;
 }

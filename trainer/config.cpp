@@ -342,7 +342,7 @@ class Validator {
   [[noreturn]] void fail_at(const std::string& key, const std::string& message) const {
     const auto it = origins_.find(key);
     if (it != origins_.end()) fail(it->second, key, message);
-    fail(Origin{file_, ""}, key, message + " (the default value)");
+    fail(Origin{file_, ""}, key, message + " (not set, so its default applies)");
   }
 
   // A required string key that is absent or empty.

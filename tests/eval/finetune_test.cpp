@@ -9,8 +9,8 @@
 #include <fmt/core.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include "model/torch_api.h"
 #include <nlohmann/json.hpp>
+#include "model/torch_api.h"
 
 #include "common/error.h"
 #include "data/serialize.h"
@@ -20,15 +20,15 @@
 #include "eval/finetune_step.h"
 #include "eval/probe.h"
 #include "eval/probe_model.h"
+#include "expect_error.h"
 #include "model/bundle.h"
 #include "model/collate.h"
 #include "model/device.h"
 #include "model/encoder.h"
-#include "expect_error.h"
-#include "test_paths.h"
-#include "tiny_intent.h"
 #include "sts/format.h"
 #include "sts/tree.h"
+#include "test_paths.h"
+#include "tiny_intent.h"
 #include "trainer/step.h"
 
 namespace dialtree::eval {
@@ -162,12 +162,13 @@ TEST_F(TinyIntent, LinearProbeInitStartsFromTheFittedLogisticRegression) {
   // The tiny encoder's vectors are short (norm ~1): at C = 1 the fit stays near ln 3.
   o.linear_probe_c = 100.0;
   double lp_loss = -1;
-  finetune_intent(tmp_.file("bundle"), task_, o, 1,
-                  [&](const EpochInfo& e) { lp_loss = e.train_loss; }, tmp_.file("lp"));
+  finetune_intent(
+      tmp_.file("bundle"), task_, o, 1, [&](const EpochInfo& e) { lp_loss = e.train_loss; },
+      tmp_.file("lp"));
   // The reference: the probe's logistic regression on the frozen [CLS] vectors of train.
   model::LoadedBundle saved = model::load_bundle(tmp_.file("lp"));
-  const ProbeMatrix x = embed_texts(*saved.model, *saved.tokenizer, task_.train.texts, 128,
-                                    o.max_utt_len, false);
+  const ProbeMatrix x =
+      embed_texts(*saved.model, *saved.tokenizer, task_.train.texts, 128, o.max_utt_len, false);
   const LogisticModel fit = fit_logistic(x, task_.train.labels, {100.0, 100, 1e-4, false});
   ASSERT_EQ(fit.classes, (std::vector<int>{0, 1, 2}));
   const auto [w, b] = intent_head_of(saved);
@@ -199,8 +200,8 @@ TEST_F(TinyIntent, LinearProbeInitStartsFromTheFittedLogisticRegression) {
   o.classifier_init = "linear_probe";
   finetune_intent(tmp_.file("bundle"), two, o, 1, {}, tmp_.file("lp2"));
   model::LoadedBundle saved2 = model::load_bundle(tmp_.file("lp2"));
-  const ProbeMatrix x2 = embed_texts(*saved2.model, *saved2.tokenizer, two.train.texts, 128,
-                                     o.max_utt_len, false);
+  const ProbeMatrix x2 =
+      embed_texts(*saved2.model, *saved2.tokenizer, two.train.texts, 128, o.max_utt_len, false);
   const LogisticModel fit2 = fit_logistic(x2, two.train.labels, {100.0, 100, 1e-4, false});
   ASSERT_EQ(fit2.coef.rows(), 1);
   const auto [w2, b2] = intent_head_of(saved2);
@@ -442,14 +443,22 @@ TEST_F(TinyIntent, DialoglueRunWritesSubmissionsResultsAndTable) {
   EXPECT_THAT(table, HasSubstr(fmt::format("| hwu | accuracy | {:.2f} ± {:.2f} | {:.2f}, {:.2f} |",
                                            mean, t.at("std").get<double>(), scores[0], scores[1])));
 
+  // One seed has no sample std: the table says so instead of "± 0.00" (README walk-through).
+  nlohmann::json one = r;
+  one["tasks"]["hwu"]["runs"] = nlohmann::json::array({t.at("runs")[0]});
+  one["tasks"]["hwu"]["std"] = 0.0;
+  EXPECT_THAT(
+      results_table(one),
+      HasSubstr(fmt::format("| hwu | accuracy | {:.2f} (one seed) | {:.2f} |", mean, scores[0])));
+
   // Self-training: train_10 plus the pseudo-labelled records of <dir>/hwu.pseudo.jsonl.
   fs::create_directories(tmp_.path() / "pseudo");
   std::vector<sts::Dialog> records;
   for (int k = 0; k < 3; ++k) {
     sts::Tree tree;
     tree.add_intent(sts::kDefaultDomain, kLabels[k]);
-    records.push_back({"hwu/pseudo/" + std::to_string(k), "hwu",
-                       {sts::Turn{"user", kTexts[k][7], tree, {}}}});
+    records.push_back(
+        {"hwu/pseudo/" + std::to_string(k), "hwu", {sts::Turn{"user", kTexts[k][7], tree, {}}}});
   }
   sts::write_jsonl((tmp_.path() / "pseudo" / "hwu.pseudo.jsonl").string(), records);
   run.seeds = {1};
