@@ -102,7 +102,8 @@ data::SerializedExample Embedder::prepare(const Input& input, bool truncate,
       throw ApiError(ErrorKind::kInputTooLong,
                      param + ": the dialog has " + std::to_string(history.size()) +
                          " turns; the model sees at most " + std::to_string(limits_.max_turns) +
-                         " (send truncate=true to keep the newest ones)",
+                         " (turn truncation on to keep the newest ones: \"truncate\": true, or "
+                         "embed --truncate true)",
                      param);
     }
     std::size_t total = 0;
@@ -112,8 +113,8 @@ data::SerializedExample Embedder::prepare(const Input& input, bool truncate,
             ErrorKind::kInputTooLong,
             param + ": an utterance has " + std::to_string(history[i].ids.size()) +
                 " tokens; at most " + std::to_string(keep) +
-                " fit (the model's max_utterance_length, set by its position table; send "
-                "truncate=true to cut it)",
+                " fit (the model's max_utterance_length, set by its position table; turn "
+                "truncation on to cut it: \"truncate\": true, or embed --truncate true)",
             param);
       }
       total += history[i].ids.size() + 2;
@@ -122,7 +123,8 @@ data::SerializedExample Embedder::prepare(const Input& input, bool truncate,
       throw ApiError(ErrorKind::kInputTooLong,
                      param + ": the input has " + std::to_string(total) +
                          " tokens with its role markers; --max-input-length is " +
-                         std::to_string(limits_.max_input_length) + " (send truncate=true)",
+                         std::to_string(limits_.max_input_length) +
+                         " (turn truncation on: \"truncate\": true, or embed --truncate true)",
                      param);
     }
   } else if (direction == TruncationDirection::kRight) {
