@@ -447,7 +447,9 @@ int HttpServer::bind(const std::string& host, int port) {
   Impl& s = *impl_;
   beast::error_code ec;
   const std::string where = host + ":" + std::to_string(port);
-  auto address = asio::ip::make_address(host, ec);
+  // "localhost" is the loopback address by definition (RFC 6761 §6.3), with or without an
+  // /etc/hosts that says so (a minimal container has none).
+  auto address = asio::ip::make_address(ascii_lower(host) == "localhost" ? "127.0.0.1" : host, ec);
   if (ec) {
     // A host name (localhost, a name in /etc/hosts): its first address, as getaddrinfo orders
     // them. Numeric hosts skip the lookup.
