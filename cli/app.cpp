@@ -95,6 +95,30 @@ void require_decimal_integers(CLI::App& app) {
   }
 }
 
+// CLI11 says "Could not convert: --normalize = maybe" for a bad boolean value; this says what
+// is expected, or returns "" for any other error.
+std::string boolean_value_message(const CLI::App& app, const CLI::ParseError& e) {
+  if (dynamic_cast<const CLI::ConversionError*>(&e) == nullptr) return "";
+  const std::string what = e.what();
+  const std::string prefix = "Could not convert: ";
+  const std::size_t eq = what.find(" = ");
+  if (what.rfind(prefix, 0) != 0 || eq == std::string::npos) return "";
+  const std::string flag = what.substr(prefix.size(), eq - prefix.size());
+  const std::string value = what.substr(eq + 3);
+  std::vector<const CLI::App*> apps = {&app};
+  for (std::size_t i = 0; i < apps.size(); ++i) {
+    for (const CLI::App* sub : apps[i]->get_subcommands([](const CLI::App*) { return true; })) {
+      apps.push_back(sub);
+    }
+    for (const CLI::Option* opt : apps[i]->get_options()) {
+      if (opt->get_name() == flag && opt->get_type_name().rfind("BOOLEAN", 0) == 0) {
+        return flag + ": expected true or false, got '" + value + "'";
+      }
+    }
+  }
+  return "";
+}
+
 // "a, b, c": the subcommands of `app`.
 std::string name_list(const CLI::App& app) {
   std::string list;
@@ -172,6 +196,10 @@ int run_cli(CLI::App& app, int argc, char** argv, const std::function<void()>& b
       const std::string& env = opt->get_envname();
       std::fprintf(stderr, "error: %s=%s (the environment twin of %s): %s\n", env.c_str(),
                    std::getenv(env.c_str()), opt->get_name().c_str(), e.what());
+      return 2;
+    }
+    if (const std::string bad_bool = boolean_value_message(app, e); !bad_bool.empty()) {
+      std::fprintf(stderr, "error: %s\nRun with --help for more information.\n", bad_bool.c_str());
       return 2;
     }
     if (dynamic_cast<const CLI::RequiredError*>(&e) != nullptr) {

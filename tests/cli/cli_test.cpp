@@ -89,6 +89,10 @@ TEST_F(Cli, ExitStatusesAndErrorLines) {
   EXPECT_EQ(r.status, 2);
   EXPECT_THAT(r.err, StartsWith("error: 'dialtree' needs a command: sts, tokenizer"));
   EXPECT_THAT(r.err, HasSubstr("serve"));
+  // A bad boolean says what is expected (CLI11: "Could not convert: --normalize = maybe").
+  r = run({"embed", "--model", ".", "--normalize", "maybe"}, dir());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, StartsWith("error: --normalize: expected true or false, got 'maybe'\n"));
   // A training config whose tokenizer folder is missing names the key and how to make one
   // (with eval_steps it said "a model bundle must carry tokenizer.json": a new user's first run).
   spit(tmp_.file("c.yaml"),
