@@ -115,6 +115,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   enum class Phase { kIdle, kReading, kBusy, kWriting, kLingering, kClosed };
   static constexpr std::size_t kReadChunk = 4096;
   static constexpr std::chrono::milliseconds kLinger{2000};
+  static constexpr std::chrono::milliseconds kLingerStopping{300};
 
   void arm(std::chrono::milliseconds d) {
     const unsigned generation = ++timer_generation_;
@@ -170,7 +171,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
       if (!parser_->chunked()) {
         // The body's length cannot be known (RFC 9112 §6.3): answer, then close.
         return respond_error(400, "Transfer-Encoding '" + codings +
-                                      "': chunked must be the last coding (RFC 9112 §6.3)");
+                                      "': the body's length cannot be known (chunked must come "
+                                      "once, last; RFC 9112 §6.3)");
       }
       if (!only_chunked(codings)) {
         return respond_error(501, "Transfer-Encoding '" + codings +
@@ -288,7 +290,6 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void respond_error(int status, const std::string& message) {
     keep_alive_ = false;
-    unread_ = true;  // the rest of the request may still be on its way
     Response r;
     try {
       r = server_.on_error(status, message);
@@ -326,20 +327,26 @@ class Connection : public std::enable_shared_from_this<Connection> {
                          const bool again = !ec && self->out_->keep_alive();
                          self->out_.reset();
                          if (ec) return self->close();
-                         if (!again) return self->unread_ ? self->linger() : self->close();
+                         // A socket closed with the client's bytes unread, or one they reach after
+                         // it closed (the rest of a request answered early, requests pipelined
+                         // behind a Connection: close), makes the kernel reset the connection, and
+                         // the reset destroys what the client has not read of this response: always
+                         // linger.
+                         if (!again) return self->linger();
                          self->read_next();
                        });
   }
 
-  // After an error answered before the request was read in full: stop sending, then read and
-  // discard what the client still sends (an unread body, say) until it closes or kLinger passes.
-  // Closing at once would reset the connection under a client still sending, and it would lose the
-  // response it has not read (nginx's lingering close).
+  // After every response that ends the connection: stop sending, then read and discard what the
+  // client still sends (an unread body, pipelined requests) until it closes or kLinger passes
+  // (kLingerStopping while the server stops). Closing at once would reset the connection under
+  // a client still sending, and it would lose the response it has not read (nginx's lingering
+  // close; docs/failure-cases.md B22).
   void linger() {
     phase_ = Phase::kLingering;
     beast::error_code ignored;
     socket_.shutdown(tcp::socket::shutdown_send, ignored);
-    arm(kLinger);
+    arm(server_.stopping ? kLingerStopping : kLinger);  // a stop waits for nobody long
     discard();
   }
 
@@ -375,7 +382,6 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool timed_out_ = false;
   bool keep_alive_ = false;
   bool watching_ = false;
-  bool unread_ = false;  // answered before the whole request was read: linger() before closing
 };
 
 void HttpServer::Impl::accept() {
@@ -455,10 +461,11 @@ int HttpServer::bind(const std::string& host, int port) {
     // them. Numeric hosts skip the lookup.
     tcp::resolver resolver(s.ioc);
     const auto found = resolver.resolve(host, std::to_string(port), ec);
-    if (ec || found.empty()) {
-      throw std::runtime_error("cannot listen on " + where +
-                               ": not an IP address, and the name does not resolve (" +
-                               (ec ? ec.message() : std::string("no address")) + ")");
+    if (ec || found.empty()) {  // the flag's value is bad: status 2, a long one cut short
+      const std::string shown = host.size() > 80 ? host.substr(0, 80) + "..." : host;
+      throw std::invalid_argument("cannot listen on " + shown + ":" + std::to_string(port) +
+                                  ": not an IP address, and the name does not resolve (" +
+                                  (ec ? ec.message() : std::string("no address")) + ")");
     }
     address = found.begin()->endpoint().address();
   }

@@ -88,7 +88,9 @@ class HttpServer {
 
   /// Binds and listens (backlog SOMAXCONN) on host:port; port 0 = any free port. No
   /// SO_REUSEPORT: a port another process listens on is refused. Returns the bound port.
-  /// @throws std::runtime_error naming the address and the system's reason.
+  /// `host` is an IP address, "localhost" (127.0.0.1) or a name, bound at its first address.
+  /// @throws std::invalid_argument for a name that does not resolve; std::runtime_error naming
+  ///   the address and the system's reason when it cannot be bound.
   int bind(const std::string& host, int port);
   /// Serves until stop(): the event loop runs on the calling thread. Returns once every
   /// connection is closed and every handler has returned.

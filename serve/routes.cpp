@@ -369,12 +369,13 @@ struct Handlers {
       }
       // A compressed body (gzip, br, ...) is refused rather than parsed as if it were JSON
       // (RFC 9110 §15.5.16: 415, with Accept-Encoding naming what would be taken).
-      if (const std::string* coding = req.header("content-encoding");
-          coding != nullptr && !identity_coding(*coding)) {
+      // Every Content-Encoding line counts: "identity" first must not hide a "gzip" after it.
+      for (const auto& [name, coding] : req.headers) {
+        if (name != "content-encoding" || identity_coding(coding)) continue;
         res.set_header("Accept-Encoding", "identity");
         throw ApiError(
             ErrorKind::kUnsupportedMediaType,
-            "Content-Encoding '" + *coding + "' is not supported: send the JSON body uncompressed");
+            "Content-Encoding '" + coding + "' is not supported: send the JSON body uncompressed");
       }
       if (ctx.state.load() != ServerState::kReady) throw unavailable();
       if (ctx.in_flight.fetch_add(1) >= ctx.options.max_concurrent_requests) {

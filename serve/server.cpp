@@ -144,8 +144,10 @@ Server::~Server() {
 int Server::start() {
   Impl& s = *impl_;
   const ServerOptions& o = s.ctx.options;
-  const int port = s.http_server->bind(o.host, o.port);  // throws when in use
-  spdlog::info("listening on http://{}:{} (health 503 until the model is ready)", o.host, port);
+  const int port = s.http_server->bind(o.host, o.port);     // throws when in use
+  const bool ipv6 = o.host.find(':') != std::string::npos;  // a URL brackets it: [::1]
+  spdlog::info("listening on http://{}{}{}:{} (health 503 until the model is ready)",
+               ipv6 ? "[" : "", o.host, ipv6 ? "]" : "", port);
   s.listen_thread = std::thread([&s] { s.http_server->run(); });
   s.load_thread = std::thread([&s] { s.load(); });
   return port;

@@ -26,9 +26,13 @@ struct Reply {
 /// A raw loopback TCP client: bytes in, responses out, nothing hidden.
 class Raw {
  public:
-  explicit Raw(int port) {
+  /// `receive_buffer` > 0 sets SO_RCVBUF before connecting: a client that reads slowly.
+  explicit Raw(int port, int receive_buffer = 0) {
     fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
     if (fd_ < 0) throw std::runtime_error("socket");
+    if (receive_buffer > 0) {
+      ::setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof receive_buffer);
+    }
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
     addr.sin_port = htons(static_cast<std::uint16_t>(port));
