@@ -136,7 +136,19 @@ std::string unknown_subcommand_message(const CLI::App& app, int argc, char** arg
   std::string path = app.get_name();
   for (int i = 1; i < argc; ++i) {
     const std::string word = argv[i];
-    if (word.empty() || word[0] == '-') continue;
+    if (!word.empty() && word[0] == '-') {
+      // An option before the command, where one is required: CLI11 would only say that the
+      // command is missing, never naming the option it did not know.
+      const std::string name = word.substr(0, word.find('='));
+      bool known = false;
+      for (const CLI::Option* opt : at->get_options()) known = known || opt->check_name(name);
+      if (!known && at->get_require_subcommand_min() > 0) {
+        return "unknown option '" + name + "' for '" + path +
+               "', which needs a command first: " + name_list(*at);
+      }
+      continue;
+    }
+    if (word.empty()) continue;
     const CLI::App* next = nullptr;
     std::vector<std::string> names;
     for (const CLI::App* sub : at->get_subcommands([](const CLI::App*) { return true; })) {

@@ -94,15 +94,22 @@ CreatedFolders prepare_output_dir(const std::string& dir, const std::string& fla
   std::error_code ec;
   if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
     throw std::invalid_argument(flag + ": '" + dir + "' exists and is not a folder");
+  // Resolved as the kernel resolves it (".." on the disk; one after a missing folder is
+  // refused), so that the folders made are exactly those recorded for removal: "a/b/../c" made
+  // a/b too, which then kept a/ from being removed (a break test, 2026-12-04).
+  fs::path start;
+  try {
+    start = resolve_output_folder(dir);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(flag + ": " + e.what());
+  }
   std::vector<fs::path> missing;  // the folders create_directories() will make, deepest first
-  fs::path start = fs::absolute(dir, ec).lexically_normal();
-  if (!start.has_filename()) start = start.parent_path();  // "out/" names "out"
   for (fs::path p = start; !p.empty() && !fs::exists(p, ec); p = p.parent_path()) {
     missing.push_back(p);
     if (p == p.parent_path()) break;
   }
   CreatedFolders created({missing.rbegin(), missing.rend()});
-  fs::create_directories(dir, ec);
+  fs::create_directories(start, ec);
   if (ec || !fs::is_directory(dir)) {
     throw std::invalid_argument(flag + ": cannot create the folder '" + dir +
                                 "': " + (ec ? ec.message() : "not a folder"));

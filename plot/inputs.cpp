@@ -60,7 +60,11 @@ RunMetrics read_metrics(const std::string& path, const std::string& name) {
         }
       },
       &unfinished);
-  if (records == 0) throw DataError(path, "", "", "no logged step (the file is empty)");
+  if (records == 0) {
+    throw DataError(path, "", "",
+                    unfinished != 0 ? "no complete logged step (its only line is unfinished)"
+                                    : "no logged step (the file is empty)");
+  }
   RunMetrics run{name, path, {}, unfinished};
   for (const auto& [key, by_step] : values) {
     Series s{key, {}};

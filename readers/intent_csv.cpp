@@ -237,10 +237,14 @@ IntentCsv read_intent_csv(const std::string& path, const LabelMap& labels,
       throw DataError(path, at_line(line_no), open ? field_name(st.fields.size()) : "",
                       "invalid UTF-8 at byte " + std::to_string(bad + 1) + " of the line");
     }
+    // Blank lines (nothing, or spaces and tabs) that end the file, an editor's or a script's
+    // extra newlines, end it; a blank line between records is still an error, as it may be a
+    // record lost in an edit.
+    if (!open && line.find_first_not_of(" \t\r\n") == std::string_view::npos &&
+        rest.find_first_not_of(" \t\r\n") == std::string_view::npos) {
+      break;
+    }
     if (!open && is_terminator_only(line)) {
-      // Blank lines that end the file (an editor's or a script's extra newlines) end it; a blank
-      // line between records is still an error, as it may be a record lost in an edit.
-      if (rest.find_first_not_of("\r\n") == std::string_view::npos) break;
       throw DataError(path, at_line(line_no), "",
                       "empty line; every record needs 2 fields (text,category)");
     }

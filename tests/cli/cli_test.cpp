@@ -85,6 +85,10 @@ TEST_F(Cli, ExitStatusesAndErrorLines) {
   r = run({"sts"}, dir());
   EXPECT_EQ(r.status, 2);
   EXPECT_THAT(r.err, StartsWith("error: 'dialtree sts' needs a command: convert, score\n"));
+  r = run({"sts", "--bogus"}, dir());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, StartsWith("error: unknown option '--bogus' for 'dialtree sts', which needs "
+                                "a command first: convert, score\n"));
   r = run({}, dir());
   EXPECT_EQ(r.status, 2);
   EXPECT_THAT(r.err, StartsWith("error: 'dialtree' needs a command: sts, tokenizer"));
@@ -478,6 +482,39 @@ TEST_F(Cli, EvalScore) {
   EXPECT_EQ(r.out, "multiwoz joint goal accuracy 50.00 (2 turns)\n");
 }
 
+/// A DialoGLUE folder under `root` with an hwu task of two intents, one row per split.
+void write_two_intent_hwu(const fs::path& root) {
+  const fs::path data = root / "hwu";
+  fs::create_directories(data);
+  spit((data / "categories.json").string(), "[\"a\", \"b\"]");
+  for (const char* split : {"train", "train_10", "val", "test"}) {
+    spit((data / (std::string(split) + ".csv")).string(), "text,category\nhi there,a\nbye now,b\n");
+  }
+}
+
+TEST_F(Cli, EvalOutputFoldersResolveDotDotAsTheKernelDoes) {
+  // "made/a/../b" created made/a as well, which then kept made/ from being removed when the
+  // command failed (a break test, 2026-12-04). A ".." after a missing folder is refused, as
+  // every output path is (B9), before anything is made.
+  write_two_intent_hwu(tmp_.path() / "data");
+  fs::create_directories(tmp_.path() / "bundle");
+  Result r = run({"eval", "pseudo-label", "--model", "bundle", "--tasks", "hwu", "--data", "data",
+                  "--out-dir", "made/a/../b"},
+                 dir());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("--out-dir: "));
+  EXPECT_THAT(r.err, HasSubstr(".."));
+  EXPECT_FALSE(fs::exists(tmp_.file("made")));
+  // Through a folder that exists, ".." is fine; the failing load then removes what it made.
+  fs::create_directories(tmp_.path() / "there");
+  r = run({"eval", "pseudo-label", "--model", "bundle", "--tasks", "hwu", "--data", "data",
+           "--out-dir", "there/../made/b"},
+          dir());
+  EXPECT_EQ(r.status, 2) << r.err;  // the bundle folder is empty
+  EXPECT_FALSE(fs::exists(tmp_.file("made")));
+  EXPECT_TRUE(fs::exists(tmp_.file("there")));
+}
+
 class CliSignals : public Cli, public ::testing::WithParamInterface<int> {};
 
 // An interrupted conversion leaves no temporary file: the input is a FIFO nobody writes to, so
@@ -508,12 +545,7 @@ TEST_P(CliSignals, InterruptedConvertLeavesNoTemporaryFile) {
 // stayed on a signal: a README walk-through, 2026-12-04). The model's config.json is a FIFO
 // nobody writes to, so the command waits in its load with --out-dir already created.
 TEST_P(CliSignals, InterruptedEvalRemovesTheEmptyFoldersItMade) {
-  const fs::path data = tmp_.path() / "data" / "hwu";
-  fs::create_directories(data);
-  spit((data / "categories.json").string(), "[\"a\", \"b\"]");
-  for (const char* split : {"train", "train_10", "val", "test"}) {
-    spit((data / (std::string(split) + ".csv")).string(), "text,category\nhi there,a\nbye now,b\n");
-  }
+  write_two_intent_hwu(tmp_.path() / "data");
   fs::create_directories(tmp_.path() / "bundle");
   ASSERT_EQ(::mkfifo(tmp_.file("bundle/config.json").c_str(), 0600), 0);
   TempDir io;

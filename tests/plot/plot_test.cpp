@@ -151,6 +151,9 @@ TEST(PlotMetrics, AnUnfinishedLastLineIsSkippedAndReported) {
   spit(tmp.file("metrics.jsonl"), "{\"step\":5,\"loss\":2}\n{\"step\":10,\"loss\":1}");
   EXPECT_EQ(read_metrics(tmp.file("metrics.jsonl"), "x").unfinished_line, 0u);  // whole JSON
   EXPECT_THAT(xs(*read_metrics(tmp.file("metrics.jsonl"), "x").find("loss")), ElementsAre(5, 10));
+  spit(tmp.file("metrics.jsonl"), "{\"step\":5,\"lo");
+  EXPECT_THAT(data_error([&] { read_metrics(tmp.file("metrics.jsonl"), "x"); }),
+              HasSubstr("its only line is unfinished"));
   // Readers that do not ask for it (sts/1 files) still stop at such a line.
   spit(tmp.file("metrics.jsonl"), "{\"step\":5}\n{\"st");
   EXPECT_THAT(data_error([&] {

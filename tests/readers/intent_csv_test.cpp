@@ -171,7 +171,7 @@ TEST(IntentCsvBlankLines, TrailingBlankLinesEndTheFileLikeNone) {
   TempDir tmp;
   const std::string body = "text,category\nwhat is my balance,balance\n\"two\nlines\",balance\n";
   write_bytes(tmp.file("plain.csv"), body);
-  write_bytes(tmp.file("trailing.csv"), body + "\n\r\n\n");
+  write_bytes(tmp.file("trailing.csv"), body + "\n\r\n  \n\t\n");  // blanks: spaces, tabs too
   LabelMap labels = small_map();
   const IntentCsv plain = read_intent_csv(tmp.file("plain.csv"), labels);
   const IntentCsv trailing = read_intent_csv(tmp.file("trailing.csv"), labels);
