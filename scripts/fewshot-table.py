@@ -43,6 +43,8 @@ NAMES = {
     "fst25n60": "(fst25) with 60 pseudo-labels per intent, from (f12k)'s teachers",
     "pst25r2": "(pst25), second round: labelled by (pst25)'s fine-tuned seed 1 instead of (p12k)'s",
     "tf": "(f12k) seed-1 teachers (re-run with --save-models)",
+    "o30": "(o30) as (p12k), each pseudo-label replaced by its train.csv label (diagnostic: reads train's labels, not few-shot)",
+    "ofull": "(ofull) f12k + intent stage on every train.csv label of the three tasks, 546 steps as (p12k) (diagnostic: not few-shot)",
 }
 
 
