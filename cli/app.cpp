@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdio>
@@ -95,6 +96,18 @@ void require_decimal_integers(CLI::App& app) {
   }
 }
 
+// The subcommands of `app`, in order.
+std::vector<const CLI::App*> commands_of(const CLI::App& app) {
+  return app.get_subcommands([](const CLI::App*) { return true; });
+}
+
+// "a, b, c": the subcommands' names.
+std::string name_list(const CLI::App& app) {
+  std::string list;
+  for (const CLI::App* sub : commands_of(app)) list += (list.empty() ? "" : ", ") + sub->get_name();
+  return list;
+}
+
 // CLI11 says "Could not convert: --normalize = maybe" for a bad boolean value; this says what
 // is expected, or returns "" for any other error.
 std::string boolean_value_message(const CLI::App& app, const CLI::ParseError& e) {
@@ -107,9 +120,7 @@ std::string boolean_value_message(const CLI::App& app, const CLI::ParseError& e)
   const std::string value = what.substr(eq + 3);
   std::vector<const CLI::App*> apps = {&app};
   for (std::size_t i = 0; i < apps.size(); ++i) {
-    for (const CLI::App* sub : apps[i]->get_subcommands([](const CLI::App*) { return true; })) {
-      apps.push_back(sub);
-    }
+    for (const CLI::App* sub : commands_of(*apps[i])) apps.push_back(sub);
     for (const CLI::Option* opt : apps[i]->get_options()) {
       if (opt->get_name() == flag && opt->get_type_name().rfind("BOOLEAN", 0) == 0) {
         return flag + ": expected true or false, got '" + value + "'";
@@ -117,15 +128,6 @@ std::string boolean_value_message(const CLI::App& app, const CLI::ParseError& e)
     }
   }
   return "";
-}
-
-// "a, b, c": the subcommands of `app`.
-std::string name_list(const CLI::App& app) {
-  std::string list;
-  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
-    list += (list.empty() ? "" : ", ") + sub->get_name();
-  }
-  return list;
 }
 
 // CLI11 answers a word that is no subcommand, where one is required, with "A subcommand is
@@ -149,18 +151,17 @@ std::string unknown_subcommand_message(const CLI::App& app, int argc, char** arg
       continue;
     }
     if (word.empty()) continue;
-    const CLI::App* next = nullptr;
-    std::vector<std::string> names;
-    for (const CLI::App* sub : at->get_subcommands([](const CLI::App*) { return true; })) {
-      names.push_back(sub->get_name());
-      if (sub->check_name(word)) next = sub;
-    }
-    if (next != nullptr) {
-      at = next;
-      path += " " + next->get_name();
+    const std::vector<const CLI::App*> subs = commands_of(*at);
+    const auto next = std::find_if(subs.begin(), subs.end(),
+                                   [&word](const CLI::App* sub) { return sub->check_name(word); });
+    if (next != subs.end()) {
+      at = *next;
+      path += " " + at->get_name();
       continue;
     }
-    if (at->get_require_subcommand_min() == 0 || names.empty()) return "";
+    if (at->get_require_subcommand_min() == 0 || subs.empty()) return "";
+    std::vector<std::string> names;
+    for (const CLI::App* sub : subs) names.push_back(sub->get_name());
     const std::string close = closest_name(word, names);
     return "unknown command '" + word + "' for '" + path + "' (commands: " + name_list(*at) + ")" +
            (close.empty() ? "" : "; did you mean '" + close + "'?");

@@ -32,24 +32,12 @@ const std::string* Request::header(std::string_view lower_name) const {
 
 namespace {
 
-// True if a Transfer-Encoding value lists "chunked" alone (any case, blanks and empty list
-// items aside): the one transfer coding the layer decodes.
+// True if a Transfer-Encoding value lists "chunked" alone: the one transfer coding the layer
+// decodes.
 bool only_chunked(const std::string& codings) {
-  std::string rest = codings;
-  bool chunked = false;
-  while (!rest.empty()) {
-    const std::size_t comma = rest.find(',');
-    std::string coding = rest.substr(0, comma);
-    const std::size_t a = coding.find_first_not_of(" \t"), b = coding.find_last_not_of(" \t");
-    coding = a == std::string::npos ? "" : ascii_lower(coding.substr(a, b - a + 1));
-    if (coding == "chunked") {
-      chunked = true;
-    } else if (!coding.empty()) {
-      return false;
-    }
-    rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
-  }
-  return chunked;
+  const std::vector<std::string> items = header_list(codings);
+  return !items.empty() && std::all_of(items.begin(), items.end(),
+                                       [](const std::string& c) { return c == "chunked"; });
 }
 
 std::string seconds_text(std::chrono::milliseconds d) {
@@ -431,6 +419,21 @@ void HttpServer::Impl::drain() {
   for (auto& [raw, c] : connections) all.push_back(c);
   for (auto& c : all) c->drain();
   if (connections.empty()) keep_running.reset();
+}
+
+std::vector<std::string> header_list(const std::string& value) {
+  std::vector<std::string> items;
+  std::size_t start = 0;
+  while (start <= value.size()) {
+    const std::size_t comma = std::min(value.find(',', start), value.size());
+    const std::size_t a = value.find_first_not_of(" \t", start);
+    if (a != std::string::npos && a < comma) {
+      const std::size_t b = value.find_last_not_of(" \t", comma - 1);
+      items.push_back(ascii_lower(value.substr(a, b - a + 1)));
+    }
+    start = comma + 1;
+  }
+  return items;
 }
 
 HttpServer::HttpServer(Limits limits, Handler handler, ErrorResponder on_error) {

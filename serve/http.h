@@ -56,6 +56,11 @@ struct Response {
   }
 };
 
+/// The elements of an HTTP list header value (RFC 9110 §5.6.1: "gzip, chunked"): split at
+/// commas, blanks trimmed, empty elements dropped, lower-cased (codings and other tokens
+/// compare case-insensitively).
+std::vector<std::string> header_list(const std::string& value);
+
 /// The limits and timeouts of the layer (docs/serving.md "HTTP layer"). Times are wall-clock.
 struct Limits {
   std::size_t max_body_bytes = 2000000;  ///< 413 beyond (declared or received)

@@ -106,14 +106,9 @@ bool json_content_type(const std::string* type) {
 
 // A Content-Encoding that leaves the body as sent: "identity", or an empty list of codings.
 bool identity_coding(const std::string& value) {
-  std::string rest = value;
-  while (!rest.empty()) {
-    const std::size_t comma = rest.find(',');
-    const std::string coding = ascii_lower(strict_yaml::trim(rest.substr(0, comma)));
-    if (!coding.empty() && coding != "identity") return false;
-    rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
-  }
-  return true;
+  const std::vector<std::string> codings = http::header_list(value);
+  return std::all_of(codings.begin(), codings.end(),
+                     [](const std::string& c) { return c == "identity"; });
 }
 
 /// Where each token of a serialised example came from: the index of its turn in the request

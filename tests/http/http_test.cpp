@@ -315,6 +315,14 @@ TEST(Http, AClientThatDisconnectsCancelsItsRequest) {
   EXPECT_EQ(s.cancelled.load(), 1);
 }
 
+TEST(Http, HeaderListsSplitTrimAndLowerCase) {  // RFC 9110 §5.6.1
+  using V = std::vector<std::string>;
+  EXPECT_EQ(header_list("gzip, Chunked"), (V{"gzip", "chunked"}));
+  EXPECT_EQ(header_list(" ,identity,\t,  , "), (V{"identity"}));
+  EXPECT_EQ(header_list(""), V{});
+  EXPECT_EQ(header_list("a,"), V{"a"});
+}
+
 TEST(Http, ExpectContinueGetsA100BeforeTheBody) {
   Served s(small_limits());
   Raw c(s.port());
