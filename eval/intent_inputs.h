@@ -1,8 +1,10 @@
-// The model input of one intent utterance, shared by intent fine-tuning (eval/finetune.cpp) and
-// the representation probe (eval/probe_model.cpp), so that the probe embeds exactly what the
-// classifier is fine-tuned on. Torch-free.
+// The model input of one utterance, shared by fine-tuning (eval/finetune.cpp) and the
+// representation probe (eval/probe_model.cpp), so that the probe embeds exactly what the
+// classifier or tagger is fine-tuned on: an intent utterance's text, or a tagging example's
+// words. Torch-free.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -25,5 +27,20 @@ std::vector<data::SerializedExample> serialize_texts(const std::vector<std::stri
                                                      const data::Tokenizer& tok,
                                                      const model::EncoderConfig& cfg,
                                                      int max_utt_len);
+
+/// A tagging example on the model's sub-words: the serialised input and, per word, the row of
+/// its first sub-word in the hidden states with [CLS] prepended (row 0 [CLS], row 1 [sos_u]),
+/// or -1 when the word has no sub-word left (an empty encoding, or cut by left truncation).
+struct TaggedInput {
+  data::SerializedExample input;
+  std::vector<std::int64_t> first_row;  ///< one per word
+};
+
+/// The words of one tagging example as one user turn (docs/method.md §6.2, DialoGLUE's slot
+/// protocol): each word encoded alone, the pieces concatenated, then serialised with `so`
+/// (single_turn(): the last max_utt_len sub-words kept). The tagger reads each word's first
+/// sub-word. @throws TokenizerError from encode; std::invalid_argument from serialisation.
+TaggedInput encode_words(const std::vector<std::string>& words, const data::Tokenizer& tok,
+                         const data::SerializeOptions& so);
 
 }  // namespace dialtree::eval

@@ -1,6 +1,7 @@
 #include "eval/metrics.h"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 #include <stdexcept>
 
@@ -167,6 +168,19 @@ std::string record_slot(std::size_t record, const std::string& slot) {
 }
 
 }  // namespace
+
+MeanStd mean_std(const std::vector<double>& v) {
+  if (v.empty()) throw std::invalid_argument("mean_std: no values");
+  MeanStd r;
+  for (double x : v) r.mean += x;
+  r.mean /= static_cast<double>(v.size());
+  if (v.size() > 1) {
+    double ss = 0;
+    for (double x : v) ss += (x - r.mean) * (x - r.mean);
+    r.std = std::sqrt(ss / static_cast<double>(v.size() - 1));
+  }
+  return r;
+}
 
 double intent_accuracy(const std::vector<std::string>& predicted,
                        const std::vector<std::string>& gold) {

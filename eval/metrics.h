@@ -12,6 +12,16 @@
 
 namespace dialtree::eval {
 
+/// Mean and sample standard deviation (n - 1; 0 for one value) of a set of runs: seeds of a
+/// DialoGLUE task, draws of the probe.
+struct MeanStd {
+  double mean = 0;
+  double std = 0;
+};
+
+/// MeanStd of `values`. @throws std::invalid_argument if empty.
+MeanStd mean_std(const std::vector<double>& values);
+
 /// Intent accuracy (docs/dialoglue.md §3): the fraction of examples whose predicted label string
 /// equals the gold label string (byte comparison, no normalisation).
 /// @param predicted one label per test example, in test.csv order

@@ -786,19 +786,6 @@ void check_probe_options(const ProbeOptions& o) {
   if (const std::string p = device_spec_problem(o.device); !p.empty()) bad("device " + p);
 }
 
-MeanStd mean_std(const std::vector<double>& v) {
-  if (v.empty()) throw std::invalid_argument("mean_std: no values");
-  MeanStd r;
-  for (double x : v) r.mean += x;
-  r.mean /= static_cast<double>(v.size());
-  if (v.size() > 1) {
-    double ss = 0;
-    for (double x : v) ss += (x - r.mean) * (x - r.mean);
-    r.std = std::sqrt(ss / static_cast<double>(v.size() - 1));
-  }
-  return r;
-}
-
 namespace {
 
 /// Runs every job on up to `threads` threads (0: the hardware's), each job on one thread; the
@@ -967,11 +954,31 @@ nlohmann::json to_json(const ProbeRow& r) {
           {"fit_seconds", r.fit_seconds}};
 }
 
+nlohmann::json to_json(const TagProbeRow& r) {
+  return {{"task", r.task},
+          {"split", r.split},
+          {"metric", r.metric},
+          {"train_examples", r.train_examples},
+          {"train_words", r.train_words},
+          {"eval_examples", r.eval_examples},
+          {"tag_classes", r.tag_classes},
+          {"dim", r.dim},
+          {"score", r.score},
+          {"tag_accuracy", r.tag_accuracy},
+          {"intent_accuracy",
+           r.intent_accuracy < 0 ? nlohmann::json(nullptr) : nlohmann::json(r.intent_accuracy)},
+          {"lr_iterations", r.lr_iterations},
+          {"lr_converged", r.lr_converged},
+          {"embed_seconds", r.embed_seconds},
+          {"fit_seconds", r.fit_seconds}};
+}
+
 nlohmann::json ProbeReport::to_json() const {
   nlohmann::json protocols = nlohmann::json::array();
   for (const auto p : options.protocols) protocols.push_back(probe_protocol_name(p));
-  nlohmann::json rows_json = nlohmann::json::array();
+  nlohmann::json rows_json = nlohmann::json::array(), tag_rows_json = nlohmann::json::array();
   for (const auto& r : rows) rows_json.push_back(eval::to_json(r));
+  for (const auto& r : tag_rows) tag_rows_json.push_back(eval::to_json(r));
   return {{"format", "dialtree-probe/1"},
           {"model", model},
           {"data_dir", data_dir},
@@ -991,14 +998,18 @@ nlohmann::json ProbeReport::to_json() const {
             {"from_scratch_seed", options.from_scratch_seed},
             {"threads", options.threads}}},
           {"seconds", seconds},
-          {"rows", rows_json}};
+          {"rows", rows_json},
+          {"tag_rows", tag_rows_json}};
 }
 
 std::string probe_table(const ProbeReport& report) {
-  std::string out =
-      "| task | protocol | LR acc | LR-std acc | NCC acc | macro F1 | eff. rank | seconds |\n"
-      "|---|---|---|---|---|---|---|---|\n";
+  std::string out;
   bool unconverged = false;
+  if (!report.rows.empty()) {
+    out +=
+        "| task | protocol | LR acc | LR-std acc | NCC acc | macro F1 | eff. rank | seconds |\n"
+        "|---|---|---|---|---|---|---|---|\n";
+  }
   for (const auto& r : report.rows) {
     std::string protocol = probe_protocol_name(r.protocol);
     if (r.split != "test") protocol += " (" + r.split + ")";
@@ -1009,6 +1020,19 @@ std::string probe_table(const ProbeReport& report) {
                     pct(r.lr_standardized_accuracy, r.runs), r.lr_standardized_converged ? "" : "*",
                     pct(r.ncc_accuracy, r.runs), pct(r.lr_macro_f1, r.runs), r.effective_rank,
                     r.embed_seconds + r.fit_seconds);
+  }
+  if (!report.tag_rows.empty()) {
+    if (!out.empty()) out += "\n";
+    out +=
+        "| task | split | metric (token probe, LR-std) | score | word tag acc | intent acc | "
+        "seconds |\n|---|---|---|---|---|---|---|\n";
+  }
+  for (const auto& r : report.tag_rows) {
+    unconverged = unconverged || !r.lr_converged;
+    out += fmt::format("| {} | {} | {} | {}{} | {} | {} | {:.1f} |\n", r.task, r.split, r.metric,
+                       pct(r.score), r.lr_converged ? "" : "*", pct(r.tag_accuracy),
+                       r.intent_accuracy < 0 ? std::string("–") : pct(r.intent_accuracy),
+                       r.embed_seconds + r.fit_seconds);
   }
   if (report.options.pooling != ProbePooling::Cls) {
     out += "\nVectors: " + probe_pooling_name(report.options.pooling) +

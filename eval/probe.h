@@ -20,6 +20,8 @@
 #include <Eigen/Core>
 #include <nlohmann/json_fwd.hpp>
 
+#include "eval/metrics.h"  // MeanStd
+
 namespace dialtree::eval {
 
 /// Embeddings of n examples, one per row: [n, d], double, row-major.
@@ -230,14 +232,6 @@ struct ProbeOptions {
 ///   batch_size, max_utt_len, mteb_draws or mteb_per_label < 1, no protocol.
 void check_probe_options(const ProbeOptions& options);
 
-/// Mean and sample standard deviation (n - 1; 0 for one value).
-struct MeanStd {
-  double mean = 0;
-  double std = 0;
-};
-
-/// MeanStd of `values`. @throws std::invalid_argument if empty.
-MeanStd mean_std(const std::vector<double>& values);
 
 /// The figures of one task and protocol. Scores are fractions in [0, 1]; for mteb the mean and
 /// sample std over the draws, for dialoglue-few one run (std 0).
@@ -267,20 +261,50 @@ struct ProbeRow {
 /// JSON object of a row (scores as fractions; keys as the fields, protocol by name).
 nlohmann::json to_json(const ProbeRow& row);
 
+/// The figures of one tagging task (restaurant8k, dstc8, top) under the token-level probe
+/// (docs/evaluation.md "Token-level probe"): a linear BIO tagger on the frozen state of each
+/// word's first sub-word, fitted on train_10, and for TOP a linear intent classifier on [CLS],
+/// scored with DialoGLUE's metric. Scores are fractions in [0, 1]; one run (the fits are
+/// deterministic).
+struct TagProbeRow {
+  std::string task;                ///< DialoGLUE key: "restaurant8k", "dstc8" or "top"
+  std::string split;               ///< scored split ("test" or "val")
+  std::string metric;              ///< "slot F1" or "exact match" (eval/submission.h metric_name)
+  std::size_t train_examples = 0;  ///< train_10 examples
+  std::size_t train_words = 0;     ///< training rows of the tagger (words with a sub-word)
+  std::size_t eval_examples = 0;   ///< scored examples
+  int tag_classes = 0;             ///< distinct tags in the training words
+  int dim = 0;                     ///< vector width
+  double score = 0;                ///< DialoGLUE's metric of the scored split
+  double tag_accuracy = 0;         ///< word-level tag accuracy over every scored word
+  double intent_accuracy = -1;     ///< TOP: root-intent accuracy; -1 for slot tasks
+  int lr_iterations = 0;           ///< most L-BFGS iterations of the row's fits
+  bool lr_converged = true;        ///< every fit met gtol or ftol before max_iter
+  double embed_seconds = 0;        ///< embedding the row's splits
+  double fit_seconds = 0;          ///< fitting, predicting and scoring
+};
+
+/// JSON object of a tagging row (fields by name; intent_accuracy null for slot tasks).
+nlohmann::json to_json(const TagProbeRow& row);
+
 /// The result of a probe run.
 struct ProbeReport {
   std::string model;     ///< bundle folder, or "" when run in-process
   std::string data_dir;  ///< DialoGLUE folder
   ProbeOptions options;
-  std::vector<ProbeRow> rows;  ///< per task, per protocol, in the requested order
+  std::vector<ProbeRow> rows;  ///< intent tasks: per task, per protocol, in the requested order
+  std::vector<TagProbeRow> tag_rows;  ///< tagging tasks, in the requested order
   double seconds = 0;          ///< wall time of the whole run
-  /// {"format": "dialtree-probe/1", model, data_dir, options {...}, seconds, rows [...]}.
+  /// {"format": "dialtree-probe/1", model, data_dir, options {...}, seconds, rows [...],
+  /// tag_rows [...]}.
   nlohmann::json to_json() const;
 };
 
 /// The Markdown table of a report: task, protocol, LR acc, LR-standardized acc, NCC acc,
 /// macro F1 (of LR on raw vectors), effective rank, seconds; percentages with 2 decimals,
-/// `mean ± std` for mteb; a footnote when an L-BFGS fit stopped at max_iter.
+/// `mean ± std` for mteb; a footnote when an L-BFGS fit stopped at max_iter. Tagging rows get
+/// a second table: task, metric, score, word tag accuracy, TOP intent accuracy, seconds. A table
+/// without rows is left out.
 std::string probe_table(const ProbeReport& report);
 
 /// Scores of one training / scored split pair: LR raw, LR standardized, NCC (fractions).

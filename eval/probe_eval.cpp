@@ -18,9 +18,23 @@ std::vector<std::pair<std::string, double>> probe_eval_figures(const ProbeReport
     sum += row.lr_standardized_accuracy.mean;
     ++n;
   }
-  if (n == 0)
-    throw std::invalid_argument("probe_eval_figures: the report has no dialoglue-few row");
-  out.emplace_back("eval_probe_mean_accuracy", sum / n);
+  if (n > 0) out.emplace_back("eval_probe_mean_accuracy", sum / n);
+  double tag_sum = 0;
+  for (const TagProbeRow& row : report.tag_rows) {
+    const std::string key = "eval_probe_" + row.task + "_";
+    out.emplace_back(key + (row.task == "top" ? "exact_match" : "slot_f1"), row.score);
+    out.emplace_back(key + "tag_accuracy", row.tag_accuracy);
+    if (row.intent_accuracy >= 0) out.emplace_back(key + "intent_accuracy", row.intent_accuracy);
+    tag_sum += row.score;
+  }
+  if (!report.tag_rows.empty()) {
+    out.emplace_back("eval_probe_mean_tagging",
+                     tag_sum / static_cast<double>(report.tag_rows.size()));
+  }
+  if (out.empty()) {
+    throw std::invalid_argument(
+        "probe_eval_figures: the report has neither a dialoglue-few row nor a tagging row");
+  }
   return out;
 }
 

@@ -12,7 +12,9 @@
 
 #include "common/atomic_file.h"
 #include "common/clock.h"
+#include "common/json_util.h"
 #include "eval/intent_inputs.h"
+#include "eval/tag_mapping.h"
 #include "eval/tasks.h"
 #include "model/bundle.h"
 #include "model/collate.h"
@@ -67,11 +69,41 @@ void dump(const ProbeOptions& o, const std::string& task, const std::string& nam
 void check_tasks(const std::vector<std::string>& tasks) {
   if (tasks.empty()) throw std::invalid_argument("probe: no task given");
   for (const auto& t : tasks) {
-    if (!is_intent_task(t)) {
+    if (!is_intent_task(t) && !is_tagging_task(t)) {
       throw std::invalid_argument("probe: unknown task '" + t +
-                                  "' (the probe runs on the intent tasks: banking, clinc, hwu)");
+                                  "' (the probe runs on the intent tasks banking, clinc, hwu and "
+                                  "the tagging tasks restaurant8k, dstc8, top)");
     }
   }
+}
+
+/// Moves the model's float states of one batch to a CPU float tensor [B, rows, H].
+torch::Tensor to_cpu_float(const torch::Tensor& t) {
+  return t.to(torch::kFloat32).to(torch::kCPU).contiguous();
+}
+
+/// The token-level probe row of one tagging task (eval/tag_probe.h).
+TagProbeRow probe_tagging_task(model::SpaceModelImpl& net, const data::Tokenizer& tok,
+                               const std::string& data_dir, const std::string& name,
+                               const ProbeOptions& o) {
+  const TaggingTask task = load_tagging_task(data_dir, name, Setting::Few);
+  const TagMapper mapper(data_dir, task);
+  const std::vector<TaggingExample>& scored = o.split == "test" ? task.test : task.val;
+  // Test gold: the official key when the folder has it (as `eval dialoglue`), else the file's.
+  nlohmann::json gold;
+  const std::filesystem::path key = std::filesystem::path(data_dir) / "gt_test.json";
+  if (o.split == "test" && std::filesystem::is_regular_file(key)) {
+    gold = json_parse_file(key.string());
+  } else {
+    gold = mapper.gold_submission(scored);
+  }
+  const auto t = Clock::now();
+  const WordVectors train_x = embed_words(net, tok, task.train, o.batch_size, o.max_utt_len, o.bf16);
+  const WordVectors scored_x = embed_words(net, tok, scored, o.batch_size, o.max_utt_len, o.bf16);
+  const double embed_seconds = seconds_since(t);
+  TagProbeRow row = probe_tagging(task, train_x, scored, scored_x, o.split, mapper, gold, o);
+  row.embed_seconds = embed_seconds;
+  return row;
 }
 
 }  // namespace
@@ -121,6 +153,60 @@ ProbeMatrix embed_texts(model::SpaceModelImpl& net, const data::Tokenizer& tok,
   return out;
 }
 
+WordVectors embed_words(model::SpaceModelImpl& net, const data::Tokenizer& tok,
+                        const std::vector<TaggingExample>& examples, int batch_size,
+                        int max_utt_len, bool bf16) {
+  if (batch_size < 1 || max_utt_len < 1) {
+    throw std::invalid_argument("embed_words: batch_size and max_utt_len must be >= 1");
+  }
+  const data::SerializeOptions so = single_turn(net.config(), max_utt_len);
+  std::vector<TaggedInput> xs;
+  xs.reserve(examples.size());
+  for (const auto& ex : examples) xs.push_back(encode_words(ex.words, tok, so));
+  // Rows of `words` are numbered in example order, so that they do not depend on batching.
+  WordVectors out;
+  out.rows.resize(xs.size());
+  Eigen::Index n_words = 0;
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    for (const std::int64_t r : xs[i].first_row) out.rows[i].push_back(r < 0 ? -1 : n_words++);
+  }
+  const auto hidden = static_cast<Eigen::Index>(net.config().hidden_size);
+  out.words.resize(n_words, hidden);
+  out.cls.resize(static_cast<Eigen::Index>(xs.size()), hidden);
+  std::vector<std::size_t> order(xs.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return xs[a].input.input_ids.size() < xs[b].input.input_ids.size();
+  });
+  EvalModeScope mode(net, bf16);
+  torch::InferenceMode inference;
+  const auto bs = static_cast<std::size_t>(batch_size);
+  const torch::Device device = model::module_device(net);
+  for (std::size_t b = 0; b < order.size(); b += bs) {
+    const std::size_t e = std::min(order.size(), b + bs);
+    std::vector<data::SerializedExample> batch;
+    batch.reserve(e - b);
+    for (std::size_t i = b; i < e; ++i) batch.push_back(xs[order[i]].input);
+    const model::EncoderInputs inputs = model::to_device(model::collate(batch), device);
+    const torch::Tensor states = to_cpu_float(net.forward(inputs));  // [B, L+1, H], row 0 [CLS]
+    const std::int64_t width = states.size(1);
+    const float* p = states.data_ptr<float>();
+    for (std::size_t i = b; i < e; ++i) {
+      const std::size_t x = order[i];
+      const float* base = p + static_cast<std::int64_t>(i - b) * width * hidden;
+      out.cls.row(static_cast<Eigen::Index>(x)) =
+          Eigen::Map<const Eigen::RowVectorXf>(base, hidden).cast<double>();
+      for (std::size_t w = 0; w < xs[x].first_row.size(); ++w) {
+        const std::int64_t r = xs[x].first_row[w];
+        if (r < 0) continue;
+        out.words.row(out.rows[x][w]) =
+            Eigen::Map<const Eigen::RowVectorXf>(base + r * hidden, hidden).cast<double>();
+      }
+    }
+  }
+  return out;
+}
+
 ProbeReport run_probe(model::SpaceModelImpl& net, const data::Tokenizer& tok,
                       const std::string& data_dir, const std::vector<std::string>& tasks,
                       const ProbeOptions& options) {
@@ -140,6 +226,10 @@ ProbeReport run_probe(model::SpaceModelImpl& net, const data::Tokenizer& tok,
     return x;
   };
   for (const auto& task : tasks) {
+    if (is_tagging_task(task)) {
+      report.tag_rows.push_back(probe_tagging_task(net, tok, data_dir, task, o));
+      continue;
+    }
     const IntentTask few = load_intent_task(data_dir, task, Setting::Few);
     const IntentSplit& scored = o.split == "test" ? few.test : few.val;
     double pending = 0;  // embedding time not yet charged to a row

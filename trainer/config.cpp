@@ -419,7 +419,7 @@ void Validator::top_level() const {
   required("output_dir", c_.output_dir, "the run directory");
   ranges("");
   one_of("lr_scheduler_type", c_.lr_scheduler_type, {"linear"});
-  for (const auto& t : c_.eval_tasks) one_of("eval_tasks", t, {"banking", "clinc", "hwu"});
+  for (const auto& t : c_.eval_tasks) one_of("eval_tasks", t, {"banking", "clinc", "hwu", "restaurant8k", "dstc8", "top"});
   if (c_.eval_steps > 0 && c_.eval_tasks.empty()) {
     fail_at(blame("eval_steps", "eval_tasks"), "eval_steps > 0 needs at least one eval task");
   }

@@ -142,8 +142,10 @@ struct PretrainConfig {
   /// end; its figures go to metrics.jsonl as eval_probe_<task>_accuracy (fit on train_10,
   /// scored on val: never test). 0 = no evaluation during pretraining.
   std::int64_t eval_steps = 0;
-  /// Intent tasks the probe scores (banking, clinc, hwu); their mean is
-  /// eval_probe_mean_accuracy.
+  /// Tasks the probe scores: intent tasks (banking, clinc, hwu; their mean is
+  /// eval_probe_mean_accuracy) and tagging tasks under the token-level probe (restaurant8k,
+  /// dstc8, top: eval_probe_<task>_slot_f1 / eval_probe_top_exact_match, their mean
+  /// eval_probe_mean_tagging).
   std::vector<std::string> eval_tasks = {"banking", "clinc", "hwu"};
   /// DialoGLUE data folder for eval_tasks; empty = $DIALTREE_DATA, else
   /// ../shared/data/dialoglue relative to the working directory.

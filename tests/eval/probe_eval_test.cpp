@@ -35,5 +35,24 @@ TEST(ProbeEvalFigures, NamesEachTasksFiguresAndTheMeanOfTheStandardizedAccuracie
   EXPECT_THROW(probe_eval_figures(report), std::invalid_argument);
 }
 
+TEST(ProbeEvalFigures, TaggingRowsGiveTheirDialoglueScoreTagAccuracyAndTheirMean) {
+  ProbeReport report;
+  TagProbeRow slot;
+  slot.task = "restaurant8k";
+  slot.score = 0.5;
+  slot.tag_accuracy = 0.875;
+  TagProbeRow top;
+  top.task = "top";
+  top.score = 0.25;
+  top.tag_accuracy = 0.75;
+  top.intent_accuracy = 0.625;
+  report.tag_rows = {slot, top};
+  const std::vector<std::pair<std::string, double>> want = {
+      {"eval_probe_restaurant8k_slot_f1", 0.5}, {"eval_probe_restaurant8k_tag_accuracy", 0.875},
+      {"eval_probe_top_exact_match", 0.25},     {"eval_probe_top_tag_accuracy", 0.75},
+      {"eval_probe_top_intent_accuracy", 0.625}, {"eval_probe_mean_tagging", 0.375}};
+  EXPECT_EQ(probe_eval_figures(report), want);  // no intent row: no eval_probe_mean_accuracy
+}
+
 }  // namespace
 }  // namespace dialtree::eval

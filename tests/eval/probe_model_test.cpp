@@ -15,9 +15,11 @@
 #include "data/tokenizer_factory.h"
 #include "eval/intent_inputs.h"
 #include "eval/probe_model.h"
+#include "eval/tag_mapping.h"
 #include "model/bundle.h"
 #include "model/collate.h"
 #include "model/encoder.h"
+#include "expect_error.h"
 #include "test_paths.h"
 #include "tiny_intent.h"
 
@@ -119,6 +121,73 @@ TEST_F(ProbeModel, MeanPoolingAveragesTheTokenStatesWithoutPaddingOrCls) {
   EXPECT_EQ(parse_probe_pooling("mean"), ProbePooling::Mean);
   EXPECT_EQ(probe_pooling_name(ProbePooling::Cls), "cls");
   EXPECT_THROW(parse_probe_pooling("max"), std::invalid_argument);
+}
+
+TEST_F(ProbeModel, EmbedsEachWordsFirstSubWordStateAsTheTaggerReadsIt) {
+  const std::vector<TaggingExample> xs = {
+      {{"book", "a", "table", "for", "four"}, {"O", "O", "O", "O", "B-people"}, ""},
+      {{"hi"}, {"O"}, ""}};
+  model::SpaceModelImpl& net = *bundle_.model;
+  const WordVectors v = embed_words(net, *bundle_.tokenizer, xs, 1, 64);
+  ASSERT_EQ(v.rows.size(), 2u);
+  ASSERT_EQ(v.words.rows(), 6);
+  EXPECT_EQ(v.rows[0], (std::vector<std::int64_t>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(v.rows[1], (std::vector<std::int64_t>{5}));
+  net.eval();
+  torch::NoGradGuard no_grad;
+  const TaggedInput in =
+      encode_words(xs[0].words, *bundle_.tokenizer, single_turn(net.config(), 64));
+  const torch::Tensor states = net.forward(model::collate({in.input}));  // [1, L+1, H]
+  for (std::size_t w = 0; w < 5; ++w) {
+    for (int j = 0; j < 32; ++j) {
+      EXPECT_NEAR(v.words(static_cast<Eigen::Index>(w), j),
+                  states[0][in.first_row[w]][j].item<double>(), 1e-5)
+          << "word " << w;
+    }
+  }
+  for (int j = 0; j < 32; ++j) EXPECT_NEAR(v.cls(0, j), states[0][0][j].item<double>(), 1e-5);
+  // A word cut by left truncation has no vector (max_utt_len 2 keeps the last two sub-words).
+  const WordVectors cut = embed_words(net, *bundle_.tokenizer, xs, 2, 2);
+  EXPECT_EQ(cut.rows[0][0], -1);
+  EXPECT_GE(cut.rows[0][4], 0);
+}
+
+TEST_F(ProbeModel, RunProbeGivesTheTokenProbeRowOfATaggingTask) {
+  const std::string data = testing::shared_data("dialoglue");
+  ProbeOptions o;
+  o.split = "val";
+  o.threads = 1;
+  const ProbeReport r =
+      run_probe(*bundle_.model, *bundle_.tokenizer, data, {"restaurant8k"}, o);
+  EXPECT_TRUE(r.rows.empty());
+  ASSERT_EQ(r.tag_rows.size(), 1u);
+  const TagProbeRow& row = r.tag_rows[0];
+  const TaggingTask task = load_tagging_task(data, "restaurant8k", Setting::Few);
+  EXPECT_EQ(row.task, "restaurant8k");
+  EXPECT_EQ(row.metric, "slot F1");
+  EXPECT_EQ(row.split, "val");
+  EXPECT_EQ(row.train_examples, task.train.size());
+  EXPECT_EQ(row.eval_examples, task.val.size());
+  EXPECT_EQ(row.dim, 32);
+  EXPECT_GE(row.score, 0.0);
+  EXPECT_LE(row.score, 1.0);
+  // The row is the torch-free probe of the same vectors: nothing else enters it.
+  const TagMapper mapper(data, task);
+  o.bf16 = r.options.bf16;
+  const TagProbeRow again = probe_tagging(
+      task, embed_words(*bundle_.model, *bundle_.tokenizer, task.train, o.batch_size, 64, o.bf16),
+      task.val,
+      embed_words(*bundle_.model, *bundle_.tokenizer, task.val, o.batch_size, 64, o.bf16), "val",
+      mapper, mapper.gold_submission(task.val), o);
+  EXPECT_DOUBLE_EQ(again.score, row.score);
+  EXPECT_DOUBLE_EQ(again.tag_accuracy, row.tag_accuracy);
+  const std::string table = probe_table(r);
+  EXPECT_THAT(table, HasSubstr("| restaurant8k | val | slot F1 |"));
+  EXPECT_EQ(r.to_json().at("tag_rows").size(), 1u);
+  EXPECT_THAT(testing::error_of<std::invalid_argument>([&] {
+                run_probe(*bundle_.model, *bundle_.tokenizer, data, {"atis"}, o);
+              }),
+              HasSubstr("the tagging tasks restaurant8k, dstc8, top"));
 }
 
 TEST_F(ProbeModel, RunProbeScoresBothProtocolsAndDumpsTheVectors) {
