@@ -23,6 +23,7 @@ namespace fs = std::filesystem;
 
 struct ConvertArgs {
   std::string format, input, out, source, domain, categories;
+  std::vector<std::string> exclude_services;
   bool has_source = false, has_domain = false, has_categories = false;
 };
 
@@ -53,6 +54,14 @@ void run_convert(const ConvertArgs& a) {
   if (a.has_source) opt.source = a.source;  // "" is rejected by sts::convert
   if (a.has_domain) opt.domain = a.domain;
   if (a.has_categories) opt.categories = a.categories;
+  for (const auto& s : a.exclude_services) {
+    if (s == "dstc8") {
+      const auto& d = sts::dstc8_services();
+      opt.exclude_services.insert(opt.exclude_services.end(), d.begin(), d.end());
+    } else {
+      opt.exclude_services.push_back(s);
+    }
+  }
   check_out_is_not_an_input(a, format);
   // Opened first, so that an unusable --out (a device, a folder, no such folder) fails before a
   // long conversion; the temporary file is removed if the conversion fails or is interrupted.
@@ -65,9 +74,13 @@ void run_convert(const ConvertArgs& a) {
   for (const auto& w : rep.warnings) fmt::print(stderr, "warning: {}\n", w);
   fmt::print(
       "{}: {} records -> {} dialogs, {} turns ({} labelled, {} empty labels), "
-      "{} span mismatches dropped -> {} in {:.2f} s\n",
+      "{} span mismatches dropped{} -> {} in {:.2f} s\n",
       a.input, rep.records, rep.dialogs, rep.turns, rep.labelled_turns, rep.empty_labels,
-      rep.value_mismatch, a.out, secs);
+      rep.value_mismatch,
+      a.exclude_services.empty()
+          ? std::string()
+          : fmt::format(", {} dialogs of excluded services left out", rep.excluded_dialogs),
+      a.out, secs);
 }
 
 // Reads what `sts score` compares: a label tree in the nested sts form, or one whole turn
@@ -128,6 +141,11 @@ void register_sts(CLI::App& app) {
   CLI::Option* categories =
       conv->add_option("--categories", args->categories,
                        "intent-csv only: categories.json (default: beside the CSV)");
+  conv->add_option("--exclude-services", args->exclude_services,
+                   "sgd only: comma-separated services whose dialogues are left out whole; "
+                   "`dstc8` names the four DialoGLUE's dstc8 task comes from (Buses_1, Events_1, "
+                   "Homes_1, RentalCars_1), which a few-shot dstc8 figure must not see labelled")
+      ->delimiter(',');
   conv->callback([args, source, domain, categories] {
     args->has_source = source->count() > 0;
     args->has_domain = domain->count() > 0;

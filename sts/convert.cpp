@@ -1,7 +1,9 @@
 #include "sts/convert.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <stdexcept>
 
 #include "common/error.h"
@@ -226,14 +228,26 @@ std::vector<Dialog> convert_top(const std::string& input, const std::string& sou
 }
 
 std::vector<Dialog> convert_sgd(const std::string& input, const std::string& source,
-                                ConvertReport& rep) {
+                                const std::vector<std::string>& exclude, ConvertReport& rep) {
   readers::SgdLoadReport load;
   const auto dialogs = readers::read_sgd(input, &load);
   rep.value_mismatch = load.value_mismatch;
   for (const auto& m : load.mismatches) rep.warnings.push_back(m);
   std::vector<Dialog> out;
   out.reserve(dialogs.size());
+  std::set<std::string> matched;  // excluded services some dialogue had
   for (const auto& sd : dialogs) {
+    bool excluded = false;
+    for (const auto& service : sd.services) {
+      if (std::find(exclude.begin(), exclude.end(), service) != exclude.end()) {
+        matched.insert(service);
+        excluded = true;
+      }
+    }
+    if (excluded) {
+      ++rep.excluded_dialogs;
+      continue;
+    }
     Dialog d{source + "/" + sd.dialogue_id, source, {}};
     for (const auto& st : sd.turns) {
       const bool user = st.speaker == "USER";
@@ -271,6 +285,12 @@ std::vector<Dialog> convert_sgd(const std::string& input, const std::string& sou
       d.turns.push_back(user_turn(st.utterance, t));
     }
     out.push_back(std::move(d));
+  }
+  for (const auto& service : exclude) {
+    if (!matched.count(service)) {
+      rep.warnings.push_back("--exclude-services: no dialogue of " + input + " has the service '" +
+                             service + "' (check the spelling, e.g. Buses_1)");
+    }
   }
   rep.records = dialogs.size();
   return out;
@@ -339,6 +359,12 @@ std::vector<Dialog> convert_text(const std::string& input, const std::string& so
 
 }  // namespace
 
+const std::vector<std::string>& dstc8_services() {
+  static const std::vector<std::string> kServices = {"Buses_1", "Events_1", "Homes_1",
+                                                     "RentalCars_1"};
+  return kServices;
+}
+
 std::vector<Dialog> convert(SourceFormat format, const std::string& input,
                             const ConvertOptions& options, ConvertReport* report) {
   if (options.source && options.source->empty()) {
@@ -360,6 +386,12 @@ std::vector<Dialog> convert(SourceFormat format, const std::string& input,
   }
   if (options.categories && format != SourceFormat::IntentCsv) {
     throw std::invalid_argument("--categories applies to --format intent-csv only");
+  }
+  if (!options.exclude_services.empty() && format != SourceFormat::Sgd) {
+    throw std::invalid_argument("--exclude-services applies to --format sgd only");
+  }
+  for (const auto& service : options.exclude_services) {
+    if (service.empty()) throw std::invalid_argument("--exclude-services: an empty service name");
   }
   ConvertReport rep;
   const std::string domain = options.domain.value_or(kDefaultDomain);
@@ -383,7 +415,7 @@ std::vector<Dialog> convert(SourceFormat format, const std::string& input,
       out = convert_multiwoz(input, source_or([] { return "multiwoz"; }), rep);
       break;
     case SourceFormat::Sgd:
-      out = convert_sgd(input, source_or([] { return "sgd"; }), rep);
+      out = convert_sgd(input, source_or([] { return "sgd"; }), options.exclude_services, rep);
       break;
     case SourceFormat::Text:
       out = convert_text(input, source_or([&] { return split_name(input); }), rep);

@@ -34,10 +34,19 @@ struct ConvertOptions {
   /// intent-csv only: categories.json path; default: categories.json beside the CSV, and when
   /// there is none, the CSV's own labels (with a warning in ConvertReport::warnings).
   std::optional<std::string> categories;
+  /// sgd only: services whose dialogues are left out whole (a dialogue is left out when any of
+  /// its `services` is listed). DialoGLUE's dstc8 train.json comes from the SGD train dialogues
+  /// of Buses_1, Events_1, Homes_1 and RentalCars_1 (kDstc8Services): a labelled pretraining
+  /// stage that keeps them sees dstc8 labels beyond train_10 (docs/sts-format.md "SGD").
+  std::vector<std::string> exclude_services;
 };
 
+/// The SGD services DialoGLUE's dstc8 task was drawn from (docs/sts-format.md "SGD").
+const std::vector<std::string>& dstc8_services();
+
 /// What a conversion read and wrote; `records` counts source records (CSV rows, JSON
-/// examples, TOP lines, dialogs, text lines), which equals the number of dialogs written.
+/// examples, TOP lines, dialogs, text lines), which equals the number of dialogs written plus
+/// `excluded_dialogs`.
 struct ConvertReport {
   std::size_t records = 0;
   std::size_t dialogs = 0;
@@ -45,6 +54,7 @@ struct ConvertReport {
   std::size_t labelled_turns = 0;
   std::size_t empty_labels = 0;    ///< labelled turns whose tree is empty after fix-up
   std::size_t value_mismatch = 0;  ///< spans dropped because text and value disagree (C06)
+  std::size_t excluded_dialogs = 0;  ///< sgd dialogues left out by exclude_services
   std::vector<std::string> warnings;
 };
 

@@ -1,10 +1,12 @@
 // Converters: record counts on every real DialoGLUE split and the SGD subset, the documented
 // mapping on hand-made records, and errors that name the place.
 #include <fstream>
+#include <set>
 
 #include <gtest/gtest.h>
 
 #include "common/error.h"
+#include "readers/sgd.h"
 #include "sts/convert.h"
 #include "sts/score.h"
 #include "test_data.h"
@@ -114,6 +116,44 @@ TEST(Convert, SgdUserTurnsCarryServiceIntentAndInformedValues) {
   write_jsonl(tmp.file("sgd.jsonl"), dialogs);
   EXPECT_EQ(read_jsonl(tmp.file("sgd.jsonl")).size(), 128u);
   EXPECT_EQ(rep.turns, rep.labelled_turns * 2);  // user and system turns alternate
+}
+
+TEST(Convert, SgdExcludeServicesLeavesOutEveryDialogueThatTouchesOne) {
+  // The dialogues of dstc8's four services, counted with the reader itself.
+  const std::string dir = shared_data("pretrain/sgd_train_subset");
+  std::set<std::string> dstc8_ids;
+  for (const auto& d : readers::read_sgd(dir)) {
+    for (const auto& s : d.services) {
+      if (s == "Buses_1" || s == "Events_1" || s == "Homes_1" || s == "RentalCars_1")
+        dstc8_ids.insert("sgd/" + d.dialogue_id);
+    }
+  }
+  ASSERT_EQ(dstc8_ids.size(), 377u);
+  ConvertOptions o;
+  o.exclude_services = dstc8_services();
+  ConvertReport rep;
+  const auto dialogs = convert(SourceFormat::Sgd, dir, o, &rep);
+  EXPECT_EQ(rep.records, 2790u);
+  EXPECT_EQ(rep.excluded_dialogs, 377u);
+  EXPECT_EQ(dialogs.size(), 2790u - 377u);
+  for (const auto& d : dialogs) EXPECT_EQ(dstc8_ids.count(d.id), 0u) << d.id;
+  for (const auto& w : rep.warnings) EXPECT_EQ(w.find("--exclude-services"), std::string::npos);
+
+  // A misspelt service excludes nothing, and says so.
+  o.exclude_services = {"Bus_1"};
+  ConvertReport typo;
+  EXPECT_EQ(convert(SourceFormat::Sgd, dir + "/dialogues_001.json", o, &typo).size(), 128u);
+  ASSERT_FALSE(typo.warnings.empty());
+  EXPECT_NE(typo.warnings.back().find("no dialogue of"), std::string::npos);
+  EXPECT_NE(typo.warnings.back().find("'Bus_1'"), std::string::npos);
+
+  // Other formats refuse the option.
+  try {
+    convert(SourceFormat::Top, shared_data("dialoglue/top/train_10.txt"), o);
+    FAIL() << "expected std::invalid_argument";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "--exclude-services applies to --format sgd only");
+  }
 }
 
 TEST(Convert, SgdTreesScoreAsSpace2Expects) {
