@@ -267,7 +267,10 @@ Route route_for(const std::vector<std::string>& args) {
       cmd == "--version") {
     return Route::Light;
   }
-  if (cmd == "eval") return args.size() > 1 && args[1] == "score" ? Route::Light : Route::Torch;
+  if (cmd == "eval") {
+    return args.size() > 1 && (args[1] == "score" || args[1] == "words") ? Route::Light
+                                                                         : Route::Torch;
+  }
   // `version` alone is light; any argument (--verbose in any spelling: -v, -vv, --verbose=true,
   // or a typo) goes to the full parser, which knows --verbose and reports the rest.
   if (cmd == "version") return args.size() == 1 ? Route::Light : Route::Torch;
@@ -348,6 +351,7 @@ void register_light_commands(CLI::App& app, std::function<void()> version_detail
   CLI::App* eval = app.add_subcommand("eval", "DialoGLUE evaluation and the representation probe");
   eval->require_subcommand(1);
   register_eval_score(*eval);
+  register_eval_words(*eval);
   register_version(app, std::move(version_details));
 }
 

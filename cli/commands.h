@@ -40,6 +40,9 @@ void refuse_overwriting_input(const std::string& out_flag, const std::string& ou
 
 /// `dialtree eval score` (DialoGLUE scoring, torch-free) on the `eval` group (cli/score_cmd.cpp).
 void register_eval_score(CLI::App& eval);
+/// `dialtree eval words` (a tagging task's words and tags as JSONL, torch-free) on the `eval`
+/// group (cli/score_cmd.cpp).
+void register_eval_words(CLI::App& eval);
 /// `dialtree eval dialoglue`, `dialtree eval probe` and `dialtree eval pseudo-label` (torch),
 /// added to the `eval` group that register_light_commands() created (cli/eval_cmd.cpp).
 void register_eval(CLI::App& app);

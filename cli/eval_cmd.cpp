@@ -263,8 +263,9 @@ void register_dialoglue(CLI::App& eval) {
       }());
   cmd->add_flag(
       "--save-models", a->save_models,
-      "Save each intent task's fine-tuned model as a bundle in <out>/<task>/seed-<s>/model "
-      "(servable: dialtree serve --model ... answers /classify)");
+      "Save each task's fine-tuned model as a bundle in <out>/<task>/seed-<s>/model (intent "
+      "tasks: servable, dialtree serve --model ... answers /classify; tagging tasks: the tagger "
+      "and its tag names)");
   cmd->add_option("--pseudo-labels", a->pseudo_labels,
                   "Self-training: add DIR/<task>.pseudo.jsonl (from `eval pseudo-label`) to each "
                   "intent task's training split; val and test are unchanged")
@@ -282,16 +283,18 @@ void register_dialoglue(CLI::App& eval) {
   });
 }
 
-/// The --tasks list of a command that works on the intent tasks only; `what` completes the
-/// message "(<what> for the intent tasks: ...)". @throws std::invalid_argument for an empty list
-/// or a task that is not an intent task.
-std::vector<std::string> intent_tasks(const std::string& list, const std::string& what) {
+/// The --tasks list of a command that works on the intent tasks (and, with `tagging`, on the
+/// tagging tasks too); `what` completes the message "(<what> for the intent tasks: ...)".
+/// @throws std::invalid_argument for an empty list or a task outside those.
+std::vector<std::string> intent_tasks(const std::string& list, const std::string& what,
+                                      bool tagging = false) {
   std::vector<std::string> tasks = split_list(list);
   if (tasks.empty()) throw std::invalid_argument("--tasks: no task given");
   for (const auto& t : tasks) {
-    if (!eval::is_intent_task(t)) {
-      throw std::invalid_argument("--tasks: unknown task '" + t + "' (" + what +
-                                  " for the intent tasks: banking, clinc, hwu)");
+    if (!eval::is_intent_task(t) && !(tagging && eval::is_tagging_task(t))) {
+      throw std::invalid_argument(
+          "--tasks: unknown task '" + t + "' (" + what + " for the intent tasks: banking, clinc, hwu" +
+          (tagging ? "; and the tagging tasks: restaurant8k, dstc8, top)" : ")"));
     }
   }
   return tasks;
@@ -324,7 +327,7 @@ void run_probe_cmd(const ProbeArgs& a) {
   o.device = a.device;
   // Options, tasks and the data folder are checked before the bundle is loaded.
   eval::check_probe_options(o);
-  const std::vector<std::string> tasks = intent_tasks(a.tasks, "the probe is");
+  const std::vector<std::string> tasks = intent_tasks(a.tasks, "the probe is", true);
   const std::string data_dir = eval::resolve_data_dir(a.data_dir);
   check_output_file(a.out, "--out");
   const eval::ProbeReport report = eval::run_probe(a.model, data_dir, tasks, o);
@@ -342,18 +345,24 @@ void register_probe(CLI::App& eval) {
   auto a = std::make_shared<ProbeArgs>();
   CLI::App* cmd = eval.add_subcommand(
       "probe",
-      "Representation probe of a model bundle's frozen [CLS] vectors on DialoGLUE's intent tasks "
-      "(docs/evaluation.md, Probe): logistic regression (scikit-learn's objective, raw and "
+      "Representation probe of a model bundle's frozen vectors (docs/evaluation.md, Probe). "
+      "Intent tasks: [CLS] vectors, logistic regression (scikit-learn's objective, raw and "
       "standardized vectors) and nearest class centroid, fitted on train_10 (dialoglue-few) or "
-      "on 10 draws of 8 examples per label from train (mteb); prints accuracy, macro F1 and the "
-      "effective rank as a Markdown table.");
+      "on 10 draws of 8 examples per label from train (mteb); accuracy, macro F1 and the "
+      "effective rank. Tagging tasks (restaurant8k, dstc8, top): the token-level probe, a "
+      "linear BIO tagger on each word's first sub-word state (plus TOP's intent on [CLS]) "
+      "fitted on train_10, slot F1 / exact match by DialoGLUE's rules. Markdown tables.");
   cmd->add_option("--model", a->model,
                   "Model bundle folder, e.g. runs/pretrain-intent-pseudo/final")
       ->required()
       ->check(existing_folder("model bundle"));
-  cmd->add_option("--tasks", a->tasks, "Comma-separated intent tasks: banking, clinc, hwu")
+  cmd->add_option("--tasks", a->tasks,
+                  "Comma-separated tasks: banking, clinc, hwu (intent probe); restaurant8k, "
+                  "dstc8, top (token-level probe)")
       ->capture_default_str();
-  cmd->add_option("--protocols", a->protocols, "Comma-separated protocols: dialoglue-few, mteb")
+  cmd->add_option("--protocols", a->protocols,
+                  "Comma-separated protocols of the intent tasks: dialoglue-few, mteb (the tagging "
+                  "tasks always fit on train_10)")
       ->capture_default_str();
   cmd->add_option("--split", a->split, "Scored split: test, or val (model selection)")
       ->check(CLI::IsMember({"test", "val"}))

@@ -12,6 +12,7 @@
 #include "cli/commands.h"
 #include "eval/metrics.h"
 #include "eval/submission.h"
+#include "eval/tag_mapping.h"
 #include "eval/tasks.h"
 
 namespace dialtree::cli {
@@ -22,7 +23,7 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 struct ScoreArgs {
-  std::string task, predictions, gold, dataset_config;
+  std::string task, predictions, word_tags, data_dir, gold, dataset_config;
   bool as_json = false;
 };
 
@@ -62,8 +63,54 @@ void print_score(const eval::TaskScore& s, const ScoreArgs& a, const std::string
              s.task == "multiwoz" ? "turns" : "examples");
 }
 
+// A few-shot submission's runs (dump_outputs_fewshot.py): every run, then their mean ± std.
+void print_runs(const std::vector<eval::TaskScore>& runs, const ScoreArgs& a,
+                const std::string& gold) {
+  std::vector<double> scores;
+  for (const auto& s : runs) scores.push_back(s.value * 100);
+  const eval::MeanStd ms = eval::mean_std(scores);
+  if (a.as_json) {
+    json per_run = json::array();
+    for (const auto& s : runs) {
+      for (const std::string& w : s.warnings) fmt::print(stderr, "warning: {}\n", w);
+      per_run.push_back({{"value", s.value}, {"score", s.value * 100}, {"warnings", s.warnings}});
+    }
+    fmt::print("{}\n", json({{"task", runs[0].task},
+                              {"metric", runs[0].metric},
+                              {"runs", per_run},
+                              {"mean", ms.mean},
+                              {"std", ms.std},
+                              {"count", runs[0].count},
+                              {"predictions", a.predictions},
+                              {"gold", gold}})
+                             .dump());
+    return;
+  }
+  for (std::size_t k = 0; k < runs.size(); ++k) {
+    fmt::print("run {}: ", k + 1);
+    print_score(runs[k], a, gold);
+  }
+  fmt::print("{} {} {:.2f} ± {:.2f} over {} runs (sample std; {} examples each)\n",
+             runs[0].task, runs[0].metric, ms.mean, ms.std, runs.size(), runs[0].count);
+}
+
+// The tagging task's examples as DialoGLUE defines them, read from --data-dir; `why` names the
+// option that needs a tagging task.
+eval::TaggingTask tagging_task(const std::string& task, const std::string& data_dir,
+                               eval::Setting setting, const std::string& why) {
+  if (!eval::is_tagging_task(task)) {
+    throw std::invalid_argument(why + " applies to the tagging tasks (restaurant8k, dstc8, top), "
+                                "not '" + task + "'");
+  }
+  return eval::load_tagging_task(eval::resolve_data_dir(data_dir), task, setting);
+}
+
 void run_score(const ScoreArgs& a) {
   const eval::Task task = eval::parse_task(a.task);
+  if (a.predictions.empty() == a.word_tags.empty()) {
+    throw std::invalid_argument("give one of --predictions (a DialoGLUE prediction file) and "
+                                "--word-tags (word-level tags as JSON lines)");
+  }
   if (eval::task_kind(task) == eval::TaskKind::Dst) {
     if (!a.gold.empty()) {
       throw std::invalid_argument(
@@ -84,10 +131,62 @@ void run_score(const ScoreArgs& a) {
     throw std::invalid_argument("--dataset-config applies to --task multiwoz only");
   }
   const std::string gold = resolve_gold(a.gold);
-  print_score(eval::score_task_files(task, a.predictions, gold), a, gold);
+  json predictions;
+  if (!a.word_tags.empty()) {
+    // Word tags of the test examples, spread over BERT pieces by DialoGLUE's rules.
+    const eval::TaggingTask t = tagging_task(a.task, a.data_dir, eval::Setting::Few, "--word-tags");
+    std::vector<std::vector<std::string>> tags;
+    std::vector<std::string> intents;
+    eval::read_word_tags_jsonl(a.word_tags, t.test, !t.intent_labels.empty(), tags, intents);
+    predictions = eval::TagMapper(eval::resolve_data_dir(a.data_dir), t).submission(t.test, tags,
+                                                                                    intents);
+  } else {
+    predictions = json_parse_file(a.predictions);
+  }
+  const std::string& name = a.word_tags.empty() ? a.predictions : a.word_tags;
+  const std::vector<eval::TaskScore> runs =
+      eval::score_task_runs(task, predictions, json_parse_file(gold), name, gold);
+  if (runs.size() == 1) {
+    print_score(runs[0], a, gold);
+  } else {
+    print_runs(runs, a, gold);
+  }
+}
+
+struct WordsArgs {
+  std::string task, split = "test", data_dir, out;
+};
+
+void run_words(const WordsArgs& a) {
+  const eval::TaggingTask t = tagging_task(
+      a.task, a.data_dir, a.split == "train" ? eval::Setting::Full : eval::Setting::Few,
+      "eval words");
+  const std::vector<eval::TaggingExample>& xs = a.split == "val"    ? t.val
+                                                : a.split == "test" ? t.test
+                                                                    : t.train;
+  eval::write_word_tags_jsonl(a.out, xs, !t.intent_labels.empty());
+  fmt::print("{} {}: {} examples -> {}\n", a.task, a.split, xs.size(), a.out);
 }
 
 }  // namespace
+
+void register_eval_words(CLI::App& eval) {
+  auto a = std::make_shared<WordsArgs>();
+  CLI::App* cmd = eval.add_subcommand(
+      "words",
+      "Write a tagging task's split at DialoGLUE's word level as JSON lines: {\"words\", "
+      "\"tags\"} (top: plus \"intent\") per example, in file order; slot tasks carry the "
+      "requested slot names in front, as DialoGLUE builds them (docs/dialoglue.md §4). A tagger "
+      "outside dialtree trains on these and is scored with `eval score --word-tags`.");
+  cmd->add_option("--task", a->task, "restaurant8k, dstc8 (or dstc8_sgd), top")->required();
+  cmd->add_option("--split", a->split, "train_10, train, val or test")
+      ->check(CLI::IsMember({"train_10", "train", "val", "test"}))
+      ->capture_default_str();
+  cmd->add_option("--data,--data-dir", a->data_dir,
+                  "DialoGLUE data folder (default: $DIALTREE_DATA, else ../shared/data/dialoglue)");
+  cmd->add_option("--out", a->out, "Output .jsonl, written atomically")->required();
+  cmd->callback([a] { run_words(*a); });
+}
 
 void register_eval_score(CLI::App& eval) {
   auto a = std::make_shared<ScoreArgs>();
@@ -104,8 +203,17 @@ void register_eval_score(CLI::App& eval) {
   cmd->add_option("--predictions", a->predictions,
                   "Prediction file: the task's JSON list in test-file order (labels; span-string "
                   "lists; [intent, [tags]] pairs; multiwoz: TripPy's pred_res.test.final.json "
-                  "records), or a DialoGLUE submission object holding it under the task's key")
-      ->required();
+                  "records), or a DialoGLUE submission object holding it under the task's key; "
+                  "a few-shot submission (dump_outputs_fewshot.py: a list of runs per task) is "
+                  "scored run by run, then mean ± std");
+  cmd->add_option("--word-tags", a->word_tags,
+                  "Instead of --predictions, for restaurant8k, dstc8, top: predicted word-level "
+                  "tags as JSON lines, one {\"tags\": [...]} (top: plus \"intent\") per test "
+                  "example in order (the words of `dialtree eval words --split test`), spread "
+                  "over BERT pieces by DialoGLUE's rules before scoring");
+  cmd->add_option("--data,--data-dir", a->data_dir,
+                  "DialoGLUE data folder for --word-tags (default: $DIALTREE_DATA, else "
+                  "../shared/data/dialoglue)");
   cmd->add_option("--gold", a->gold,
                   "DialoGLUE answer key gt_test.json (default: $DIALTREE_DATA/gt_test.json, else "
                   "../shared/data/dialoglue/gt_test.json); not for multiwoz");

@@ -76,6 +76,7 @@ json run_dialoglue(const DialoglueRun& run,
                   {"tasks", json::object()}};
   if (!run.pseudo_label_dir.empty()) results["pseudo_label_dir"] = run.pseudo_label_dir;
   const std::size_t runs = run.tasks.size() * run.seeds.size();
+  json submission_file = json::object();
   std::size_t index = 0;
   for (const auto& name : run.tasks) {
     const Task task = parse_task(name);
@@ -108,7 +109,8 @@ json run_dialoglue(const DialoglueRun& run,
     }
     const std::string gold_name = gold.is_null() ? "the test file" : gold_path.string();
     json task_runs = json::array();
-    double sum = 0, sum_sq = 0, val_sum = 0;
+    std::vector<double> test_scores;
+    double val_sum = 0;
     std::size_t train_examples = 0;
     for (const std::uint64_t seed : run.seeds) {
       RunProgress p{name, seed, index, runs, {}};
@@ -120,12 +122,11 @@ json run_dialoglue(const DialoglueRun& run,
       double val = 0, train_s = 0, train_eps = 0, predict_eps = 0;
       int best_epoch = 0, epochs_run = 0;
       std::vector<EpochInfo> curve;
+      const std::string save_dir =
+          run.save_models
+              ? (fs::path(run.out_dir) / name / ("seed-" + std::to_string(seed)) / "model").string()
+              : std::string();
       if (intent) {
-        const std::string save_dir =
-            run.save_models
-                ? (fs::path(run.out_dir) / name / ("seed-" + std::to_string(seed)) / "model")
-                      .string()
-                : std::string();
         const IntentRunResult r =
             finetune_intent(run.model_dir, intent_data, run.options, seed, on_epoch, save_dir);
         submission = intent_submission_json(r.test_predictions);
@@ -140,8 +141,12 @@ json run_dialoglue(const DialoglueRun& run,
                             "val predictions", "val gold")
               .value;
         };
-        const TaggingRunResult r =
-            finetune_tagging(run.model_dir, tagging_data, run.options, seed, val_score, on_epoch);
+        // classifier_init is the intent classifier's start; the tagging heads (TOP's intent
+        // head too) start at random (docs/evaluation.md "Linear-probe initialisation").
+        FinetuneOptions tagging_options = run.options;
+        tagging_options.classifier_init = "random";
+        const TaggingRunResult r = finetune_tagging(run.model_dir, tagging_data, tagging_options,
+                                                    seed, val_score, on_epoch, save_dir);
         submission = mapper->submission(tagging_data.test, r.test_tags, r.test_intents);
         val = r.best_val_score, best_epoch = r.best_epoch, train_s = r.train_seconds;
         epochs_run = r.epochs_run, curve = r.curve;
@@ -172,22 +177,30 @@ json run_dialoglue(const DialoglueRun& run,
                         {"test_examples", s.count}};
       write_json(dir / "run.json", rec);
       task_runs.push_back(rec);
-      sum += s.value * 100, sum_sq += s.value * 100 * s.value * 100;
+      test_scores.push_back(s.value * 100);
       val_sum += val * 100;
+      // DialoGLUE's submission layouts: dump_outputs.py (full) holds one run per task,
+      // dump_outputs_fewshot.py (few) the list of runs.
+      if (run.setting == Setting::Few) {
+        submission_file[task_key(task)].push_back(submission);
+      } else if (!submission_file.contains(task_key(task))) {
+        submission_file[task_key(task)] = submission;
+      }
       ++index;
     }
     const auto n = static_cast<double>(run.seeds.size());
-    const double mean = sum / n;
-    const double var = n > 1 ? std::max(0.0, (sum_sq - n * mean * mean) / (n - 1)) : 0.0;
+    const MeanStd test_ms = mean_std(test_scores);
     results["tasks"][name] = {{"metric", metric_name(task)},
-                              {"mean", mean},
-                              {"std", std::sqrt(var)},
+                              {"classifier_init", intent ? run.options.classifier_init : "random"},
+                              {"mean", test_ms.mean},
+                              {"std", test_ms.std},
                               {"val_mean", val_sum / n},
                               {"train_examples", train_examples},
                               {"runs", task_runs}};
     if (const auto it = pseudo_labelled.find(name); it != pseudo_labelled.end())
       results["tasks"][name]["pseudo_labelled"] = it->second;
     write_json(fs::path(run.out_dir) / "results.json", results);  // partial results survive
+    write_submission((fs::path(run.out_dir) / "submission.json").string(), submission_file);
   }
   write_json(fs::path(run.out_dir) / "results.json", results);
   write_file_atomic((fs::path(run.out_dir) / "results.md").string(), results_table(results));

@@ -24,8 +24,9 @@ struct DialoglueRun {
   std::string out_dir;   ///< created; one folder per task and seed inside
   std::string data_dir;  ///< resolved DialoGLUE folder (resolve_data_dir)
   FinetuneOptions options;
-  /// Save each intent task's selected model as a bundle in `<task>/seed-<s>/model/` (for
-  /// `dialtree serve` /classify). Tagging tasks save nothing.
+  /// Save each task's selected model as a bundle in `<task>/seed-<s>/model/`: intent tasks with
+  /// their intent head (for `dialtree serve` /classify), tagging tasks with their tagger (and
+  /// TOP's intent head) and tag names.
   bool save_models = false;
   /// Self-training (docs/evaluation.md "Self-training"): when set, each intent task's training
   /// split is train_10 (or train) followed by the records of `<dir>/<task>.pseudo.jsonl`
@@ -46,7 +47,12 @@ struct RunProgress {
 ///  - `<task>/seed-<s>/test_predictions.json` (the task's DialoGLUE submission list) and
 ///    `<task>/seed-<s>/run.json` (val accuracy, best epoch, test score, throughput);
 ///  - `results.json` ({model, setting, seeds, options, tasks: {task: {metric, runs, mean, std}}})
-///    and `results.md` (the Markdown table), all written atomically.
+///    and `results.md` (the Markdown table);
+///  - `submission.json`, DialoGLUE's EvalAI file for the tasks run, keyed as gt_test.json: in the
+///    full setting each task's list of the first seed (dump_outputs.py's layout), in the few-shot
+///    setting each task's list of runs, one per seed in seed order (dump_outputs_fewshot.py's);
+///    `dialtree eval score` scores either back (docs/evaluation.md);
+/// all written atomically.
 /// Test scores come from gt_test.json in data_dir when present (the official answer key), else
 /// from the test file's own labels. Mean and sample standard deviation (n - 1) are over seeds,
 /// in percent. Returns results.json's object.

@@ -218,36 +218,6 @@ int find_index(const std::vector<std::string>& names, const std::string& x) {
   return it == names.end() ? -1 : static_cast<int>(it - names.begin());
 }
 
-/// A tagging example on the model's sub-words: the serialised input and, per word, the row of
-/// its first sub-word in the hidden states with [CLS] prepended (-1: the word has no sub-word
-/// left).
-struct TaggedInput {
-  data::SerializedExample input;
-  std::vector<std::int64_t> first_row;
-};
-
-TaggedInput encode_words(const std::vector<std::string>& words, const data::Tokenizer& tok,
-                         const data::SerializeOptions& so) {
-  std::vector<std::int32_t> ids;
-  std::vector<std::int64_t> first(words.size(), -1);
-  for (std::size_t w = 0; w < words.size(); ++w) {
-    const std::vector<std::int32_t> pieces = tok.encode(words[w]);
-    if (!pieces.empty()) first[w] = static_cast<std::int64_t>(ids.size());
-    ids.insert(ids.end(), pieces.begin(), pieces.end());
-  }
-  TaggedInput out;
-  out.input = data::serialize_context({data::Utterance{"user", ids}}, tok.special(), so);
-  // Layout of one user utterance: [sos_u] kept ids [eos_u]; left truncation drops the first
-  // `drop` ids; row 0 of the hidden states is [CLS].
-  const auto kept = static_cast<std::int64_t>(out.input.input_ids.size()) - 2;
-  const auto drop = static_cast<std::int64_t>(ids.size()) - kept;
-  for (auto& f : first) {
-    if (f >= 0) f = f >= drop ? f - drop + 2 : -1;
-  }
-  out.first_row = std::move(first);
-  return out;
-}
-
 }  // namespace
 
 torch::Tensor symmetric_kl(const torch::Tensor& logits_p, const torch::Tensor& logits_q) {
@@ -278,6 +248,28 @@ std::vector<data::SerializedExample> serialize_texts(const std::vector<std::stri
     out.push_back(
         data::serialize_context({data::Utterance{"user", tok.encode(text)}}, tok.special(), so));
   }
+  return out;
+}
+
+TaggedInput encode_words(const std::vector<std::string>& words, const data::Tokenizer& tok,
+                         const data::SerializeOptions& so) {
+  std::vector<std::int32_t> ids;
+  std::vector<std::int64_t> first(words.size(), -1);
+  for (std::size_t w = 0; w < words.size(); ++w) {
+    const std::vector<std::int32_t> pieces = tok.encode(words[w]);
+    if (!pieces.empty()) first[w] = static_cast<std::int64_t>(ids.size());
+    ids.insert(ids.end(), pieces.begin(), pieces.end());
+  }
+  TaggedInput out;
+  out.input = data::serialize_context({data::Utterance{"user", ids}}, tok.special(), so);
+  // Layout of one user utterance: [sos_u] kept ids [eos_u]; left truncation drops the first
+  // `drop` ids; row 0 of the hidden states is [CLS].
+  const auto kept = static_cast<std::int64_t>(out.input.input_ids.size()) - 2;
+  const auto drop = static_cast<std::int64_t>(ids.size()) - kept;
+  for (auto& f : first) {
+    if (f >= 0) f = f >= drop ? f - drop + 2 : -1;
+  }
+  out.first_row = std::move(first);
   return out;
 }
 
@@ -439,7 +431,8 @@ IntentRunResult finetune_intent(const std::string& bundle_dir, const IntentTask&
 TaggingRunResult finetune_tagging(const std::string& bundle_dir, const TaggingTask& task,
                                   const FinetuneOptions& o, std::uint64_t seed,
                                   const TaggingScorer& val_score,
-                                  const std::function<void(const EpochInfo&)>& on_epoch) {
+                                  const std::function<void(const EpochInfo&)>& on_epoch,
+                                  const std::string& save_dir) {
   check_options(o);
   if (o.classifier_init != "random") {
     throw std::invalid_argument("fine-tuning: classifier_init " + o.classifier_init +
@@ -556,6 +549,20 @@ TaggingRunResult finetune_tagging(const std::string& bundle_dir, const TaggingTa
   const auto t_test = Clock::now();
   predict(test, test_in, result.test_tags, result.test_intents);
   result.predict_examples_per_second = static_cast<double>(test.size()) / seconds_since(t_test);
+  if (!save_dir.empty()) {
+    model::BundleInfo info;
+    info.tag_labels = task.tag_labels;
+    info.intent_labels = task.intent_labels;
+    // How the tagger reads a text (docs/evaluation.md "Models per task"), for whoever serves it.
+    info.recipe = {{"finetuned_from", bundle_dir},
+                   {"task", task.name},
+                   {"tagging", {{"words", "whitespace"}, {"reads", "first sub-word"},
+                                {"max_utt_len", o.max_utt_len}}},
+                   {"seed", seed},
+                   {"best_epoch", result.best_epoch},
+                   {"best_val_score", result.best_val_score}};
+    model::save_bundle(save_dir, *net, bundle_dir, info);
+  }
   return result;
 }
 

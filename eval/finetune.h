@@ -126,11 +126,14 @@ using TaggingScorer = std::function<double(const std::vector<std::vector<std::st
 /// SentencePiece or WordPiece alike), plus for TOP a root-intent classifier on [CLS] (the
 /// two cross-entropies summed). Words left without a sub-word (empty, or cut by max_utt_len's
 /// left truncation) are predicted "O". Selects the epoch with the best `val_score`, then
-/// predicts the test split. @throws as finetune_intent(), and std::invalid_argument when
+/// predicts the test split. With `save_dir`, the selected model is saved there as a bundle with
+/// its tagger (and TOP's intent head), the tag and intent names, and in its recipe the task and
+/// how the tagger reads a text. @throws as finetune_intent(), and std::invalid_argument when
 /// options.classifier_init is not "random" (the linear-probe start is for intent tasks).
 TaggingRunResult finetune_tagging(const std::string& bundle_dir, const TaggingTask& task,
                                   const FinetuneOptions& options, std::uint64_t seed,
                                   const TaggingScorer& val_score,
-                                  const std::function<void(const EpochInfo&)>& on_epoch = {});
+                                  const std::function<void(const EpochInfo&)>& on_epoch = {},
+                                  const std::string& save_dir = {});
 
 }  // namespace dialtree::eval

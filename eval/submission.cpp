@@ -376,6 +376,23 @@ TaskScore score_task(Task task, const json& predictions, const json& gold,
   return s;
 }
 
+std::vector<TaskScore> score_task_runs(Task task, const json& predictions, const json& gold,
+                                       const std::string& predictions_file,
+                                       const std::string& gold_file) {
+  if (task_kind(task) == TaskKind::Dst) no_multiwoz_gold();
+  const json& p = task_list(predictions, task, predictions_file);
+  const json& g = task_list(gold, task, gold_file);
+  bool runs = !p.empty() && p.size() != g.size();
+  for (const json& r : p) runs = runs && r.is_array() && r.size() == g.size();
+  if (!runs) return {score_task(task, predictions, gold, predictions_file, gold_file)};
+  std::vector<TaskScore> out;
+  for (std::size_t k = 0; k < p.size(); ++k) {
+    out.push_back(
+        score_task(task, p[k], gold, predictions_file + " run " + std::to_string(k + 1), gold_file));
+  }
+  return out;
+}
+
 TaskScore score_task_files(Task task, const std::string& predictions_path,
                            const std::string& gold_path) {
   if (task_kind(task) == TaskKind::Dst) no_multiwoz_gold();

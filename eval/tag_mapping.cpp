@@ -3,6 +3,9 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "common/atomic_file.h"
+#include "common/error.h"
+#include "common/json_util.h"
 #include "data/wordpiece.h"
 #include "eval/submission.h"
 
@@ -68,6 +71,49 @@ nlohmann::json TagMapper::gold_submission(const std::vector<TaggingExample>& exa
     intents.push_back(ex.intent);
   }
   return submission(examples, tags, intents);
+}
+
+void write_word_tags_jsonl(const std::string& path, const std::vector<TaggingExample>& examples,
+                           bool with_intent) {
+  std::string out;
+  for (const auto& ex : examples) {
+    json j = {{"words", ex.words}, {"tags", ex.tags}};
+    if (with_intent) j["intent"] = ex.intent;
+    out += j.dump() + "\n";
+  }
+  write_file_atomic(path, out);
+}
+
+void read_word_tags_jsonl(const std::string& path, const std::vector<TaggingExample>& examples,
+                          bool with_intent, std::vector<std::vector<std::string>>& tags,
+                          std::vector<std::string>& intents) {
+  tags.clear();
+  intents.clear();
+  json_for_each_line(path, [&](std::size_t line, const json& j) {
+    const JsonPlace place{path, "line " + std::to_string(line)};
+    const std::size_t k = tags.size();
+    if (k >= examples.size()) {
+      throw DataError(path, place.where, "",
+                      "more lines than the split's " + std::to_string(examples.size()) +
+                          " examples");
+    }
+    const json& list = json_as_array(json_require(j, "tags", place, ""), place, "tags");
+    if (list.size() != examples[k].words.size()) {
+      throw DataError(path, place.where, "tags",
+                      std::to_string(list.size()) + " tags for the example's " +
+                          std::to_string(examples[k].words.size()) + " words");
+    }
+    tags.emplace_back();
+    for (std::size_t i = 0; i < list.size(); ++i)
+      tags.back().push_back(json_as_string(list[i], place, json_index_path("tags", i)));
+    if (with_intent)
+      intents.push_back(json_as_string(json_require(j, "intent", place, ""), place, "intent"));
+  });
+  if (tags.size() != examples.size()) {
+    throw DataError(path, "", "",
+                    std::to_string(tags.size()) + " lines for the split's " +
+                        std::to_string(examples.size()) + " examples");
+  }
 }
 
 }  // namespace dialtree::eval

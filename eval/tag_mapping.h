@@ -52,4 +52,22 @@ class TagMapper {
   data::TagSet vocab_;
 };
 
+/// The word-level examples of a tagging split as JSON lines, the input of a tagger outside
+/// dialtree (bench/reference/classical_baseline.py): one object per example, in file order,
+/// {"words": [...], "tags": [...]} plus "intent" for TOP. The words are DialoGLUE's (slot tasks:
+/// the requested slot names prefixed, docs/dialoglue.md §4). Written atomically.
+/// @throws as write_file_atomic.
+void write_word_tags_jsonl(const std::string& path, const std::vector<TaggingExample>& examples,
+                           bool with_intent);
+
+/// Predicted word tags of `examples` read from JSON lines, one object per example in order:
+/// {"tags": [one per word]} plus "intent" (a string) when `with_intent`; other keys (e.g.
+/// "words", which write_word_tags_jsonl writes) are ignored. Fills `tags` and `intents`.
+/// @throws DataError / SchemaError naming the file, the line and the field: a missing or
+///   mistyped field, a tag count that differs from the example's word count, or a line count
+///   that differs from the number of examples.
+void read_word_tags_jsonl(const std::string& path, const std::vector<TaggingExample>& examples,
+                          bool with_intent, std::vector<std::vector<std::string>>& tags,
+                          std::vector<std::string>& intents);
+
 }  // namespace dialtree::eval

@@ -19,6 +19,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "process_util.h"
 #include "test_paths.h"
@@ -429,6 +430,55 @@ TEST_F(Cli, EvalScore) {
   EXPECT_THAT(r.out, HasSubstr("\"task\":\"top\""));
   EXPECT_THAT(r.out, HasSubstr("\"value\":1.0"));
   EXPECT_THAT(r.out, HasSubstr("\"count\":9042"));
+
+  // A few-shot submission (dump_outputs_fewshot.py: a list of runs per task): every run, then
+  // mean ± std. Two runs: the answer key itself and a copy with 770 of banking's labels wrong.
+  nlohmann::json key = nlohmann::json::parse(std::ifstream(gold));
+  nlohmann::json worse = key.at("banking");
+  for (std::size_t i = 0; i < 770; ++i)
+    worse[i] = worse[i] == "card_arrival" ? "age_limit" : "card_arrival";
+  std::ofstream(tmp_.file("few.json"))
+      << nlohmann::json({{"banking", {key.at("banking"), worse}}}).dump();
+  r = run({"eval", "score", "--task", "banking", "--predictions", "few.json", "--gold", gold}, dir());
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "run 1: banking accuracy 100.00 (3080 examples)\n"
+            "run 2: banking accuracy 75.00 (3080 examples)\n"
+            "banking accuracy 87.50 ± 17.68 over 2 runs (sample std; 3080 examples each)\n");
+
+  // Word-level tags of a tagger outside dialtree: `eval words` writes the test words and gold
+  // tags, which score 100 after DialoGLUE's piece spreading; a line with a tag short is refused.
+  r = run({"eval", "words", "--task", "restaurant8k", "--split", "test", "--data-dir",
+           fs::path(gold).parent_path().string(), "--out", "r8k.jsonl"},
+          dir());
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "restaurant8k test: 3731 examples -> r8k.jsonl\n");
+  r = run({"eval", "score", "--task", "restaurant8k", "--word-tags", "r8k.jsonl", "--data-dir",
+           fs::path(gold).parent_path().string(), "--gold", gold},
+          dir());
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "restaurant8k slot F1 100.00 (3731 examples)\n");
+  {
+    std::ifstream in(tmp_.file("r8k.jsonl"));
+    std::ofstream short_tags(tmp_.file("short.jsonl"));
+    std::string line;
+    for (int n = 1; std::getline(in, line); ++n) {
+      nlohmann::json j = nlohmann::json::parse(line);
+      if (n == 2) j["tags"].erase(j["tags"].size() - 1);
+      short_tags << j.dump() << "\n";
+    }
+  }
+  r = run({"eval", "score", "--task", "restaurant8k", "--word-tags", "short.jsonl", "--data-dir",
+           fs::path(gold).parent_path().string(), "--gold", gold},
+          dir());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("short.jsonl: line 2: field 'tags':"));
+  r = run({"eval", "score", "--task", "banking", "--word-tags", "r8k.jsonl", "--gold", gold}, dir());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("--word-tags applies to the tagging tasks"));
+  r = run({"eval", "score", "--task", "restaurant8k", "--gold", gold}, dir());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("give one of --predictions"));
 
   // Default gold: $DIALTREE_DATA/gt_test.json (no ../shared beside the temporary folder).
   const char* saved = std::getenv("DIALTREE_DATA");

@@ -70,7 +70,8 @@ TEST(Launcher, RoutesTorchFreeCommandLinesToItself) {
   using V = std::vector<std::string>;
   for (const V& light :
        {V{"sts", "convert"}, V{"tokenizer", "encode", "--help"}, V{"print-config", "c.yaml"},
-        V{"plot", "runs/x"}, V{"eval", "score", "--task", "hwu"}, V{"version"}, V{"--version"}}) {
+        V{"plot", "runs/x"}, V{"eval", "score", "--task", "hwu"}, V{"eval", "words"},
+        V{"version"}, V{"--version"}}) {
     EXPECT_EQ(route_for(light), Route::Light) << ::testing::PrintToString(light);
   }
   // Nothing at all goes to the full parser, which lists every command.

@@ -17,6 +17,7 @@
 #include "data/tokenizer_factory.h"
 #include "eval/dialoglue.h"
 #include "eval/finetune.h"
+#include "eval/submission.h"
 #include "eval/finetune_step.h"
 #include "eval/probe.h"
 #include "eval/probe_model.h"
@@ -438,6 +439,17 @@ TEST_F(TinyIntent, DialoglueRunWritesSubmissionsResultsAndTable) {
   EXPECT_DOUBLE_EQ(t.at("mean").get<double>(), mean);
   EXPECT_NEAR(t.at("std").get<double>(), std::abs(scores[0] - scores[1]) / std::sqrt(2.0), 1e-9);
   EXPECT_TRUE(fs::exists(tmp_.path() / "out" / "results.json"));
+  // DialoGLUE's few-shot submission file: the task's runs, one per seed, scored back to the
+  // same figures (the folder has no gt_test.json: the gold is the test file's labels).
+  const nlohmann::json file =
+      nlohmann::json::parse(std::ifstream(tmp_.path() / "out" / "submission.json"));
+  ASSERT_EQ(file.at("hwu").size(), 2u);
+  std::vector<std::string> gold_labels;
+  for (const auto& [text, label] : test) gold_labels.push_back(kLabels[label]);
+  const auto back = score_task_runs(Task::Hwu, file, intent_submission_json(gold_labels));
+  ASSERT_EQ(back.size(), 2u);
+  EXPECT_DOUBLE_EQ(back[0].value * 100, scores[0]);
+  EXPECT_DOUBLE_EQ(back[1].value * 100, scores[1]);
   std::ifstream md(tmp_.path() / "out" / "results.md");
   const std::string table((std::istreambuf_iterator<char>(md)), {});
   EXPECT_THAT(table, HasSubstr(fmt::format("| hwu | accuracy | {:.2f} ± {:.2f} | {:.2f}, {:.2f} |",
