@@ -8,17 +8,23 @@
 # (configs/pretrain-intent.yaml, the model of the best val probe kept) into runs/pretrain-intent/,
 # and the intent stage again from the same start with pseudo-labelled training utterances
 # (docs/training.md "Pseudo-labelled intent stage") into runs/pretrain-intent-pseudo/. Then print
-# the probe table of that model on test, fine-tune and score it few-shot on DialoGLUE's banking,
-# clinc and hwu (configs/eval-few.yaml, the classifier started from the linear probe) into
-# runs/eval-few/, fine-tune it again with self-training (the first seed's models label the
-# unlabelled training utterances) into runs/eval-few-self/, print both tables, and draw the
-# figures into runs/figures/. Re-running reuses a finished pretraining stage trained with the same
-# configuration and resumes an interrupted one from its last checkpoint; the evaluation is re-run.
+# the probe table of that model on test (intent probe and token-level probe), fine-tune and score
+# it on DialoGLUE's tasks (configs/eval-<setting>.yaml, the intent classifier started from the
+# linear probe) into runs/eval-<setting>/ (with DialoGLUE's submission file), fine-tune the intent
+# tasks again with self-training (the first seed's models label the unlabelled training
+# utterances) into runs/eval-few-self/, run the classical baselines (bench/reference), write the
+# scoreboard runs/scoreboard.{md,json} and draw the figures into runs/figures/. It prints each
+# part with its minutes and when the whole job should end. Re-running reuses a finished
+# pretraining stage trained with the same configuration and resumes an interrupted one from its
+# last checkpoint; the evaluation is re-run.
 #   usage: scripts/run.sh
 #   env: DIALTREE_SHARED (default ../shared), EVAL (1; 0 skips fine-tuning, the longest step),
-#        SELF_TRAIN (1; 0 skips the self-training fine-tuning), STAGE1 (0; 1 adds SPACE-2's
-#        stage 1), SEEDS (1,2,3; the first one's models are the self-training teachers),
-#        TASKS (banking,clinc,hwu)
+#        TASKS (banking,clinc,hwu,restaurant8k,dstc8,top), SETTINGS (few; few,full for both
+#        DialoGLUE settings), SEEDS (1,2,3: few-shot seeds; the first one's models are the
+#        self-training teachers), FULL_SEEDS (the first of SEEDS: full-data seeds),
+#        SELF_TRAIN (1; 0 skips self-training), LM_ROW (0; 1 also fine-tunes the language stage
+#        alone into runs/eval-<setting>-lm, the scoreboard's row), STAGE1 (0; 1 adds SPACE-2's
+#        stage 1)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -47,7 +53,11 @@ for task in restaurant8k dstc8_sgd; do
   done
 done
 for split in train train_10 eval test; do convert top "$data/dialoglue/top/$split.txt" "top.$split"; done
-convert sgd "$data/pretrain/sgd_train_subset" sgd.train
+# The SGD dialogues of dstc8's four services are left out: DialoGLUE's dstc8 train.json comes from
+# them, so a labelled stage that saw them would make a few-shot dstc8 figure not few-shot
+# (docs/sts-format.md "SGD").
+"$bin" sts convert --format sgd --input "$data/pretrain/sgd_train_subset" \
+  --out "$out/sts/sgd.train.jsonl" --exclude-services dstc8
 convert text "$data/dialoglue/mlm_all_no_multiwoz.txt" mlm_all.train
 
 if [[ ! -f $out/tokenizer/tokenizer.json ]]; then
@@ -55,6 +65,34 @@ if [[ ! -f $out/tokenizer/tokenizer.json ]]; then
     --out "$out/tokenizer"
 fi
 echo "run: STS files in $out/sts, tokenizer in $out/tokenizer"
+
+# The whole job's ETA. Minutes per part on 2 cores, measured (docs/results.md "Scoreboard":
+# where and how): pretraining stages, and per task and seed the fine-tuning of each setting,
+# self-training and the classical baseline (all seeds of a task together there). A part already
+# done (a finished stage) counts 0. `eta` prints a part with its minutes and when the job should
+# end, then takes the part off what remains.
+declare -A minutes=(
+  [lm]=40 [stage1]=16 [intent]=3 [pseudo]=5
+  [few:banking]=5 [few:clinc]=10 [few:hwu]=2 [few:restaurant8k]=5 [few:dstc8]=3 [few:top]=12
+  [full:banking]=40 [full:clinc]=60 [full:hwu]=30 [full:restaurant8k]=40 [full:dstc8]=20
+  [full:top]=120
+  [self:banking]=8 [self:clinc]=18 [self:hwu]=4
+  [classical:banking]=1 [classical:clinc]=1 [classical:hwu]=1 [classical:restaurant8k]=1
+  [classical:dstc8]=1 [classical:top]=2
+)
+plan_minutes() {  # part tasks seeds -> minutes of that part for every task and seed
+  local part=$1 n_seeds total=0 task
+  n_seeds=$(tr ',' '\n' <<<"$3" | grep -c .)
+  for task in ${2//,/ }; do total=$((total + ${minutes[$part:$task]:-0} * n_seeds)); done
+  echo "$total"
+}
+remaining=0  # minutes planned and not yet started; set once the plan is known
+eta() {  # what minutes
+  local end
+  end=$(date -d "+${remaining} min" +%H:%M)
+  echo "run: $1: about $2 min on 2 cores; the whole job should end about $end (${remaining} min left)"
+  remaining=$((remaining > $2 ? remaining - $2 : 0))
+}
 
 # One pretraining stage: reused when finished with the configuration this run asks for (every
 # line of the stage's config.yaml is in `dialtree print-config` of the same config and overrides;
@@ -85,6 +123,24 @@ stage() {  # run_dir config [overrides...]
   fi
   "$bin" train "$config" "$@" "${resume[@]}"
 }
+# The plan: what this run will do, in minutes.
+default_tasks=banking,clinc,hwu,restaurant8k,dstc8,top
+left() { [[ -f $1/final/model.safetensors ]] && echo 0 || echo "$2"; }
+remaining=$(( $(left runs/pretrain-lm "${minutes[lm]}") + $(left runs/pretrain-intent "${minutes[intent]}") \
+  + $(left runs/pretrain-intent-pseudo "${minutes[pseudo]}") ))
+[[ ${STAGE1:-0} != 0 ]] && remaining=$((remaining + $(left runs/pretrain-small "${minutes[stage1]}")))
+if [[ ${EVAL:-1} != 0 ]]; then
+  plan_tasks=${TASKS:-$default_tasks} plan_seeds=${SEEDS:-1,2,3}
+  for setting in $(tr ',' ' ' <<<"${SETTINGS:-few}"); do
+    n=$(plan_minutes "$setting" "$plan_tasks" "$([[ $setting == full ]] && echo "${FULL_SEEDS:-${plan_seeds%%,*}}" || echo "$plan_seeds")")
+    [[ ${LM_ROW:-0} != 0 ]] && n=$((n * 2))
+    remaining=$((remaining + n))
+  done
+  [[ ${SELF_TRAIN:-1} != 0 && ,${SETTINGS:-few}, == *,few,* ]] &&
+    remaining=$((remaining + $(plan_minutes self "$plan_tasks" "$plan_seeds")))
+  remaining=$((remaining + $(plan_minutes classical "$plan_tasks" 1)))
+fi
+eta "the language stage (runs/pretrain-lm)" "$(left runs/pretrain-lm "${minutes[lm]}")"
 stage runs/pretrain-lm configs/pretrain-lm.yaml eval_data_dir="$data/dialoglue"
 figures=(runs/pretrain-lm)
 start=runs/pretrain-lm/final
@@ -93,17 +149,21 @@ start=runs/pretrain-lm/final
 # and its 16 minutes serve the language stage better (docs/results.md "SPACE-2's stages after the
 # 12k language stage").
 if [[ ${STAGE1:-0} != 0 ]]; then
+  eta "SPACE-2's stage 1 (runs/pretrain-small)" "$(left runs/pretrain-small "${minutes[stage1]}")"
   stage runs/pretrain-small configs/pretrain-small.yaml model_name_or_path=runs/pretrain-lm/final \
     eval_data_dir="$data/dialoglue"
   figures+=(runs/pretrain-small)
   start=runs/pretrain-small/final
 fi
+eta "the intent stage (runs/pretrain-intent)" "$(left runs/pretrain-intent "${minutes[intent]}")"
 stage runs/pretrain-intent configs/pretrain-intent.yaml model_name_or_path="$start" \
   eval_data_dir="$data/dialoglue"
 # The semi-supervised intent stage (docs/training.md "Pseudo-labelled intent stage"): the intent
 # stage's probe labels the unlabelled training utterances of the three tasks (train.csv's texts;
 # its labels are never read), and the intent stage runs again from the same start with the 30
 # most confident per intent beside train_10.
+eta "the pseudo-labelled intent stage (runs/pretrain-intent-pseudo)" \
+  "$(left runs/pretrain-intent-pseudo "${minutes[pseudo]}")"
 if [[ ! -f runs/pretrain-intent-pseudo/final/model.safetensors ]]; then
   "$bin" eval pseudo-label --model runs/pretrain-intent/final --out-dir "$out/pseudo" \
     --per-label 30 --data "$data/dialoglue"
@@ -117,36 +177,78 @@ stage runs/pretrain-intent-pseudo configs/pretrain-intent.yaml \
   eval_data_dir="$data/dialoglue"
 figures+=(runs/pretrain-intent runs/pretrain-intent-pseudo)
 model=runs/pretrain-intent-pseudo/final
-tasks=${TASKS:-banking,clinc,hwu}
+tasks=${TASKS:-$default_tasks}
+settings=${SETTINGS:-few}
 seeds=${SEEDS:-1,2,3}
+full_seeds=${FULL_SEEDS:-${seeds%%,*}}
+intent_tasks=() tagging_tasks=()
+for task in ${tasks//,/ }; do
+  case $task in
+    banking | clinc | hwu) intent_tasks+=("$task") ;;
+    restaurant8k | dstc8 | top) tagging_tasks+=("$task") ;;
+    *) echo "run: TASKS: unknown task '$task' (banking, clinc, hwu, restaurant8k, dstc8, top)" >&2
+       exit 2 ;;
+  esac
+done
+for setting in ${settings//,/ }; do
+  [[ $setting == few || $setting == full ]] ||
+    { echo "run: SETTINGS: unknown setting '$setting' (few, full)" >&2; exit 2; }
+done
 
-"$bin" eval probe --model "$model" --tasks "$tasks" --split test --data "$data/dialoglue" \
-  --out runs/probe.json
+"$bin" eval probe --model "$model" --tasks "$tasks" --protocols dialoglue-few --split test \
+  --data "$data/dialoglue" --out runs/probe.json
 if [[ ${EVAL:-1} != 0 ]]; then
-  # The classifier starts from the linear probe (docs/evaluation.md): chosen on val for the
-  # pseudo-labelled intent stage's encoder (docs/results.md "Pseudo-labelled intent stage").
-  # Every fine-tuned model is kept (OUT/TASK/seed-N/model, servable by `dialtree serve`).
-  "$bin" eval dialoglue --model "$model" --tasks "$tasks" --setting few --seeds "$seeds" \
-    --config configs/eval-few.yaml --data-dir "$data/dialoglue" --out runs/eval-few \
-    --save-models classifier_init=linear_probe
-  figures+=(runs/eval-few)
-  if [[ ${SELF_TRAIN:-1} != 0 ]]; then
-    # Self-training (docs/evaluation.md "Self-training (`--pseudo-labels DIR`)"): the first seed's fine-tuned model of
-    # each task labels that task's unlabelled training utterances (train.csv's texts; its labels
-    # are never read), and fine-tuning runs again on train_10 plus the 30 most confident per
-    # intent, 25 epochs with patience 6 (docs/results.md "Fine-tuned teachers and
-    # self-training").
+  for setting in ${settings//,/ }; do
+    s=$seeds
+    [[ $setting == full ]] && s=$full_seeds
+    eta "fine-tuning the main job's encoder, $setting, tasks $tasks, seeds $s" \
+      "$(plan_minutes "$setting" "$tasks" "$s")"
+    # The intent classifier starts from the linear probe (docs/evaluation.md): chosen on val for
+    # the pseudo-labelled intent stage's encoder (docs/results.md "Pseudo-labelled intent
+    # stage"); the tagging heads start at random. Every fine-tuned model is kept
+    # (OUT/TASK/seed-N/model; intent models servable by `dialtree serve`), and OUT/submission.json
+    # is DialoGLUE's submission file of the setting.
+    "$bin" eval dialoglue --model "$model" --tasks "$tasks" --setting "$setting" --seeds "$s" \
+      --config "configs/eval-$setting.yaml" --data-dir "$data/dialoglue" \
+      --out "runs/eval-$setting" --save-models classifier_init=linear_probe
+    figures+=("runs/eval-$setting")
+    if [[ ${LM_ROW:-0} != 0 ]]; then  # the scoreboard's "language stage alone" row
+      eta "fine-tuning the language stage alone, $setting" "$(plan_minutes "$setting" "$tasks" "$s")"
+      "$bin" eval dialoglue --model runs/pretrain-lm/final --tasks "$tasks" --setting "$setting" \
+        --seeds "$s" --config "configs/eval-$setting.yaml" --data-dir "$data/dialoglue" \
+        --out "runs/eval-$setting-lm" classifier_init=linear_probe
+    fi
+  done
+  if [[ ${SELF_TRAIN:-1} != 0 && ,$settings, == *,few,* && ${#intent_tasks[@]} -gt 0 ]]; then
+    itasks=$(IFS=,; echo "${intent_tasks[*]}")
+    eta "self-training on $itasks" "$(plan_minutes self "$itasks" "$seeds")"
+    # Self-training (docs/evaluation.md "Self-training (`--pseudo-labels DIR`)"): the first
+    # seed's fine-tuned model of each intent task labels that task's unlabelled training
+    # utterances (train.csv's texts; its labels are never read), and fine-tuning runs again on
+    # train_10 plus the 30 most confident per intent, 25 epochs with patience 6 (docs/results.md
+    # "Fine-tuned teachers and self-training").
     teachers=()
-    for task in ${tasks//,/ }; do
+    for task in "${intent_tasks[@]}"; do
       teachers+=(--teacher "$task=runs/eval-few/$task/seed-${seeds%%,*}/model")
     done
-    "$bin" eval pseudo-label --tasks "$tasks" "${teachers[@]}" --out-dir "$out/pseudo-teacher" \
+    "$bin" eval pseudo-label --tasks "$itasks" "${teachers[@]}" --out-dir "$out/pseudo-teacher" \
       --per-label 30 --data "$data/dialoglue"
-    "$bin" eval dialoglue --model "$model" --tasks "$tasks" --setting few --seeds "$seeds" \
+    "$bin" eval dialoglue --model "$model" --tasks "$itasks" --setting few --seeds "$seeds" \
       --config configs/eval-few.yaml --data-dir "$data/dialoglue" --out runs/eval-few-self \
       --save-models --pseudo-labels "$out/pseudo-teacher" classifier_init=linear_probe \
       num_train_epochs=25 early_stopping_patience=6
     figures+=(runs/eval-few-self)
   fi
+  # The classical baselines of the same tasks and settings (no pretraining; scikit-learn), then
+  # the scoreboard (runs/scoreboard.{md,json}) and its figure per setting.
+  eta "classical baselines" "$(plan_minutes classical "$tasks" 1)"
+  /usr/bin/python3 bench/reference/classical_baseline.py --data "$data/dialoglue" --tasks "$tasks" \
+    --settings "$settings" --dialtree "$bin" --json runs/baselines/classical.json >/dev/null
+  scripts/scoreboard.py --settings "$settings" --out runs/scoreboard
+  for setting in ${settings//,/ }; do
+    rows=(runs/baselines/classical.json)
+    for r in "runs/eval-$setting-lm" "runs/eval-$setting"; do [[ -f $r/results.json ]] && rows+=("$r"); done
+    "$bin" plot "${rows[@]}" --out "runs/figures/scoreboard-$setting" --format png >/dev/null
+  done
 fi
 "$bin" plot "${figures[@]}" --out runs/figures

@@ -59,10 +59,10 @@ def accuracy(predicted, gold):
     return 100.0 * sum(p == g for p, g in zip(predicted, gold)) / len(gold)
 
 
-def run(data, task, features):
-    """Fits on train_10, returns (val accuracy, test accuracy, train size, test size, lbfgs
-    iterations)."""
-    x_train, y_train = load(data, task, "train_10")
+def run(data, task, features, train_split="train_10"):
+    """Fits on train_split (train_10, or train for the full setting), returns (val accuracy,
+    test accuracy, train size, test size, lbfgs iterations)."""
+    x_train, y_train = load(data, task, train_split)
     x_val, y_val = load(data, task, "val")
     x_test, y_test = load(data, task, "test")
     vectorizer = TfidfVectorizer(**features)

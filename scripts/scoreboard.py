@@ -1,0 +1,162 @@
+#!/usr/bin/python3
+"""The DialoGLUE scoreboard of the main job: rows of models, DialoGLUE's six tasks here as
+columns (its order; MultiWOZ is not in ../shared), one table per setting (few-shot train_10,
+full train), mean ± sample std over fine-tuning seeds, and the published anchors in a block of
+their own.
+
+usage: scripts/scoreboard.py [--out runs/scoreboard] [--row NAME=PATH ...] [--settings few,full]
+
+Each row is a NAME=PATH pair; PATH is a results.json (or the folder holding it) from
+`dialtree eval dialoglue`, or a JSON array of such objects (bench/reference/classical_baseline.py
+--json), and may hold `{setting}`, replaced by few or full. A row whose file is missing for a
+setting is left out of that setting's table (and said on stderr); a task it did not run is "–".
+Without --row, the rows of scripts/run.sh: the classical baseline, no pretraining, the language
+stage alone and the main job.
+
+Writes OUT.md and OUT.json (atomically) and prints OUT.md. The "Average" column is the plain
+mean of the six task means (DialoGLUE's leaderboard averages its seven; MultiWOZ is absent), shown
+only for a row that has all six.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import sys
+
+TASKS = ["banking", "hwu", "clinc", "restaurant8k", "dstc8", "top"]  # DialoGLUE's column order
+HEADERS = {"banking": "BANKING77", "hwu": "HWU64", "clinc": "CLINC150", "restaurant8k": "REST8K",
+           "dstc8": "DSTC8", "top": "TOP"}
+METRICS = {"banking": "acc", "hwu": "acc", "clinc": "acc", "restaurant8k": "slot F1",
+           "dstc8": "slot F1", "top": "EM"}
+DEFAULT_ROWS = [
+    ("classical baseline", "runs/baselines/classical.json"),
+    ("no pretraining", "runs/eval-{setting}-scratch"),
+    ("language stage alone", "runs/eval-{setting}-lm"),
+    ("main job", "runs/eval-{setting}"),
+]
+# Published figures, each with where it was read; a figure not read from its paper says so.
+ANCHORS = [
+    ("SPACE-2 (BERT-base size, pretrained from ConvBERT; its README)", "full",
+     {"banking": 94.77, "hwu": 94.33, "clinc": 97.80, "restaurant8k": 96.20, "dstc8": 91.38,
+      "top": 82.74}),
+    ("DialoGLUE BERT-base (Table 1, as cited by a third party)", "full", {"banking": 93.02}),
+]
+
+
+def load_results(path, setting):
+    """The results object of `setting` at path (a folder, a results.json, or an array), or None."""
+    if os.path.isdir(path):
+        path = os.path.join(path, "results.json")
+    if not os.path.isfile(path):
+        return None
+    with open(path, encoding="utf-8") as f:
+        data = json.load(f)
+    for obj in data if isinstance(data, list) else [data]:
+        if obj.get("setting") == setting:
+            return obj
+    return None
+
+
+def row_of(name, source, results):
+    tasks = {}
+    for task in TASKS:
+        entry = results["tasks"].get(task)
+        if entry is None and task == "dstc8":
+            entry = results["tasks"].get("dstc8_sgd")  # the data folder's name, also accepted
+        if entry is None:
+            continue
+        scores = [r["test"] for r in entry.get("runs", [])] or [entry["mean"]]
+        tasks[task] = {"mean": entry["mean"], "std": entry.get("std", 0.0), "runs": len(scores),
+                       "scores": scores, "val_mean": entry.get("val_mean")}
+    average = (statistics.fmean(tasks[t]["mean"] for t in TASKS)
+               if all(t in tasks for t in TASKS) else None)
+    return {"name": name, "source": source, "model": results.get("model"), "tasks": tasks,
+            "average": average}
+
+
+def cell(entry):
+    if entry is None:
+        return "–"
+    if entry["runs"] == 1:
+        return f"{entry['mean']:.2f} (1)"
+    return f"{entry['mean']:.2f} ± {entry['std']:.2f} ({entry['runs']})"
+
+
+def table(rows):
+    head = "| | " + " | ".join(f"{HEADERS[t]} ({METRICS[t]})" for t in TASKS) + " | Average |"
+    lines = [head, "|---|" + "---|" * (len(TASKS) + 1)]
+    for r in rows:
+        avg = f"{r['average']:.2f}" if r["average"] is not None else "–"
+        lines.append(f"| {r['name']} | " + " | ".join(cell(r["tasks"].get(t)) for t in TASKS) +
+                     f" | {avg} |")
+    return "\n".join(lines)
+
+
+def write_atomic(path, text):
+    tmp = f"{path}.tmp.{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", default="runs/scoreboard", help="OUT.md and OUT.json")
+    parser.add_argument("--row", action="append", default=[], metavar="NAME=PATH")
+    parser.add_argument("--settings", default="few,full")
+    args = parser.parse_args()
+    rows = []
+    for spec in args.row:
+        name, sep, path = spec.partition("=")
+        if not sep or not name or not path:
+            sys.exit(f"error: --row '{spec}': expected NAME=PATH")
+        rows.append((name, path))
+    rows = rows or DEFAULT_ROWS
+    settings = [s for s in args.settings.split(",") if s]
+    for s in settings:
+        if s not in ("few", "full"):
+            sys.exit(f"error: --settings: unknown setting '{s}' (few, full)")
+
+    board = {"format": "dialtree-scoreboard/1", "tasks": TASKS, "settings": {}}
+    md = []
+    for setting in settings:
+        got = []
+        for name, path in rows:
+            source = path.replace("{setting}", setting)
+            try:
+                results = load_results(source, setting)
+            except (OSError, ValueError) as e:
+                sys.exit(f"error: {source}: {e}")
+            if results is None:
+                print(f"scoreboard: no {setting} results at {source}; row '{name}' left out",
+                      file=sys.stderr)
+                continue
+            got.append(row_of(name, source, results))
+        board["settings"][setting] = {"rows": got}
+        title = ("Few-shot (train_10: 10 per intent, 10 % of the slot and TOP examples)"
+                 if setting == "few" else "Full data (train)")
+        md.append(f"### {title}\n\nTest score, mean ± sample std over fine-tuning seeds (seeds "
+                  f"in brackets).\n\n" + (table(got) if got else "(no results yet)") + "\n")
+    anchors = [a for a in ANCHORS if a[1] in settings]
+    if anchors:
+        lines = ["| published anchor | setting | " + " | ".join(HEADERS[t] for t in TASKS) + " |",
+                 "|---|---|" + "---|" * len(TASKS)]
+        for name, setting, scores in anchors:
+            lines.append(f"| {name} | {setting} | " +
+                         " | ".join(f"{scores[t]:.2f}" if t in scores else "–" for t in TASKS) +
+                         " |")
+        md.append("### Published anchors (not run here; larger models)\n\n" + "\n".join(lines) +
+                  "\n")
+        board["anchors"] = [{"name": n, "setting": s, "scores": sc} for n, s, sc in anchors]
+    text = "\n".join(md)
+    out_dir = os.path.dirname(args.out)
+    if out_dir:
+        os.makedirs(out_dir, exist_ok=True)
+    write_atomic(args.out + ".md", text)
+    write_atomic(args.out + ".json", json.dumps(board, indent=2) + "\n")
+    print(text, end="")
+
+
+if __name__ == "__main__":
+    main()
