@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <numeric>
 #include <stdexcept>
 
@@ -77,6 +78,33 @@ void check_tasks(const std::vector<std::string>& tasks) {
   }
 }
 
+/// Runs `fn(indices, inputs)` on batches of at most `batch_size` of `xs`, shortest first
+/// (length-sorted batches pad less; padding is masked, so the states do not depend on it), in
+/// eval mode under InferenceMode with bf16 autocast as asked; `indices` are positions in `xs`.
+void for_each_length_batch(
+    model::SpaceModelImpl& net, const std::vector<const data::SerializedExample*>& xs,
+    int batch_size, bool bf16,
+    const std::function<void(const std::vector<std::size_t>&, const model::EncoderInputs&)>& fn) {
+  std::vector<std::size_t> order(xs.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return xs[a]->input_ids.size() < xs[b]->input_ids.size();
+  });
+  EvalModeScope mode(net, bf16);
+  torch::InferenceMode inference;
+  const auto bs = static_cast<std::size_t>(batch_size);
+  const torch::Device device = model::module_device(net);
+  for (std::size_t b = 0; b < order.size(); b += bs) {
+    const std::vector<std::size_t> part(order.begin() + static_cast<std::ptrdiff_t>(b),
+                                        order.begin() + static_cast<std::ptrdiff_t>(
+                                                            std::min(order.size(), b + bs)));
+    std::vector<data::SerializedExample> batch;
+    batch.reserve(part.size());
+    for (const std::size_t i : part) batch.push_back(*xs[i]);
+    fn(part, model::to_device(model::collate(batch), device));
+  }
+}
+
 /// Moves the model's float states of one batch to a CPU float tensor [B, rows, H].
 torch::Tensor to_cpu_float(const torch::Tensor& t) {
   return t.to(torch::kFloat32).to(torch::kCPU).contiguous();
@@ -116,40 +144,29 @@ ProbeMatrix embed_texts(model::SpaceModelImpl& net, const data::Tokenizer& tok,
   }
   const std::vector<data::SerializedExample> xs =
       serialize_texts(texts, tok, net.config(), max_utt_len);
-  // Length-sorted batches pad less; padding is masked, so the vectors do not depend on it.
-  std::vector<std::size_t> order(xs.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    return xs[a].input_ids.size() < xs[b].input_ids.size();
-  });
   const auto hidden = static_cast<Eigen::Index>(net.config().hidden_size);
   ProbeMatrix out(static_cast<Eigen::Index>(xs.size()), hidden);
-  EvalModeScope mode(net, bf16);
-  torch::InferenceMode inference;
-  const auto bs = static_cast<std::size_t>(batch_size);
-  const torch::Device device = model::module_device(net);
-  for (std::size_t b = 0; b < order.size(); b += bs) {
-    const std::size_t e = std::min(order.size(), b + bs);
-    std::vector<data::SerializedExample> batch;
-    batch.reserve(e - b);
-    for (std::size_t i = b; i < e; ++i) batch.push_back(xs[order[i]]);
-    const model::EncoderInputs inputs = model::to_device(model::collate(batch), device);
+  std::vector<const data::SerializedExample*> ptrs;
+  for (const auto& x : xs) ptrs.push_back(&x);
+  for_each_length_batch(net, ptrs, batch_size, bf16,
+                        [&](const std::vector<std::size_t>& part, const model::EncoderInputs& in) {
     torch::Tensor v;
     if (pooling == ProbePooling::Cls) {
-      v = net.forward_cls(inputs).to(torch::kFloat32).contiguous();
+      v = net.forward_cls(in).to(torch::kFloat32).contiguous();
     } else {
       // Rows 1.. are the tokens (row 0 is [CLS]); padding rows are masked out of the mean.
-      const torch::Tensor tokens = net.forward(inputs).slice(1, 1).to(torch::kFloat32);
-      const torch::Tensor mask = inputs.attention_mask.to(torch::kFloat32).unsqueeze(-1);
+      const torch::Tensor tokens = net.forward(in).slice(1, 1).to(torch::kFloat32);
+      const torch::Tensor mask = in.attention_mask.to(torch::kFloat32).unsqueeze(-1);
       v = ((tokens * mask).sum(1) / mask.sum(1).clamp_min(1.0)).contiguous();
     }
     v = v.to(torch::kCPU);
     const float* p = v.data_ptr<float>();
-    for (std::size_t i = b; i < e; ++i, p += hidden) {
-      out.row(static_cast<Eigen::Index>(order[i])) =
+    for (const std::size_t i : part) {
+      out.row(static_cast<Eigen::Index>(i)) =
           Eigen::Map<const Eigen::RowVectorXf>(p, hidden).cast<double>();
+      p += hidden;
     }
-  }
+  });
   return out;
 }
 
@@ -173,27 +190,16 @@ WordVectors embed_words(model::SpaceModelImpl& net, const data::Tokenizer& tok,
   const auto hidden = static_cast<Eigen::Index>(net.config().hidden_size);
   out.words.resize(n_words, hidden);
   out.cls.resize(static_cast<Eigen::Index>(xs.size()), hidden);
-  std::vector<std::size_t> order(xs.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    return xs[a].input.input_ids.size() < xs[b].input.input_ids.size();
-  });
-  EvalModeScope mode(net, bf16);
-  torch::InferenceMode inference;
-  const auto bs = static_cast<std::size_t>(batch_size);
-  const torch::Device device = model::module_device(net);
-  for (std::size_t b = 0; b < order.size(); b += bs) {
-    const std::size_t e = std::min(order.size(), b + bs);
-    std::vector<data::SerializedExample> batch;
-    batch.reserve(e - b);
-    for (std::size_t i = b; i < e; ++i) batch.push_back(xs[order[i]].input);
-    const model::EncoderInputs inputs = model::to_device(model::collate(batch), device);
-    const torch::Tensor states = to_cpu_float(net.forward(inputs));  // [B, L+1, H], row 0 [CLS]
+  std::vector<const data::SerializedExample*> ptrs;
+  for (const auto& x : xs) ptrs.push_back(&x.input);
+  for_each_length_batch(net, ptrs, batch_size, bf16,
+                        [&](const std::vector<std::size_t>& part, const model::EncoderInputs& in) {
+    const torch::Tensor states = to_cpu_float(net.forward(in));  // [B, L+1, H], row 0 [CLS]
     const std::int64_t width = states.size(1);
     const float* p = states.data_ptr<float>();
-    for (std::size_t i = b; i < e; ++i) {
-      const std::size_t x = order[i];
-      const float* base = p + static_cast<std::int64_t>(i - b) * width * hidden;
+    for (std::size_t k = 0; k < part.size(); ++k) {
+      const std::size_t x = part[k];
+      const float* base = p + static_cast<std::int64_t>(k) * width * hidden;
       out.cls.row(static_cast<Eigen::Index>(x)) =
           Eigen::Map<const Eigen::RowVectorXf>(base, hidden).cast<double>();
       for (std::size_t w = 0; w < xs[x].first_row.size(); ++w) {
@@ -203,7 +209,7 @@ WordVectors embed_words(model::SpaceModelImpl& net, const data::Tokenizer& tok,
             Eigen::Map<const Eigen::RowVectorXf>(base + r * hidden, hidden).cast<double>();
       }
     }
-  }
+  });
   return out;
 }
 

@@ -88,7 +88,9 @@ TagProbeRow probe_tagging(const TaggingTask& task, const WordVectors& train,
   std::future<LogisticModel> intent_future;
   LogisticModel intent_model;
   if (top && options.threads > 1) intent_future = std::async(std::launch::async, fit_intents);
-  const LogisticModel tagger = fit_logistic(train.words, tag_y, lo);
+  LogisticOptions tagger_options = lo;  // the large fit: its products on every thread
+  tagger_options.threads = std::max(1, options.threads);
+  const LogisticModel tagger = fit_logistic(train.words, tag_y, tagger_options);
   if (top) intent_model = intent_future.valid() ? intent_future.get() : fit_intents();
 
   const std::vector<int> tag_pred = predict(tagger, scored_x.words);

@@ -297,9 +297,10 @@ TEST_F(Cli, ScoreInputs) {
 TEST_F(Cli, EvalProbeErrors) {
   fs::create_directories(tmp_.path() / "bundle");
   Result r =
-      run({"eval", "probe", "--model", "bundle", "--data", ".", "--tasks", "banking,top"}, dir());
+      run({"eval", "probe", "--model", "bundle", "--data", ".", "--tasks", "banking,atis"}, dir());
   EXPECT_EQ(r.status, 2);
-  EXPECT_THAT(r.err, HasSubstr("unknown task 'top'"));
+  EXPECT_THAT(r.err, HasSubstr("unknown task 'atis' (the probe is for the intent tasks: banking, "
+                               "clinc, hwu; and the tagging tasks: restaurant8k, dstc8, top)"));
   r = run({"eval", "probe", "--model", "bundle", "--data", ".", "--protocols", "mteb,bogus"},
           dir());
   EXPECT_EQ(r.status, 2);

@@ -256,10 +256,10 @@ TEST_F(ProbeModel, RunProbeScoresBothProtocolsAndDumpsTheVectors) {
 
   // Errors: before anything is embedded or loaded.
   try {
-    run_probe(*bundle_.model, *bundle_.tokenizer, data_.string(), {"hwu", "top"}, o);
+    run_probe(*bundle_.model, *bundle_.tokenizer, data_.string(), {"hwu", "atis"}, o);
     ADD_FAILURE() << "no throw";
   } catch (const std::invalid_argument& e) {
-    EXPECT_THAT(e.what(), HasSubstr("unknown task 'top'"));
+    EXPECT_THAT(e.what(), HasSubstr("unknown task 'atis'"));
   }
   EXPECT_THROW(run_probe(tmp_.file("no-bundle"), data_.string(), {"hwu"}, o), DataError);
   const ProbeReport b = run_probe(tmp_.file("bundle"), data_.string(), {"hwu"}, o);

@@ -251,6 +251,27 @@ TEST(Probe, LogisticRegressionSeparatesASeparableToyCompletely) {
   EXPECT_THROW(fit_logistic(x, {1, 2}), std::invalid_argument);
 }
 
+TEST(Probe, MultinomialFitsGiveTheSameBitsOnAnyNumberOfThreads) {
+  // 500 rows (several 24-row blocks per thread, a ragged last one), 7 classes, 13 features.
+  ProbeMatrix x(500, 13);
+  std::vector<int> y;
+  for (int i = 0; i < 500; ++i) {
+    for (int j = 0; j < 13; ++j) x(i, j) = std::sin(0.37 * i + 1.3 * j) + 0.1 * (i % 7 == j % 7);
+    y.push_back(i % 7);
+  }
+  LogisticOptions o;
+  o.max_iter = 30;
+  const LogisticModel one = fit_logistic(x, y, o);
+  for (const int threads : {2, 3, 8}) {
+    o.threads = threads;
+    const LogisticModel many = fit_logistic(x, y, o);
+    EXPECT_EQ(many.iterations, one.iterations) << threads;
+    EXPECT_TRUE(many.coef == one.coef) << threads;  // bit for bit
+    EXPECT_TRUE(many.intercept == one.intercept) << threads;
+    EXPECT_EQ(many.objective, one.objective) << threads;
+  }
+}
+
 TEST(Probe, MtebDrawsAreDeterministicAndTakeUpToPerLabelOfEach) {
   std::vector<int> labels;
   for (int i = 0; i < 200; ++i) labels.push_back(i % 7 == 6 ? 6 : i % 3);  // 0, 1, 2 many; 6 few
