@@ -56,6 +56,19 @@ void print_score(const eval::TaskScore& s, const ScoreArgs& a, const std::string
               {"score", s.value * 100}, {"count", s.count},   {"predictions", a.predictions}};
     if (!gold.empty()) j["gold"] = gold;
     j["warnings"] = s.warnings;
+    if (!s.slot_types.empty()) {
+      json types = json::array();
+      for (const auto& t : s.slot_types) {
+        types.push_back({{"type", t.type},
+                         {"f1", t.f1 * 100},
+                         {"precision", t.precision * 100},
+                         {"recall", t.recall * 100},
+                         {"true_positives", t.true_positives},
+                         {"predicted", t.predicted},
+                         {"to_recall", t.to_recall}});
+      }
+      j["slot_types"] = types;
+    }
     fmt::print("{}\n", j.dump());
     return;
   }
@@ -222,7 +235,8 @@ void register_eval_score(CLI::App& eval) {
                   "dataset_config/multiwoz21.json");
   cmd->add_flag("--json", a->as_json,
                 "Print one JSON object {task, metric, value (fraction), score (x100), count, "
-                "predictions, gold, warnings}");
+                "predictions, gold, warnings}; slot tasks add slot_types, the per-type F1, "
+                "precision, recall (x100) and counts that slot F1 averages");
   cmd->callback([a] { run_score(*a); });
 }
 

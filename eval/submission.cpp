@@ -362,7 +362,12 @@ TaskScore score_task(Task task, const json& predictions, const json& gold,
       break;
     case TaskKind::Slot:
       score_with(
-          s, p, g, span_lists_from_json, [](const auto& a, const auto& b) { return slot_f1(a, b); },
+          s, p, g, span_lists_from_json,
+          [&s](const auto& a, const auto& b) {
+            SlotF1 details = slot_f1_details(a, b);
+            s.slot_types = std::move(details.types);
+            return details.score;
+          },
           [](const auto& a, const auto&) { return slot_warnings(a); });
       break;
     case TaskKind::Top:

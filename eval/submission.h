@@ -99,6 +99,10 @@ struct TaskScore {
   /// gold's), and a bare list given as the answer key: DialoGLUE scores them as wrong without a
   /// word, so they are said here (docs/evaluation.md). They never change `value`.
   std::vector<std::string> warnings;
+  /// Slot tasks: the per-type figures slot F1 averages (slot_f1_details), sorted by type; empty
+  /// for the other tasks. Where the points go: a type with few gold examples weighs as much as
+  /// a frequent one.
+  std::vector<SlotTypeScore> slot_types;
 };
 
 /// Scores the task's predictions against the gold list, both given as parsed JSON (a task list or

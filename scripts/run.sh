@@ -10,10 +10,11 @@
 # (docs/training.md "Pseudo-labelled intent stage") into runs/pretrain-intent-pseudo/. Then print
 # the probe table of that model on test (intent probe and token-level probe), fine-tune and score
 # it on DialoGLUE's tasks (configs/eval-<setting>.yaml, the intent classifier started from the
-# linear probe) into runs/eval-<setting>/ (with DialoGLUE's submission file), fine-tune the intent
-# tasks again with self-training (the first seed's models label the unlabelled training
-# utterances) into runs/eval-few-self/, run the classical baselines (bench/reference), write the
-# scoreboard runs/scoreboard.{md,json} and draw the figures into runs/figures/. It prints each
+# linear probe) into runs/eval-<setting>/ (with DialoGLUE's submission file); with SELF_TRAIN=1
+# fine-tune the intent tasks again with self-training (the first seed's models label the
+# unlabelled training utterances) into runs/eval-few-self/; run the classical baselines
+# (bench/reference), write the scoreboard runs/scoreboard.{md,json} and draw the figures into
+# runs/figures/. It prints each
 # part with its minutes and when the whole job should end. Re-running reuses a finished
 # pretraining stage trained with the same configuration and resumes an interrupted one from its
 # last checkpoint; the evaluation is re-run.
@@ -22,9 +23,9 @@
 #        TASKS (banking,clinc,hwu,restaurant8k,dstc8,top), SETTINGS (few; few,full for both
 #        DialoGLUE settings), SEEDS (1,2,3: few-shot seeds; the first one's models are the
 #        self-training teachers), FULL_SEEDS (the first of SEEDS: full-data seeds),
-#        SELF_TRAIN (1; 0 skips self-training), LM_ROW (0; 1 also fine-tunes the language stage
-#        alone into runs/eval-<setting>-lm, the scoreboard's row), STAGE1 (0; 1 adds SPACE-2's
-#        stage 1)
+#        SELF_TRAIN (0; 1 adds self-training of the intent tasks, about 90 min), LM_ROW (0; 1
+#        also fine-tunes the language stage alone into runs/eval-<setting>-lm, the scoreboard's
+#        row), STAGE1 (0; 1 adds SPACE-2's stage 1)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -73,12 +74,14 @@ echo "run: STS files in $out/sts, tokenizer in $out/tokenizer"
 # end, then takes the part off what remains.
 declare -A minutes=(
   [lm]=40 [stage1]=16 [intent]=3 [pseudo]=5
-  [few:banking]=5 [few:clinc]=10 [few:hwu]=2 [few:restaurant8k]=5 [few:dstc8]=3 [few:top]=12
+  [few:banking]=5 [few:clinc]=10 [few:hwu]=2 [few:restaurant8k]=2 [few:dstc8]=2 [few:top]=10
   [full:banking]=40 [full:clinc]=60 [full:hwu]=30 [full:restaurant8k]=40 [full:dstc8]=20
   [full:top]=120
   [self:banking]=8 [self:clinc]=18 [self:hwu]=4
-  [classical:banking]=1 [classical:clinc]=1 [classical:hwu]=1 [classical:restaurant8k]=1
-  [classical:dstc8]=1 [classical:top]=2
+  [classical-few:banking]=1 [classical-few:clinc]=1 [classical-few:hwu]=1
+  [classical-few:restaurant8k]=1 [classical-few:dstc8]=1 [classical-few:top]=5
+  [classical-full:banking]=1 [classical-full:clinc]=2 [classical-full:hwu]=1
+  [classical-full:restaurant8k]=1 [classical-full:dstc8]=1 [classical-full:top]=50
 )
 plan_minutes() {  # part tasks seeds -> minutes of that part for every task and seed
   local part=$1 n_seeds total=0 task
@@ -126,19 +129,26 @@ stage() {  # run_dir config [overrides...]
 # The plan: what this run will do, in minutes.
 default_tasks=banking,clinc,hwu,restaurant8k,dstc8,top
 left() { [[ -f $1/final/model.safetensors ]] && echo 0 || echo "$2"; }
-remaining=$(( $(left runs/pretrain-lm "${minutes[lm]}") + $(left runs/pretrain-intent "${minutes[intent]}") \
-  + $(left runs/pretrain-intent-pseudo "${minutes[pseudo]}") ))
-[[ ${STAGE1:-0} != 0 ]] && remaining=$((remaining + $(left runs/pretrain-small "${minutes[stage1]}")))
+remaining=$(($(left runs/pretrain-lm "${minutes[lm]}") \
+  + $(left runs/pretrain-intent "${minutes[intent]}") \
+  + $(left runs/pretrain-intent-pseudo "${minutes[pseudo]}")))
+if [[ ${STAGE1:-0} != 0 ]]; then
+  remaining=$((remaining + $(left runs/pretrain-small "${minutes[stage1]}")))
+fi
 if [[ ${EVAL:-1} != 0 ]]; then
   plan_tasks=${TASKS:-$default_tasks} plan_seeds=${SEEDS:-1,2,3}
   for setting in $(tr ',' ' ' <<<"${SETTINGS:-few}"); do
-    n=$(plan_minutes "$setting" "$plan_tasks" "$([[ $setting == full ]] && echo "${FULL_SEEDS:-${plan_seeds%%,*}}" || echo "$plan_seeds")")
+    s=$plan_seeds
+    [[ $setting == full ]] && s=${FULL_SEEDS:-${plan_seeds%%,*}}
+    n=$(plan_minutes "$setting" "$plan_tasks" "$s")
     [[ ${LM_ROW:-0} != 0 ]] && n=$((n * 2))
     remaining=$((remaining + n))
   done
-  [[ ${SELF_TRAIN:-1} != 0 && ,${SETTINGS:-few}, == *,few,* ]] &&
+  [[ ${SELF_TRAIN:-0} != 0 && ,${SETTINGS:-few}, == *,few,* ]] &&
     remaining=$((remaining + $(plan_minutes self "$plan_tasks" "$plan_seeds")))
-  remaining=$((remaining + $(plan_minutes classical "$plan_tasks" 1)))
+  for setting in $(tr ',' ' ' <<<"${SETTINGS:-few}"); do
+    remaining=$((remaining + $(plan_minutes "classical-$setting" "$plan_tasks" 1)))
+  done
 fi
 eta "the language stage (runs/pretrain-lm)" "$(left runs/pretrain-lm "${minutes[lm]}")"
 stage runs/pretrain-lm configs/pretrain-lm.yaml eval_data_dir="$data/dialoglue"
@@ -213,13 +223,14 @@ if [[ ${EVAL:-1} != 0 ]]; then
       --out "runs/eval-$setting" --save-models classifier_init=linear_probe
     figures+=("runs/eval-$setting")
     if [[ ${LM_ROW:-0} != 0 ]]; then  # the scoreboard's "language stage alone" row
-      eta "fine-tuning the language stage alone, $setting" "$(plan_minutes "$setting" "$tasks" "$s")"
+      eta "fine-tuning the language stage alone, $setting" \
+        "$(plan_minutes "$setting" "$tasks" "$s")"
       "$bin" eval dialoglue --model runs/pretrain-lm/final --tasks "$tasks" --setting "$setting" \
         --seeds "$s" --config "configs/eval-$setting.yaml" --data-dir "$data/dialoglue" \
         --out "runs/eval-$setting-lm" classifier_init=linear_probe
     fi
   done
-  if [[ ${SELF_TRAIN:-1} != 0 && ,$settings, == *,few,* && ${#intent_tasks[@]} -gt 0 ]]; then
+  if [[ ${SELF_TRAIN:-0} != 0 && ,$settings, == *,few,* && ${#intent_tasks[@]} -gt 0 ]]; then
     itasks=$(IFS=,; echo "${intent_tasks[*]}")
     eta "self-training on $itasks" "$(plan_minutes self "$itasks" "$seeds")"
     # Self-training (docs/evaluation.md "Self-training (`--pseudo-labels DIR`)"): the first
@@ -241,13 +252,19 @@ if [[ ${EVAL:-1} != 0 ]]; then
   fi
   # The classical baselines of the same tasks and settings (no pretraining; scikit-learn), then
   # the scoreboard (runs/scoreboard.{md,json}) and its figure per setting.
-  eta "classical baselines" "$(plan_minutes classical "$tasks" 1)"
+  n=0
+  for setting in ${settings//,/ }; do
+    n=$((n + $(plan_minutes "classical-$setting" "$tasks" 1)))
+  done
+  eta "classical baselines" "$n"
   /usr/bin/python3 bench/reference/classical_baseline.py --data "$data/dialoglue" --tasks "$tasks" \
     --settings "$settings" --dialtree "$bin" --json runs/baselines/classical.json >/dev/null
   scripts/scoreboard.py --settings "$settings" --out runs/scoreboard
   for setting in ${settings//,/ }; do
     rows=(runs/baselines/classical.json)
-    for r in "runs/eval-$setting-lm" "runs/eval-$setting"; do [[ -f $r/results.json ]] && rows+=("$r"); done
+    for r in "runs/eval-$setting-lm" "runs/eval-$setting"; do
+      [[ -f $r/results.json ]] && rows+=("$r")
+    done
     "$bin" plot "${rows[@]}" --out "runs/figures/scoreboard-$setting" --format png >/dev/null
   done
 fi

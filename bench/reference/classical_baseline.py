@@ -143,10 +143,20 @@ def results_object(setting, per_task, metrics):
             "tasks": tasks}
 
 
+def write_json(path, obj):
+    """Writes `obj` to path atomically (a temporary sibling, then a rename)."""
+    tmp = f"{path}.tmp.{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(obj, f, indent=2)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", default=tb.DEFAULT_DATA,
-                        help="DialoGLUE folder (default: $DIALTREE_DATA, else ../shared/data/dialoglue)")
+                        help="DialoGLUE folder (default: $DIALTREE_DATA, else "
+                        "../shared/data/dialoglue)")
     parser.add_argument("--tasks", default=",".join(INTENT_TASKS + TAGGING_TASKS))
     parser.add_argument("--settings", default="few,full")
     parser.add_argument("--dialtree", default=os.path.join(ROOT, "build/cli/dialtree"))
@@ -182,6 +192,9 @@ def main():
                 results[setting][task] = (val, test, n_train, n_test)
                 print(f"{setting} {task}: {test:.2f} ({time.perf_counter() - t0:.1f} s)",
                       file=sys.stderr)
+                if args.json:  # after every task: an interrupted run keeps what it finished
+                    write_json(args.json, [results_object(s, results[s], metrics)
+                                           for s in settings if results.get(s)])
     print("| setting | " + " | ".join(f"{t} ({metrics[t]})" for t in tasks) + " |")
     print("|---|" + "---|" * len(tasks))
     for setting in settings:
@@ -191,11 +204,6 @@ def main():
             cells.append(f"{test:.2f}" + (f" ({val:.2f})" if val is not None else ""))
         print(f"| {setting} | " + " | ".join(cells) + " |")
     print(f"\n{time.perf_counter() - start:.1f} s in all")
-    if args.json:
-        out = [results_object(s, results[s], metrics) for s in settings]
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(out, f, indent=2)
-            f.write("\n")
 
 
 if __name__ == "__main__":

@@ -425,6 +425,14 @@ TEST_F(Cli, EvalScore) {
   EXPECT_EQ(r.out, "banking accuracy 100.00 (3080 examples)\n");
   r = run({"eval", "score", "--task", "dstc8_sgd", "--predictions", gold, "--gold", gold}, dir());
   EXPECT_EQ(r.out, "dstc8 slot F1 100.00 (1813 examples)\n");
+  // --json: the per-type figures slot F1 averages (dstc8's 12 slot types in its answer key).
+  r = run({"eval", "score", "--task", "dstc8", "--predictions", gold, "--gold", gold, "--json"},
+          dir());
+  const nlohmann::json types = nlohmann::json::parse(r.out).at("slot_types");
+  ASSERT_EQ(types.size(), 12u);
+  EXPECT_EQ(types[0].at("type"), "area");
+  EXPECT_NEAR(types[0].at("f1").get<double>(), 100.0, 1e-2);
+  EXPECT_EQ(types[0].at("true_positives"), types[0].at("to_recall"));
   r = run({"eval", "score", "--task", "top", "--predictions", gold, "--gold", gold, "--json"},
           dir());
   EXPECT_EQ(r.status, 0) << r.err;
