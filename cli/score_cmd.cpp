@@ -48,27 +48,43 @@ std::string resolve_gold(const std::string& given) {
       "the task data), then pass --gold FILE or set DIALTREE_DATA to the folder holding it");
 }
 
+// The per-type figures of a slot task's score (empty for the other tasks).
+json slot_types_json(const eval::TaskScore& s) {
+  json types = json::array();
+  for (const auto& t : s.slot_types) {
+    types.push_back({{"type", t.type},
+                     {"f1", t.f1 * 100},
+                     {"precision", t.precision * 100},
+                     {"recall", t.recall * 100},
+                     {"true_positives", t.true_positives},
+                     {"predicted", t.predicted},
+                     {"to_recall", t.to_recall}});
+  }
+  return types;
+}
+
+// The input file, under the key its option has.
+void name_input(json& j, const ScoreArgs& a) {
+  if (a.word_tags.empty()) {
+    j["predictions"] = a.predictions;
+  } else {
+    j["word_tags"] = a.word_tags;
+  }
+}
+
 void print_score(const eval::TaskScore& s, const ScoreArgs& a, const std::string& gold) {
   // Predictions that cannot be right are scored as DialoGLUE scores them, and said on stderr.
   for (const std::string& w : s.warnings) fmt::print(stderr, "warning: {}\n", w);
   if (a.as_json) {
-    json j = {{"task", s.task},         {"metric", s.metric}, {"value", s.value},
-              {"score", s.value * 100}, {"count", s.count},   {"predictions", a.predictions}};
+    json j = {{"task", s.task},
+              {"metric", s.metric},
+              {"value", s.value},
+              {"score", s.value * 100},
+              {"count", s.count}};
+    name_input(j, a);
     if (!gold.empty()) j["gold"] = gold;
     j["warnings"] = s.warnings;
-    if (!s.slot_types.empty()) {
-      json types = json::array();
-      for (const auto& t : s.slot_types) {
-        types.push_back({{"type", t.type},
-                         {"f1", t.f1 * 100},
-                         {"precision", t.precision * 100},
-                         {"recall", t.recall * 100},
-                         {"true_positives", t.true_positives},
-                         {"predicted", t.predicted},
-                         {"to_recall", t.to_recall}});
-      }
-      j["slot_types"] = types;
-    }
+    if (!s.slot_types.empty()) j["slot_types"] = slot_types_json(s);
     fmt::print("{}\n", j.dump());
     return;
   }
@@ -76,7 +92,8 @@ void print_score(const eval::TaskScore& s, const ScoreArgs& a, const std::string
              s.task == "multiwoz" ? "turns" : "examples");
 }
 
-// A few-shot submission's runs (dump_outputs_fewshot.py): every run, then their mean ± std.
+// A few-shot submission's runs (dump_outputs_fewshot.py): every run, then their mean ± std. The
+// JSON has the shape of one score (value and score: the mean) plus `runs`, whatever their number.
 void print_runs(const std::vector<eval::TaskScore>& runs, const ScoreArgs& a,
                 const std::string& gold) {
   std::vector<double> scores;
@@ -86,25 +103,24 @@ void print_runs(const std::vector<eval::TaskScore>& runs, const ScoreArgs& a,
     json per_run = json::array();
     for (const auto& s : runs) {
       for (const std::string& w : s.warnings) fmt::print(stderr, "warning: {}\n", w);
-      per_run.push_back({{"value", s.value}, {"score", s.value * 100}, {"warnings", s.warnings}});
+      json r = {{"value", s.value}, {"score", s.value * 100}, {"warnings", s.warnings}};
+      if (!s.slot_types.empty()) r["slot_types"] = slot_types_json(s);
+      per_run.push_back(r);
     }
-    fmt::print("{}\n", json({{"task", runs[0].task},
-                              {"metric", runs[0].metric},
-                              {"runs", per_run},
-                              {"mean", ms.mean},
-                              {"std", ms.std},
-                              {"count", runs[0].count},
-                              {"predictions", a.predictions},
-                              {"gold", gold}})
-                             .dump());
+    json j = {{"task", runs[0].task},  {"metric", runs[0].metric}, {"value", ms.mean / 100},
+              {"score", ms.mean},      {"std", ms.std},            {"count", runs[0].count},
+              {"runs", per_run},       {"gold", gold}};
+    name_input(j, a);
+    fmt::print("{}\n", j.dump());
     return;
   }
   for (std::size_t k = 0; k < runs.size(); ++k) {
     fmt::print("run {}: ", k + 1);
     print_score(runs[k], a, gold);
   }
-  fmt::print("{} {} {:.2f} ± {:.2f} over {} runs (sample std; {} examples each)\n",
-             runs[0].task, runs[0].metric, ms.mean, ms.std, runs.size(), runs[0].count);
+  fmt::print("{} {} {:.2f} ± {:.2f} over {} run{} (sample std; {} examples each)\n",
+             runs[0].task, runs[0].metric, ms.mean, ms.std, runs.size(),
+             runs.size() == 1 ? "" : "s", runs[0].count);
 }
 
 // The tagging task's examples as DialoGLUE defines them, read from --data-dir; `why` names the
@@ -123,6 +139,14 @@ void run_score(const ScoreArgs& a) {
   if (a.predictions.empty() == a.word_tags.empty()) {
     throw std::invalid_argument("give one of --predictions (a DialoGLUE prediction file) and "
                                 "--word-tags (word-level tags as JSON lines)");
+  }
+  if (!a.word_tags.empty() && !eval::is_tagging_task(a.task)) {
+    throw std::invalid_argument("--word-tags applies to the tagging tasks (restaurant8k, dstc8, "
+                                "top), not '" + a.task + "'");
+  }
+  if (!a.data_dir.empty() && a.word_tags.empty()) {
+    throw std::invalid_argument("--data-dir applies with --word-tags only (the words of the test "
+                                "examples); --predictions files are scored as they are");
   }
   if (eval::task_kind(task) == eval::TaskKind::Dst) {
     if (!a.gold.empty()) {
@@ -150,19 +174,20 @@ void run_score(const ScoreArgs& a) {
     const eval::TaggingTask t = tagging_task(a.task, a.data_dir, eval::Setting::Few, "--word-tags");
     std::vector<std::vector<std::string>> tags;
     std::vector<std::string> intents;
-    eval::read_word_tags_jsonl(a.word_tags, t.test, !t.intent_labels.empty(), tags, intents);
+    eval::read_word_tags_jsonl(a.word_tags, t, t.test, tags, intents);
     predictions = eval::TagMapper(eval::resolve_data_dir(a.data_dir), t).submission(t.test, tags,
                                                                                     intents);
   } else {
     predictions = json_parse_file(a.predictions);
   }
   const std::string& name = a.word_tags.empty() ? a.predictions : a.word_tags;
+  bool run_list = false;
   const std::vector<eval::TaskScore> runs =
-      eval::score_task_runs(task, predictions, json_parse_file(gold), name, gold);
-  if (runs.size() == 1) {
-    print_score(runs[0], a, gold);
-  } else {
+      eval::score_task_runs(task, predictions, json_parse_file(gold), name, gold, &run_list);
+  if (run_list) {
     print_runs(runs, a, gold);
+  } else {
+    print_score(runs[0], a, gold);
   }
 }
 
@@ -171,6 +196,16 @@ struct WordsArgs {
 };
 
 void run_words(const WordsArgs& a) {
+  // The files the command reads: every file of the task's data folder.
+  if (eval::is_tagging_task(a.task)) {
+    const fs::path dir = fs::path(eval::resolve_data_dir(a.data_dir)) /
+                         (a.task == "dstc8" ? std::string("dstc8_sgd") : a.task);
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(dir, ec)) {
+      refuse_overwriting_input("--out", a.out, "a file of the task's data folder",
+                               e.path().string());
+    }
+  }
   const eval::TaggingTask t = tagging_task(
       a.task, a.data_dir, a.split == "train" ? eval::Setting::Full : eval::Setting::Few,
       "eval words");

@@ -54,7 +54,10 @@ void run_convert(const ConvertArgs& a) {
   if (a.has_source) opt.source = a.source;  // "" is rejected by sts::convert
   if (a.has_domain) opt.domain = a.domain;
   if (a.has_categories) opt.categories = a.categories;
-  for (const auto& s : a.exclude_services) {
+  for (std::string s : a.exclude_services) {
+    s.erase(0, s.find_first_not_of(" \t"));
+    s.erase(s.find_last_not_of(" \t") + 1);
+    if (s.empty()) throw std::invalid_argument("--exclude-services: an empty service name");
     if (s == "dstc8") {
       const auto& d = sts::dstc8_services();
       opt.exclude_services.insert(opt.exclude_services.end(), d.begin(), d.end());

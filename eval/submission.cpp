@@ -383,12 +383,19 @@ TaskScore score_task(Task task, const json& predictions, const json& gold,
 
 std::vector<TaskScore> score_task_runs(Task task, const json& predictions, const json& gold,
                                        const std::string& predictions_file,
-                                       const std::string& gold_file) {
+                                       const std::string& gold_file, bool* run_list) {
   if (task_kind(task) == TaskKind::Dst) no_multiwoz_gold();
   const json& p = task_list(predictions, task, predictions_file);
   const json& g = task_list(gold, task, gold_file);
-  bool runs = !p.empty() && p.size() != g.size();
-  for (const json& r : p) runs = runs && r.is_array() && r.size() == g.size();
+  // A run's entries are predictions: strings for intent tasks, lists for the others.
+  const bool intent = task_kind(task) == TaskKind::Intent;
+  bool runs = !p.empty(), all_empty = true;
+  for (const json& r : p) {
+    runs = runs && r.is_array() && (r.empty() || (intent ? r[0].is_string() : r[0].is_array()));
+    all_empty = all_empty && r.is_array() && r.empty();
+  }
+  if (runs && all_empty && p.size() == g.size()) runs = false;  // one run predicting no spans
+  if (run_list) *run_list = runs;
   if (!runs) return {score_task(task, predictions, gold, predictions_file, gold_file)};
   std::vector<TaskScore> out;
   for (std::size_t k = 0; k < p.size(); ++k) {

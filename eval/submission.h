@@ -116,13 +116,17 @@ TaskScore score_task(Task task, const json& predictions, const json& gold,
 
 /// Scores every run of the task in `predictions`. DialoGLUE's few-shot submission
 /// (dump_outputs_fewshot.py) holds, under each task's key, a list of runs (one task list per
-/// fine-tuning run); any other file holds one run. The task's list is read as runs when its
-/// length differs from the gold list's and every entry is a list of the gold list's length.
-/// Returns one TaskScore per run, in file order. Not for Multiwoz. @throws as score_task(), the
-/// file named "<predictions_file> run <k>" (1-based) for a bad run.
+/// fine-tuning run); any other file holds one run. The task's list is read as runs when every
+/// entry is a list whose entries are predictions of the task (label strings for intent tasks,
+/// lists for slot tasks and TOP), unless it is one run of empty span lists; a single run's
+/// entries are label strings, span lists of strings or [intent, tags] pairs. `run_list` (when
+/// given) says which layout was read. Returns one TaskScore per run, in file order. Not for
+/// Multiwoz. @throws as score_task(), the file named "<predictions_file> run <k>" (1-based)
+/// for a bad run, e.g. one with fewer predictions than the answer key.
 std::vector<TaskScore> score_task_runs(Task task, const json& predictions, const json& gold,
                                        const std::string& predictions_file = "predictions",
-                                       const std::string& gold_file = "gt_test.json");
+                                       const std::string& gold_file = "gt_test.json",
+                                       bool* run_list = nullptr);
 
 /// score_task on two files. @throws as score_task and json_parse_file.
 TaskScore score_task_files(Task task, const std::string& predictions_path,

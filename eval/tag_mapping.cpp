@@ -1,6 +1,7 @@
 #include "eval/tag_mapping.h"
 
 #include <filesystem>
+#include <set>
 #include <stdexcept>
 
 #include "common/atomic_file.h"
@@ -84,9 +85,13 @@ void write_word_tags_jsonl(const std::string& path, const std::vector<TaggingExa
   write_file_atomic(path, out);
 }
 
-void read_word_tags_jsonl(const std::string& path, const std::vector<TaggingExample>& examples,
-                          bool with_intent, std::vector<std::vector<std::string>>& tags,
+void read_word_tags_jsonl(const std::string& path, const TaggingTask& task,
+                          const std::vector<TaggingExample>& examples,
+                          std::vector<std::vector<std::string>>& tags,
                           std::vector<std::string>& intents) {
+  const bool with_intent = !task.intent_labels.empty();
+  const std::set<std::string> tag_set(task.tag_labels.begin(), task.tag_labels.end());
+  const std::set<std::string> intent_set(task.intent_labels.begin(), task.intent_labels.end());
   tags.clear();
   intents.clear();
   json_for_each_line(path, [&](std::size_t line, const json& j) {
@@ -104,10 +109,24 @@ void read_word_tags_jsonl(const std::string& path, const std::vector<TaggingExam
                           std::to_string(examples[k].words.size()) + " words");
     }
     tags.emplace_back();
-    for (std::size_t i = 0; i < list.size(); ++i)
-      tags.back().push_back(json_as_string(list[i], place, json_index_path("tags", i)));
-    if (with_intent)
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const std::string field = json_index_path("tags", i);
+      tags.back().push_back(json_as_string(list[i], place, field));
+      if (!tag_set.count(tags.back().back())) {
+        throw DataError(path, place.where, field,
+                        "tag '" + tags.back().back() + "' is not in " + task.name +
+                            "'s tag vocabulary (e.g. '" + task.tag_labels.back() +
+                            "'), so it could never be right");
+      }
+    }
+    if (with_intent) {
       intents.push_back(json_as_string(json_require(j, "intent", place, ""), place, "intent"));
+      if (!intent_set.count(intents.back())) {
+        throw DataError(path, place.where, "intent",
+                        "intent '" + intents.back() + "' is not in vocab.intent, so it could "
+                        "never be right");
+      }
+    }
   });
   if (tags.size() != examples.size()) {
     throw DataError(path, "", "",

@@ -60,14 +60,17 @@ class TagMapper {
 void write_word_tags_jsonl(const std::string& path, const std::vector<TaggingExample>& examples,
                            bool with_intent);
 
-/// Predicted word tags of `examples` read from JSON lines, one object per example in order:
-/// {"tags": [one per word]} plus "intent" (a string) when `with_intent`; other keys (e.g.
+/// Predicted word tags of `examples` (a split of `task`) read from JSON lines, one object per
+/// example in order: {"tags": [one per word]} plus "intent" (a string) for TOP; other keys (e.g.
 /// "words", which write_word_tags_jsonl writes) are ignored. Fills `tags` and `intents`.
 /// @throws DataError / SchemaError naming the file, the line and the field: a missing or
-///   mistyped field, a tag count that differs from the example's word count, or a line count
-///   that differs from the number of examples.
-void read_word_tags_jsonl(const std::string& path, const std::vector<TaggingExample>& examples,
-                          bool with_intent, std::vector<std::vector<std::string>>& tags,
+///   mistyped field, a tag count that differs from the example's word count, a tag that is not
+///   in the task's tag vocabulary (e.g. "B_time", "b-time") or an intent not in vocab.intent
+///   (such a prediction could never be right), or a line count that differs from the number of
+///   examples.
+void read_word_tags_jsonl(const std::string& path, const TaggingTask& task,
+                          const std::vector<TaggingExample>& examples,
+                          std::vector<std::vector<std::string>>& tags,
                           std::vector<std::string>& intents);
 
 }  // namespace dialtree::eval

@@ -37,6 +37,34 @@ data=$shared/data
 out=$root/out  # configs/pretrain-small.yaml reads out/sts and out/tokenizer
 bin=${BUILD_DIR:-build}/cli/dialtree
 [[ -d $data/dialoglue ]] || { echo "run: no data in $data (set DIALTREE_SHARED)" >&2; exit 1; }
+# What to evaluate, checked before anything runs (a typo must not cost the pretraining first).
+default_tasks=banking,clinc,hwu,restaurant8k,dstc8,top
+tasks=${TASKS:-$default_tasks}
+tasks=${tasks//dstc8_sgd/dstc8}  # the data folder's name, as dialtree's commands accept it
+settings=${SETTINGS:-few}
+seeds=${SEEDS:-1,2,3}
+full_seeds=${FULL_SEEDS:-${seeds%%,*}}
+intent_tasks=() tagging_tasks=()
+for task in ${tasks//,/ }; do
+  case $task in
+    banking | clinc | hwu) intent_tasks+=("$task") ;;
+    restaurant8k | dstc8 | top) tagging_tasks+=("$task") ;;
+    *) echo "run: TASKS: unknown task '$task' (banking, clinc, hwu, restaurant8k, dstc8, top)" >&2
+       exit 2 ;;
+  esac
+done
+((${#intent_tasks[@]} + ${#tagging_tasks[@]})) || { echo "run: TASKS: no task given" >&2; exit 2; }
+for setting in ${settings//,/ }; do
+  [[ $setting == few || $setting == full ]] ||
+    { echo "run: SETTINGS: unknown setting '$setting' (few, full)" >&2; exit 2; }
+done
+[[ -n ${settings//,/} ]] || { echo "run: SETTINGS: no setting given (few, full)" >&2; exit 2; }
+for var in seeds full_seeds; do
+  [[ ${!var} =~ ^[0-9]+(,[0-9]+)*$ ]] || {
+    echo "run: ${var^^}: '${!var}' is not a comma-separated list of seeds (e.g. 1,2,3)" >&2
+    exit 2
+  }
+done
 mkdir -p "$out/sts"
 
 convert() {  # format input output
@@ -67,21 +95,21 @@ if [[ ! -f $out/tokenizer/tokenizer.json ]]; then
 fi
 echo "run: STS files in $out/sts, tokenizer in $out/tokenizer"
 
-# The whole job's ETA. Minutes per part on 2 cores, measured (docs/results.md "Scoreboard":
-# where and how): pretraining stages, and per task and seed the fine-tuning of each setting,
+# The whole job's ETA. Minutes per part on 2 cores, measured (README "The main job"; docs/
+# results.md "The DialoGLUE scoreboard" has the runs): pretraining stages, and per task and seed the fine-tuning of each setting,
 # self-training and the classical baseline (all seeds of a task together there). A part already
 # done (a finished stage) counts 0. `eta` prints a part with its minutes and when the job should
 # end, then takes the part off what remains.
 declare -A minutes=(
-  [lm]=40 [stage1]=16 [intent]=3 [pseudo]=5
+  [lm]=40 [stage1]=16 [intent]=3 [pseudo]=5 [probe]=1
   [few:banking]=5 [few:clinc]=10 [few:hwu]=2 [few:restaurant8k]=2 [few:dstc8]=2 [few:top]=10
   [full:banking]=40 [full:clinc]=60 [full:hwu]=30 [full:restaurant8k]=40 [full:dstc8]=20
   [full:top]=120
   [self:banking]=8 [self:clinc]=18 [self:hwu]=4
-  [classical-few:banking]=1 [classical-few:clinc]=1 [classical-few:hwu]=1
-  [classical-few:restaurant8k]=1 [classical-few:dstc8]=1 [classical-few:top]=5
+  [classical-few:banking]=0 [classical-few:clinc]=0 [classical-few:hwu]=0
+  [classical-few:restaurant8k]=0 [classical-few:dstc8]=0 [classical-few:top]=5
   [classical-full:banking]=1 [classical-full:clinc]=2 [classical-full:hwu]=1
-  [classical-full:restaurant8k]=1 [classical-full:dstc8]=1 [classical-full:top]=50
+  [classical-full:restaurant8k]=0 [classical-full:dstc8]=0 [classical-full:top]=50
 )
 plan_minutes() {  # part tasks seeds -> minutes of that part for every task and seed
   local part=$1 n_seeds total=0 task
@@ -127,7 +155,6 @@ stage() {  # run_dir config [overrides...]
   "$bin" train "$config" "$@" "${resume[@]}"
 }
 # The plan: what this run will do, in minutes.
-default_tasks=banking,clinc,hwu,restaurant8k,dstc8,top
 left() { [[ -f $1/final/model.safetensors ]] && echo 0 || echo "$2"; }
 remaining=$(($(left runs/pretrain-lm "${minutes[lm]}") \
   + $(left runs/pretrain-intent "${minutes[intent]}") \
@@ -135,19 +162,20 @@ remaining=$(($(left runs/pretrain-lm "${minutes[lm]}") \
 if [[ ${STAGE1:-0} != 0 ]]; then
   remaining=$((remaining + $(left runs/pretrain-small "${minutes[stage1]}")))
 fi
+remaining=$((remaining + minutes[probe]))
 if [[ ${EVAL:-1} != 0 ]]; then
-  plan_tasks=${TASKS:-$default_tasks} plan_seeds=${SEEDS:-1,2,3}
-  for setting in $(tr ',' ' ' <<<"${SETTINGS:-few}"); do
-    s=$plan_seeds
-    [[ $setting == full ]] && s=${FULL_SEEDS:-${plan_seeds%%,*}}
-    n=$(plan_minutes "$setting" "$plan_tasks" "$s")
+  for setting in ${settings//,/ }; do
+    s=$seeds
+    [[ $setting == full ]] && s=$full_seeds
+    n=$(plan_minutes "$setting" "$tasks" "$s")
     [[ ${LM_ROW:-0} != 0 ]] && n=$((n * 2))
     remaining=$((remaining + n))
   done
-  [[ ${SELF_TRAIN:-0} != 0 && ,${SETTINGS:-few}, == *,few,* ]] &&
-    remaining=$((remaining + $(plan_minutes self "$plan_tasks" "$plan_seeds")))
-  for setting in $(tr ',' ' ' <<<"${SETTINGS:-few}"); do
-    remaining=$((remaining + $(plan_minutes "classical-$setting" "$plan_tasks" 1)))
+  if [[ ${SELF_TRAIN:-0} != 0 && ,$settings, == *,few,* ]]; then
+    remaining=$((remaining + $(plan_minutes self "$tasks" "$seeds")))
+  fi
+  for setting in ${settings//,/ }; do
+    remaining=$((remaining + $(plan_minutes "classical-$setting" "$tasks" 1)))
   done
 fi
 eta "the language stage (runs/pretrain-lm)" "$(left runs/pretrain-lm "${minutes[lm]}")"
@@ -187,24 +215,7 @@ stage runs/pretrain-intent-pseudo configs/pretrain-intent.yaml \
   eval_data_dir="$data/dialoglue"
 figures+=(runs/pretrain-intent runs/pretrain-intent-pseudo)
 model=runs/pretrain-intent-pseudo/final
-tasks=${TASKS:-$default_tasks}
-settings=${SETTINGS:-few}
-seeds=${SEEDS:-1,2,3}
-full_seeds=${FULL_SEEDS:-${seeds%%,*}}
-intent_tasks=() tagging_tasks=()
-for task in ${tasks//,/ }; do
-  case $task in
-    banking | clinc | hwu) intent_tasks+=("$task") ;;
-    restaurant8k | dstc8 | top) tagging_tasks+=("$task") ;;
-    *) echo "run: TASKS: unknown task '$task' (banking, clinc, hwu, restaurant8k, dstc8, top)" >&2
-       exit 2 ;;
-  esac
-done
-for setting in ${settings//,/ }; do
-  [[ $setting == few || $setting == full ]] ||
-    { echo "run: SETTINGS: unknown setting '$setting' (few, full)" >&2; exit 2; }
-done
-
+eta "the probe on test" "${minutes[probe]}"
 "$bin" eval probe --model "$model" --tasks "$tasks" --protocols dialoglue-few --split test \
   --data "$data/dialoglue" --out runs/probe.json
 if [[ ${EVAL:-1} != 0 ]]; then
@@ -257,11 +268,15 @@ if [[ ${EVAL:-1} != 0 ]]; then
     n=$((n + $(plan_minutes "classical-$setting" "$tasks" 1)))
   done
   eta "classical baselines" "$n"
-  /usr/bin/python3 bench/reference/classical_baseline.py --data "$data/dialoglue" --tasks "$tasks" \
-    --settings "$settings" --dialtree "$bin" --json runs/baselines/classical.json >/dev/null
+  mkdir -p runs/baselines
+  for setting in ${settings//,/ }; do
+    /usr/bin/python3 bench/reference/classical_baseline.py --data "$data/dialoglue" \
+      --tasks "$tasks" --settings "$setting" --dialtree "$bin" \
+      --json "runs/baselines/classical-$setting.json" >/dev/null
+  done
   scripts/scoreboard.py --settings "$settings" --out runs/scoreboard
   for setting in ${settings//,/ }; do
-    rows=(runs/baselines/classical.json)
+    rows=("runs/baselines/classical-$setting.json")
     for r in "runs/eval-$setting-lm" "runs/eval-$setting"; do
       [[ -f $r/results.json ]] && rows+=("$r")
     done

@@ -10,8 +10,8 @@ Each row is a NAME=PATH pair; PATH is a results.json (or the folder holding it) 
 `dialtree eval dialoglue`, or a JSON array of such objects (bench/reference/classical_baseline.py
 --json), and may hold `{setting}`, replaced by few or full. A row whose file is missing for a
 setting is left out of that setting's table (and said on stderr); a task it did not run is "–".
-Without --row, the rows of scripts/run.sh: the classical baseline, no pretraining, the language
-stage alone and the main job.
+Without --row, the rows of scripts/run.sh: the classical baseline, the language stage alone
+(with LM_ROW=1) and the main job.
 
 Writes OUT.md and OUT.json (atomically) and prints OUT.md. The "Average" column is the plain
 mean of the six task means (DialoGLUE's leaderboard averages its seven; MultiWOZ is absent), shown
@@ -30,8 +30,7 @@ HEADERS = {"banking": "BANKING77", "hwu": "HWU64", "clinc": "CLINC150", "restaur
 METRICS = {"banking": "acc", "hwu": "acc", "clinc": "acc", "restaurant8k": "slot F1",
            "dstc8": "slot F1", "top": "EM"}
 DEFAULT_ROWS = [
-    ("classical baseline", "runs/baselines/classical.json"),
-    ("no pretraining", "runs/eval-{setting}-scratch"),
+    ("classical baseline", "runs/baselines/classical-{setting}.json"),
     ("language stage alone", "runs/eval-{setting}-lm"),
     ("main job", "runs/eval-{setting}"),
 ]
@@ -53,7 +52,9 @@ def load_results(path, setting):
     with open(path, encoding="utf-8") as f:
         data = json.load(f)
     for obj in data if isinstance(data, list) else [data]:
-        if obj.get("setting") == setting:
+        if not isinstance(obj, dict) or "setting" not in obj:
+            raise ValueError("expected results.json objects with a 'setting' (few or full)")
+        if obj["setting"] == setting:
             return obj
     return None
 
@@ -114,6 +115,10 @@ def main():
         rows.append((name, path))
     rows = rows or DEFAULT_ROWS
     settings = [s for s in args.settings.split(",") if s]
+    if not settings:
+        sys.exit("error: --settings: no setting given (few, full)")
+    if not os.path.basename(args.out):
+        sys.exit(f"error: --out {args.out}: give a file stem such as runs/scoreboard")
     for s in settings:
         if s not in ("few", "full"):
             sys.exit(f"error: --settings: unknown setting '{s}' (few, full)")
@@ -132,7 +137,11 @@ def main():
                 print(f"scoreboard: no {setting} results at {source}; row '{name}' left out",
                       file=sys.stderr)
                 continue
-            got.append(row_of(name, source, results))
+            try:
+                got.append(row_of(name, source, results))
+            except (KeyError, TypeError, AttributeError) as e:
+                sys.exit(f"error: {source}: not a dialtree results.json ({e!r} missing or "
+                         "malformed; expected tasks.<task>.mean and runs[].test)")
         board["settings"][setting] = {"rows": got}
         title = ("Few-shot (train_10: 10 per intent, 10 % of the slot and TOP examples)"
                  if setting == "few" else "Full data (train)")

@@ -29,8 +29,18 @@ def score(dialtree, task, preds, gold, work):
     with open(g, "w", encoding="utf-8") as f:
         json.dump({task: gold}, f)  # an answer-key object, as gt_test.json
     out = subprocess.run([dialtree, "eval", "score", "--task", task, "--predictions", p,
-                          "--gold", g, "--json"], check=True, capture_output=True, text=True)
+                          "--gold", g, "--json"], capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit(f"error: dialtree eval score failed: {out.stderr.strip()}")
     return json.loads(out.stdout)["score"]
+
+
+def load_json(path, what):
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError) as e:
+        sys.exit(f"error: {what} {path}: {e}")
 
 
 def main():
@@ -44,24 +54,33 @@ def main():
         ROOT, "../shared/data/dialoglue")) + "/gt_test.json")
     parser.add_argument("--dialtree", default=os.path.join(ROOT, "build/cli/dialtree"))
     args = parser.parse_args()
-    with open(args.predictions, encoding="utf-8") as f:
-        preds = json.load(f)
-    with open(args.gold, encoding="utf-8") as f:
-        gold = json.load(f)[args.task]
+    task = "dstc8" if args.task == "dstc8_sgd" else args.task  # the answer key's name
+    if args.draws < 2:
+        sys.exit("error: --draws must be at least 2 (a spread needs two draws)")
+    preds = load_json(args.predictions, "--predictions")
+    if isinstance(preds, dict):  # a submission object holding the task's list
+        preds = preds.get(task)
+    gold = load_json(args.gold, "--gold")
+    if not isinstance(gold, dict) or task not in gold:
+        sys.exit(f"error: --gold {args.gold}: no list for task '{task}' (the answer key "
+                 "gt_test.json has banking, clinc, hwu, restaurant8k, dstc8, top)")
+    gold = gold[task]
+    if not isinstance(preds, list):
+        sys.exit(f"error: --predictions {args.predictions}: no prediction list for '{task}'")
     if len(preds) != len(gold):
         sys.exit(f"error: {args.predictions}: {len(preds)} predictions for {len(gold)} examples")
     if not 0 < args.n <= len(gold):
         sys.exit(f"error: --n must be in [1, {len(gold)}]")
     rng = random.Random(args.seed)
     with tempfile.TemporaryDirectory() as work:
-        full = score(args.dialtree, args.task, preds, gold, work)
+        full = score(args.dialtree, task, preds, gold, work)
         scores = []
         for _ in range(args.draws):
             idx = sorted(rng.sample(range(len(gold)), args.n))
-            scores.append(score(args.dialtree, args.task, [preds[i] for i in idx],
+            scores.append(score(args.dialtree, task, [preds[i] for i in idx],
                                 [gold[i] for i in idx], work))
     scores.sort()
-    print(f"{args.task}: all {len(gold)} examples {full:.2f}; {args.draws} draws of {args.n}: "
+    print(f"{task}: all {len(gold)} examples {full:.2f}; {args.draws} draws of {args.n}: "
           f"mean {statistics.fmean(scores):.2f}, std {statistics.stdev(scores):.2f}, "
           f"5-95 % {scores[int(0.05 * len(scores))]:.2f}-{scores[int(0.95 * len(scores)) - 1]:.2f}")
 

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "common/error.h"
+#include "common/json_util.h"
 #include "common/utf8.h"
 #include "readers/intent_csv.h"
 #include "readers/multiwoz.h"
@@ -235,6 +236,29 @@ std::vector<Dialog> convert_sgd(const std::string& input, const std::string& sou
   for (const auto& m : load.mismatches) rep.warnings.push_back(m);
   std::vector<Dialog> out;
   out.reserve(dialogs.size());
+  // With a folder that has SGD's schema.json, a name it does not list is a misspelling: it would
+  // exclude nothing, and the dialogues it meant to keep out would stay in.
+  const fs::path schema = fs::path(input) / "schema.json";
+  std::error_code ec;
+  if (!exclude.empty() && fs::is_directory(input, ec) && fs::is_regular_file(schema, ec)) {
+    std::set<std::string> known;
+    const json list = json_parse_file(schema.string());
+    if (list.is_array()) {
+      for (const json& service : list) {
+        if (service.is_object() && service.contains("service_name") &&
+            service["service_name"].is_string())
+          known.insert(service["service_name"].get<std::string>());
+      }
+    }
+    for (const auto& name : exclude) {
+      if (!known.count(name)) {
+        std::string names;
+        for (const auto& k : known) names += (names.empty() ? "" : ", ") + k;
+        throw std::invalid_argument("--exclude-services: '" + name + "' is not a service of " +
+                                    schema.string() + " (its services: " + names + ")");
+      }
+    }
+  }
   std::set<std::string> matched;  // excluded services some dialogue had
   for (const auto& sd : dialogs) {
     bool excluded = false;

@@ -35,7 +35,8 @@ struct ConvertOptions {
   /// there is none, the CSV's own labels (with a warning in ConvertReport::warnings).
   std::optional<std::string> categories;
   /// sgd only: services whose dialogues are left out whole (a dialogue is left out when any of
-  /// its `services` is listed). DialoGLUE's dstc8 train.json comes from the SGD train dialogues
+  /// its `services` is listed). With a folder that holds SGD's schema.json, every name must be a
+  /// service it lists (std::invalid_argument otherwise); a name no dialogue has is warned about. DialoGLUE's dstc8 train.json comes from the SGD train dialogues
   /// of Buses_1, Events_1, Homes_1 and RentalCars_1 (kDstc8Services): a labelled pretraining
   /// stage that keeps them sees dstc8 labels beyond train_10 (docs/sts-format.md "SGD").
   std::vector<std::string> exclude_services;

@@ -88,9 +88,17 @@ def read_jsonl(path):
 
 def words_of(dialtree, data, task, split, work):
     path = os.path.join(work, f"{task}.{split}.jsonl")
-    subprocess.run([dialtree, "eval", "words", "--task", task, "--split", split, "--data-dir",
-                    data, "--out", path], check=True, stdout=subprocess.DEVNULL)
+    run_dialtree([dialtree, "eval", "words", "--task", task, "--split", split, "--data-dir", data,
+                  "--out", path])
     return read_jsonl(path)
+
+
+def run_dialtree(command):
+    """Runs a dialtree command; on failure exits with what dialtree said."""
+    out = subprocess.run(command, capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit(f"error: {' '.join(command[1:4])} failed: {out.stderr.strip()}")
+    return out.stdout
 
 
 def run_tagging(dialtree, data, task, train_split, work):
@@ -120,10 +128,10 @@ def run_tagging(dialtree, data, task, train_split, work):
             if intents is not None:
                 rec["intent"] = str(intents[i])
             f.write(json.dumps(rec) + "\n")
-    out = subprocess.run([dialtree, "eval", "score", "--task", task, "--word-tags", pred_path,
-                          "--data-dir", data, "--json"], check=True, capture_output=True,
-                         text=True)
-    score = json.loads(out.stdout)["score"]
+    out = run_dialtree([dialtree, "eval", "score", "--task", task, "--word-tags", pred_path,
+                        "--data-dir", data, "--gold", os.path.join(data, "gt_test.json"),
+                        "--json"])
+    score = json.loads(out)["score"]
     return score, len(train), len(test), time.perf_counter() - t0
 
 
@@ -145,6 +153,8 @@ def results_object(setting, per_task, metrics):
 
 def write_json(path, obj):
     """Writes `obj` to path atomically (a temporary sibling, then a rename)."""
+    if os.path.dirname(path):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
     tmp = f"{path}.tmp.{os.getpid()}"
     with open(tmp, "w", encoding="utf-8") as f:
         json.dump(obj, f, indent=2)

@@ -482,6 +482,38 @@ TEST_F(Cli, EvalScore) {
           dir());
   EXPECT_EQ(r.status, 2);
   EXPECT_THAT(r.err, HasSubstr("short.jsonl: line 2: field 'tags':"));
+  // A tag outside the task's vocabulary could never be right: refused, naming line and field.
+  {
+    std::ifstream in(tmp_.file("r8k.jsonl"));
+    std::ofstream bad(tmp_.file("badtag.jsonl"));
+    std::string line;
+    for (int n = 1; std::getline(in, line); ++n) {
+      nlohmann::json j = nlohmann::json::parse(line);
+      if (n == 3) j["tags"][0] = "b-time";
+      bad << j.dump() << "\n";
+    }
+  }
+  r = run({"eval", "score", "--task", "restaurant8k", "--word-tags", "badtag.jsonl", "--data-dir",
+           fs::path(gold).parent_path().string(), "--gold", gold},
+          dir());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("badtag.jsonl: line 3: field 'tags[0]': tag 'b-time' is not in"));
+  // `eval words` never writes over the data it reads.
+  r = run({"eval", "words", "--task", "restaurant8k", "--data-dir",
+           fs::path(gold).parent_path().string(), "--out",
+           (fs::path(gold).parent_path() / "restaurant8k" / "test.json").string()},
+          dir());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("refusing to overwrite an input"));
+  // A few-shot file with a run of the wrong length names the run.
+  nlohmann::json short_run = key.at("banking");
+  short_run.erase(short_run.size() - 1);
+  std::ofstream(tmp_.file("few-short.json"))
+      << nlohmann::json({{"banking", {key.at("banking"), short_run}}}).dump();
+  r = run({"eval", "score", "--task", "banking", "--predictions", "few-short.json", "--gold", gold},
+          dir());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("few-short.json run 2"));
   r = run({"eval", "score", "--task", "banking", "--word-tags", "r8k.jsonl", "--gold", gold}, dir());
   EXPECT_EQ(r.status, 2);
   EXPECT_THAT(r.err, HasSubstr("--word-tags applies to the tagging tasks"));

@@ -147,6 +147,16 @@ TEST(Convert, SgdExcludeServicesLeavesOutEveryDialogueThatTouchesOne) {
   EXPECT_NE(typo.warnings.back().find("no dialogue of"), std::string::npos);
   EXPECT_NE(typo.warnings.back().find("'Bus_1'"), std::string::npos);
 
+  // With the folder (and its schema.json), a name the schema does not list is an error.
+  o.exclude_services = {"Buses_1", "Busses_1"};
+  try {
+    convert(SourceFormat::Sgd, dir, o);
+    FAIL() << "expected std::invalid_argument";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("'Busses_1' is not a service of"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("Buses_1, Buses_2"), std::string::npos);
+  }
+
   // Other formats refuse the option.
   try {
     convert(SourceFormat::Top, shared_data("dialoglue/top/train_10.txt"), o);
