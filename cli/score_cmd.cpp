@@ -123,15 +123,15 @@ void print_runs(const std::vector<eval::TaskScore>& runs, const ScoreArgs& a,
              runs.size() == 1 ? "" : "s", runs[0].count);
 }
 
-// The tagging task's examples as DialoGLUE defines them, read from --data-dir; `why` names the
-// option that needs a tagging task.
+// The tagging task's examples as DialoGLUE defines them, read from the resolved data folder;
+// `why` names the option that needs a tagging task.
 eval::TaggingTask tagging_task(const std::string& task, const std::string& data_dir,
                                eval::Setting setting, const std::string& why) {
   if (!eval::is_tagging_task(task)) {
     throw std::invalid_argument(why + " applies to the tagging tasks (restaurant8k, dstc8, top), "
                                 "not '" + task + "'");
   }
-  return eval::load_tagging_task(eval::resolve_data_dir(data_dir), task, setting);
+  return eval::load_tagging_task(data_dir, task, setting);
 }
 
 void run_score(const ScoreArgs& a) {
@@ -171,12 +171,12 @@ void run_score(const ScoreArgs& a) {
   json predictions;
   if (!a.word_tags.empty()) {
     // Word tags of the test examples, spread over BERT pieces by DialoGLUE's rules.
-    const eval::TaggingTask t = tagging_task(a.task, a.data_dir, eval::Setting::Few, "--word-tags");
+    const std::string data_dir = eval::resolve_data_dir(a.data_dir);
+    const eval::TaggingTask t = tagging_task(a.task, data_dir, eval::Setting::Few, "--word-tags");
     std::vector<std::vector<std::string>> tags;
     std::vector<std::string> intents;
     eval::read_word_tags_jsonl(a.word_tags, t, t.test, tags, intents);
-    predictions = eval::TagMapper(eval::resolve_data_dir(a.data_dir), t).submission(t.test, tags,
-                                                                                    intents);
+    predictions = eval::TagMapper(data_dir, t).submission(t.test, tags, intents);
   } else {
     predictions = json_parse_file(a.predictions);
   }
@@ -196,18 +196,18 @@ struct WordsArgs {
 };
 
 void run_words(const WordsArgs& a) {
+  const std::string data_dir = eval::resolve_data_dir(a.data_dir);
   // The files the command reads: every file of the task's data folder.
   if (eval::is_tagging_task(a.task)) {
-    const fs::path dir = fs::path(eval::resolve_data_dir(a.data_dir)) /
-                         (a.task == "dstc8" ? std::string("dstc8_sgd") : a.task);
     std::error_code ec;
-    for (const auto& e : fs::directory_iterator(dir, ec)) {
+    for (const auto& e :
+         fs::directory_iterator(fs::path(data_dir) / eval::tagging_task_folder(a.task), ec)) {
       refuse_overwriting_input("--out", a.out, "a file of the task's data folder",
                                e.path().string());
     }
   }
   const eval::TaggingTask t = tagging_task(
-      a.task, a.data_dir, a.split == "train" ? eval::Setting::Full : eval::Setting::Few,
+      a.task, data_dir, a.split == "train" ? eval::Setting::Full : eval::Setting::Few,
       "eval words");
   const std::vector<eval::TaggingExample>& xs = a.split == "val"    ? t.val
                                                 : a.split == "test" ? t.test

@@ -63,6 +63,10 @@ bool is_tagging_task(const std::string& task) {
   return task == "restaurant8k" || task == "dstc8_sgd" || task == "dstc8" || task == "top";
 }
 
+std::string tagging_task_folder(const std::string& task) {
+  return task == "dstc8" ? "dstc8_sgd" : task;
+}
+
 TaggingTask load_tagging_task(const std::string& data_dir, const std::string& task,
                               Setting setting) {
   if (!is_tagging_task(task)) {
@@ -70,7 +74,7 @@ TaggingTask load_tagging_task(const std::string& data_dir, const std::string& ta
                                 "' is not a tagging task (restaurant8k, dstc8_sgd, top)");
   }
   TaggingTask t;
-  t.name = task == "dstc8" ? "dstc8_sgd" : task;
+  t.name = tagging_task_folder(task);
   const fs::path dir = fs::path(data_dir) / t.name;
   const bool few = setting == Setting::Few;
   if (t.name == "top") {

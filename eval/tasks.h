@@ -46,6 +46,9 @@ bool is_intent_task(const std::string& task);
 /// True for restaurant8k, dstc8_sgd (alias dstc8) and top.
 bool is_tagging_task(const std::string& task);
 
+/// The data folder of a tagging task: "dstc8_sgd" for the alias "dstc8", else the name itself.
+std::string tagging_task_folder(const std::string& task);
+
 /// One example of a tagging task at DialoGLUE's word level: the words the gold labels are
 /// defined on (slot tasks: the requested slot names prefixed, docs/dialoglue.md §4 steps 1-3; TOP:
 /// the file's words, §5) and their BIO tags.
