@@ -4,20 +4,12 @@
 #include <unordered_map>
 #include <utility>
 
-#include <utf8proc.h>
-
 #include "common/utf8.h"
+#include "data/word_input.h"
 
 namespace dialtree::data {
 
 namespace {
-
-// Python's str.isspace(): general category Zs or bidirectional class WS, B or S.
-bool is_python_space(char32_t c) {
-  const utf8proc_property_t* p = utf8proc_get_property(static_cast<utf8proc_int32_t>(c));
-  return p->category == UTF8PROC_CATEGORY_ZS || p->bidi_class == UTF8PROC_BIDI_CLASS_WS ||
-         p->bidi_class == UTF8PROC_BIDI_CLASS_B || p->bidi_class == UTF8PROC_BIDI_CLASS_S;
-}
 
 void require_same_length(std::size_t a, std::size_t b, const char* what) {
   if (a != b) {
@@ -33,30 +25,8 @@ bool starts_with(std::string_view s, std::string_view prefix) {
 }  // namespace
 
 std::vector<std::string> split_python_whitespace(std::string_view text) {
-  if (!utf8::is_valid(text)) {
-    throw std::invalid_argument("split_python_whitespace: invalid UTF-8");
-  }
   std::vector<std::string> out;
-  std::string cur;
-  bool in_word = false;
-  std::size_t i = 0;
-  while (i < text.size()) {
-    utf8proc_int32_t cp = 0;
-    const utf8proc_ssize_t n =
-        utf8proc_iterate(reinterpret_cast<const utf8proc_uint8_t*>(&text[i]),
-                         static_cast<utf8proc_ssize_t>(text.size() - i), &cp);
-    const auto len = static_cast<std::size_t>(n);
-    if (is_python_space(static_cast<char32_t>(cp))) {
-      if (in_word) out.push_back(std::move(cur));
-      cur.clear();
-      in_word = false;
-    } else {
-      cur.append(text.substr(i, len));
-      in_word = true;
-    }
-    i += len;
-  }
-  if (in_word) out.push_back(std::move(cur));
+  for (WordSpan& w : split_words(text)) out.push_back(std::move(w.text));
   return out;
 }
 
@@ -132,13 +102,15 @@ std::vector<std::string> eval_tag_sequence(const std::vector<std::int32_t>& ids,
   return out;
 }
 
-std::vector<std::string> extract_slot_spans(const std::vector<std::string>& tags) {
-  std::vector<std::string> spans;
+std::vector<TagSpan> tag_spans(const std::vector<std::string>& tags) {
+  std::vector<TagSpan> spans;
   bool is_open = false;
-  std::string slot;  // slot of the open span
-  std::size_t start = 0;
+  TagSpan open;
   const auto close = [&](std::size_t end) {
-    if (is_open) spans.push_back(slot + ":" + std::to_string(start) + "-" + std::to_string(end));
+    if (is_open) {
+      open.end = end;
+      spans.push_back(open);
+    }
     is_open = false;
   };
   for (std::size_t i = 0; i < tags.size(); ++i) {
@@ -146,16 +118,24 @@ std::vector<std::string> extract_slot_spans(const std::vector<std::string>& tags
     if (starts_with(t, "B-")) {
       close(i);
       is_open = true;
-      slot = t.substr(2);
-      start = i;
+      open.label = t.substr(2);
+      open.start = i;
     } else if (starts_with(t, "I-")) {
-      if (!is_open || t.compare(2, std::string::npos, slot) != 0) close(i);
+      if (!is_open || t.compare(2, std::string::npos, open.label) != 0) close(i);
     } else {
       close(i);  // "O", "[PAD]" and anything else
     }
   }
   close(tags.size());
   return spans;
+}
+
+std::vector<std::string> extract_slot_spans(const std::vector<std::string>& tags) {
+  std::vector<std::string> out;
+  for (const TagSpan& s : tag_spans(tags)) {
+    out.push_back(s.label + ":" + std::to_string(s.start) + "-" + std::to_string(s.end));
+  }
+  return out;
 }
 
 std::vector<std::string> slot_gold_spans(const readers::SlotExample& example, const Tokenizer& tok,

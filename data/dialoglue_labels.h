@@ -3,6 +3,7 @@
 // regenerate gt_test.json exactly; eval reuses the span extraction for predictions.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -68,10 +69,24 @@ std::vector<std::string> eval_tag_sequence(const std::vector<std::int32_t>& ids,
                                            const std::vector<std::string>& tags,
                                            const Tokenizer& tok);
 
-/// §4 step 6: spans of a filtered tag list as "slot:start-end" (indices into `tags`, end
-/// exclusive), in order of their start. `O`, `[PAD]` (or any other non B-/I- tag) closes the
-/// open span; `B-k` closes it and opens k; `I-k` continues only when k is the open slot and
-/// otherwise closes the open span and opens nothing; the end of the list closes the open span.
+/// One labelled span of a tag list: tags [start, end) carry slot `label`.
+struct TagSpan {
+  std::string label;
+  std::size_t start = 0;
+  std::size_t end = 0;
+  bool operator==(const TagSpan& o) const {
+    return label == o.label && start == o.start && end == o.end;
+  }
+};
+
+/// §4 step 6's reading of BIO tags, in order of their start: `O`, `[PAD]` (or any other non
+/// B-/I- tag) closes the open span; `B-k` closes it and opens k; `I-k` continues only when k is
+/// the open slot and otherwise closes the open span and opens nothing; the end of the list
+/// closes the open span. The server's parse route reads a tagger's word tags the same way.
+std::vector<TagSpan> tag_spans(const std::vector<std::string>& tags);
+
+/// §4 step 6: tag_spans() of a filtered tag list as "slot:start-end" (indices into `tags`, end
+/// exclusive), the form of gt_test.json.
 std::vector<std::string> extract_slot_spans(const std::vector<std::string>& tags);
 
 /// Complete slot gold of one example (steps 1-6): what gt_test.json["restaurant8k"|"dstc8"]

@@ -119,6 +119,7 @@ json run_dialoglue(const DialoglueRun& run,
         if (progress) progress(p);
       };
       json submission;
+      std::vector<TaggingExample> word_predictions;  // tagging: test words, predicted tags
       double val = 0, train_s = 0, train_eps = 0, predict_eps = 0;
       int best_epoch = 0, epochs_run = 0;
       std::vector<EpochInfo> curve;
@@ -148,6 +149,11 @@ json run_dialoglue(const DialoglueRun& run,
         const TaggingRunResult r = finetune_tagging(run.model_dir, tagging_data, tagging_options,
                                                     seed, val_score, on_epoch, save_dir);
         submission = mapper->submission(tagging_data.test, r.test_tags, r.test_intents);
+        word_predictions = tagging_data.test;
+        for (std::size_t i = 0; i < word_predictions.size(); ++i) {
+          word_predictions[i].tags = r.test_tags[i];
+          if (!r.test_intents.empty()) word_predictions[i].intent = r.test_intents[i];
+        }
         val = r.best_val_score, best_epoch = r.best_epoch, train_s = r.train_seconds;
         epochs_run = r.epochs_run, curve = r.curve;
         train_eps = r.train_examples_per_second, predict_eps = r.predict_examples_per_second;
@@ -157,6 +163,12 @@ json run_dialoglue(const DialoglueRun& run,
       fs::create_directories(dir);
       const std::string pred_path = (dir / "test_predictions.json").string();
       write_submission(pred_path, submission);
+      if (!intent) {
+        // The word-level predictions (eval score --word-tags; a served model's /parse answers
+        // the same words with the same tags: scripts/check-parse.py).
+        write_word_tags_jsonl((dir / "test_word_tags.jsonl").string(), word_predictions,
+                              !tagging_data.intent_labels.empty());
+      }
       const TaskScore s = score_task(task, submission, test_gold, pred_path, gold_name);
       json val_curve = json::array();
       for (const EpochInfo& e : curve) {

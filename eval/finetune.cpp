@@ -251,28 +251,6 @@ std::vector<data::SerializedExample> serialize_texts(const std::vector<std::stri
   return out;
 }
 
-TaggedInput encode_words(const std::vector<std::string>& words, const data::Tokenizer& tok,
-                         const data::SerializeOptions& so) {
-  std::vector<std::int32_t> ids;
-  std::vector<std::int64_t> first(words.size(), -1);
-  for (std::size_t w = 0; w < words.size(); ++w) {
-    const std::vector<std::int32_t> pieces = tok.encode(words[w]);
-    if (!pieces.empty()) first[w] = static_cast<std::int64_t>(ids.size());
-    ids.insert(ids.end(), pieces.begin(), pieces.end());
-  }
-  TaggedInput out;
-  out.input = data::serialize_context({data::Utterance{"user", ids}}, tok.special(), so);
-  // Layout of one user utterance: [sos_u] kept ids [eos_u]; left truncation drops the first
-  // `drop` ids; row 0 of the hidden states is [CLS].
-  const auto kept = static_cast<std::int64_t>(out.input.input_ids.size()) - 2;
-  const auto drop = static_cast<std::int64_t>(ids.size()) - kept;
-  for (auto& f : first) {
-    if (f >= 0) f = f >= drop ? f - drop + 2 : -1;
-  }
-  out.first_row = std::move(first);
-  return out;
-}
-
 torch::Tensor intent_batch_loss(model::SpaceModel& net, const model::EncoderInputs& inputs,
                                 const torch::Tensor& labels, bool bf16,
                                 const IntentLossTerms& terms) {

@@ -10,6 +10,7 @@
 
 #include "data/serialize.h"
 #include "data/tokenizer.h"
+#include "data/word_input.h"
 #include "model/config.h"
 
 namespace dialtree::eval {
@@ -28,19 +29,8 @@ std::vector<data::SerializedExample> serialize_texts(const std::vector<std::stri
                                                      const model::EncoderConfig& cfg,
                                                      int max_utt_len);
 
-/// A tagging example on the model's sub-words: the serialised input and, per word, the row of
-/// its first sub-word in the hidden states with [CLS] prepended (row 0 [CLS], row 1 [sos_u]),
-/// or -1 when the word has no sub-word left (an empty encoding, or cut by left truncation).
-struct TaggedInput {
-  data::SerializedExample input;
-  std::vector<std::int64_t> first_row;  ///< one per word
-};
-
-/// The words of one tagging example as one user turn (docs/method.md §6.2, DialoGLUE's slot
-/// protocol): each word encoded alone, the pieces concatenated, then serialised with `so`
-/// (single_turn(): the last max_utt_len sub-words kept). The tagger reads each word's first
-/// sub-word. @throws TokenizerError from encode; std::invalid_argument from serialisation.
-TaggedInput encode_words(const std::vector<std::string>& words, const data::Tokenizer& tok,
-                         const data::SerializeOptions& so);
+/// The tagger's input (data/word_input.h), shared with the server's parse route.
+using data::encode_words;
+using data::TaggedInput;
 
 }  // namespace dialtree::eval

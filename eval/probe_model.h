@@ -33,7 +33,7 @@ ProbeMatrix embed_texts(model::SpaceModelImpl& net, const data::Tokenizer& tok,
                         bool bf16 = false, ProbePooling pooling = ProbePooling::Cls);
 
 /// The frozen vectors of tagging examples (eval/tag_probe.h WordVectors): each example's words
-/// serialised as tagging fine-tuning serialises them (eval/intent_inputs.h encode_words, the last
+/// serialised as tagging fine-tuning serialises them (data/word_input.h encode_words, the last
 /// max_utt_len sub-words), the final state of each word's first sub-word and of [CLS]. Batches,
 /// modes and autocast as embed_texts(). @throws as embed_texts().
 WordVectors embed_words(model::SpaceModelImpl& net, const data::Tokenizer& tok,

@@ -22,7 +22,7 @@ namespace dialtree::eval {
 /// Frozen vectors of the examples of one tagging split.
 struct WordVectors {
   /// [number of words that kept a sub-word, d]: the final state of each such word's first
-  /// sub-word (the row the fine-tuned tagger reads, eval/intent_inputs.h encode_words).
+  /// sub-word (the row the fine-tuned tagger reads, data/word_input.h encode_words).
   ProbeMatrix words;
   /// Per example, per word: its row in `words`, or -1 when the word has no sub-word left (such
   /// a word is predicted "O", as fine-tuning predicts it).

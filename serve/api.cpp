@@ -1,5 +1,6 @@
 #include "serve/api.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -10,6 +11,7 @@
 #include "common/check.h"
 #include "common/json_util.h"
 #include "common/utf8.h"
+#include "data/dialoglue_labels.h"
 
 namespace dialtree::serve {
 namespace {
@@ -41,6 +43,7 @@ constexpr ErrorRow kErrorTable[] = {
     {ErrorKind::kHeaderTooLarge, 431, "invalid_request_error", "header_too_large"},
     {ErrorKind::kValidation, 422, "invalid_request_error", "validation_error"},
     {ErrorKind::kNoClassifier, 424, "invalid_request_error", "no_classifier"},
+    {ErrorKind::kNoTagger, 424, "invalid_request_error", "no_tagger"},
     {ErrorKind::kOverloaded, 429, "rate_limit_error", "overloaded"},
     {ErrorKind::kInternal, 500, "server_error", "internal_error"},
     {ErrorKind::kNotImplemented, 501, "invalid_request_error", "not_implemented"},
@@ -327,6 +330,75 @@ ClassifyRequest parse_classify(const json& body) {
   ClassifyRequest r = with_inputs<ClassifyRequest>(body);
   r.top_k = optional_positive(body, "top_k").value_or(1);
   return r;
+}
+
+ParseRequest parse_parse(const json& body) {
+  require_object(body);
+  const bool has_text = body.contains("text"), has_inputs = body.contains("inputs");
+  if (has_text && has_inputs) invalid("text", "give either `text` (Rasa) or `inputs`, not both");
+  ParseRequest r;
+  if (has_text) {
+    const json& text = body.at("text");
+    if (!text.is_string()) wrong_type("text", "a string", text);
+    r.inputs = {parse_input(text, "text")};
+    r.single = true;
+    r.truncate = optional_bool(body, "truncate");
+    r.truncation_direction = direction_field(body);
+  } else {
+    r = with_inputs<ParseRequest>(body);
+  }
+  for (std::size_t i = 0; i < r.inputs.size(); ++i) {
+    if (r.inputs[i].token_ids) {
+      const std::string param = r.inputs.size() == 1 ? "inputs" : index("inputs", i);
+      invalid(param, "/parse needs text (its entities point into it), not token ids");
+    }
+  }
+  r.top_k = optional_positive(body, "top_k").value_or(1);
+  return r;
+}
+
+std::vector<std::size_t> top_k_order(const std::vector<float>& probs, std::int64_t k) {
+  std::vector<std::size_t> order(probs.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  const std::size_t n = std::min(static_cast<std::size_t>(std::max<std::int64_t>(k, 0)), order.size());
+  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(n), order.end(),
+                    [&](std::size_t a, std::size_t b) {
+                      return probs[a] > probs[b] || (probs[a] == probs[b] && a < b);
+                    });
+  order.resize(n);
+  return order;
+}
+
+json parse_result(const ParsedTurn& turn, const std::vector<float>& intent_probs,
+                  const std::vector<std::string>& intent_labels, std::int64_t top_k) {
+  const std::size_t n = turn.words.size();
+  if (turn.starts.size() != n || turn.stops.size() != n || turn.tags.size() != n ||
+      turn.tag_scores.size() != n || intent_probs.size() > intent_labels.size()) {
+    throw std::invalid_argument("parse_result: per-word vectors (or intents) differ in length");
+  }
+  json out = {{"text", turn.text}, {"intent", nullptr}, {"intent_ranking", json::array()}};
+  if (!intent_probs.empty()) {
+    for (const std::size_t i : top_k_order(intent_probs, top_k)) {
+      out["intent_ranking"].push_back({{"name", intent_labels[i]}, {"confidence", intent_probs[i]}});
+    }
+    out["intent"] = out["intent_ranking"][0];
+  }
+  json entities = json::array();
+  for (const data::TagSpan& span : data::tag_spans(turn.tags)) {
+    float confidence = 1.0f;
+    for (std::size_t w = span.start; w < span.end; ++w) {
+      confidence = std::min(confidence, turn.tag_scores[w]);
+    }
+    const std::size_t start = turn.starts[span.start], end = turn.stops[span.end - 1];
+    entities.push_back({{"entity", span.label},
+                        {"start", start},
+                        {"end", end},
+                        {"value", utf8::substr(turn.text, start, end)},
+                        {"confidence", confidence},
+                        {"words", {span.start, span.end}}});
+  }
+  out["entities"] = std::move(entities);
+  return out;
 }
 
 TokenizeRequest parse_tokenize(const json& body) {

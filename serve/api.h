@@ -39,6 +39,7 @@ enum class ErrorKind {
   kHeaderTooLarge,        ///< 431 request header fields over 16 KiB
   kValidation,            ///< 422 wrong JSON type, missing field, or a value out of range
   kNoClassifier,          ///< 424 /classify on a model bundle without an intent head
+  kNoTagger,              ///< 424 /parse on a model bundle without a tagger
   kOverloaded,            ///< 429 --max-concurrent-requests requests already in flight
   kInternal,              ///< 500 inference or an unexpected failure
   kNotImplemented,        ///< 501 a Transfer-Encoding other than chunked (gzip, chunked)
@@ -108,6 +109,16 @@ struct ClassifyRequest {
   std::int64_t top_k = 1;  ///< >= 1; clamped to the number of labels
 };
 
+/// POST /parse (or Rasa's POST /model/parse): `inputs` as /classify, or Rasa's `text` (one
+/// string, answered with one object instead of a list); `top_k` intents in `intent_ranking`.
+struct ParseRequest {
+  std::vector<Input> inputs;
+  std::optional<bool> truncate;
+  TruncationDirection truncation_direction = TruncationDirection::kRight;
+  std::int64_t top_k = 1;  ///< >= 1; clamped to the number of intents
+  bool single = false;     ///< the body had Rasa's `text`: answer one object, not a list
+};
+
 /// POST /tokenize: `inputs` as /embed; add_special_tokens (default true) includes the role
 /// markers of the serialised form.
 struct TokenizeRequest {
@@ -138,8 +149,37 @@ EmbedRequest parse_openai_embeddings(const nlohmann::json& body);
 EmbedRequest parse_tei_embed(const nlohmann::json& body);
 /// @throws as parse_openai_embeddings(); kValidation for top_k < 1.
 ClassifyRequest parse_classify(const nlohmann::json& body);
+/// `inputs` (strings or dialog objects; token-id inputs have no text to point into: 422) or
+/// `text` (Rasa: one string; `message_id` is accepted and ignored), not both; `top_k`,
+/// `truncate`, `truncation_direction` as /classify. @throws as parse_openai_embeddings().
+ParseRequest parse_parse(const nlohmann::json& body);
 /// @throws as parse_openai_embeddings().
 TokenizeRequest parse_tokenize(const nlohmann::json& body);
+
+/// The indices of the `k` largest of `probs` (at most probs.size()), largest first; ties go to
+/// the lower index (the order of /classify's `top_k` and /parse's `intent_ranking`).
+std::vector<std::size_t> top_k_order(const std::vector<float>& probs, std::int64_t k);
+
+/// What a tagger read in one input's current turn: its words (code-point offsets into `text`)
+/// and, per word, the predicted tag and its probability (the first sub-word's softmax; "O" with
+/// probability 1 for a word left without a sub-word by truncation).
+struct ParsedTurn {
+  std::string text;  ///< the current (last) turn's text
+  std::vector<std::string> words;
+  std::vector<std::size_t> starts, stops;  ///< per word, [start, stop) in code points
+  std::vector<std::string> tags;
+  std::vector<float> tag_scores;
+};
+
+/// One input's /parse answer, Rasa's shape: {"text", "intent": {"name", "confidence"} or null,
+/// "intent_ranking": [top_k of them], "entities": [{"entity", "start", "end", "value",
+/// "confidence", "words": [first, last + 1]}]}. Entities are the tags' spans read as DialoGLUE
+/// reads them (data/dialoglue_labels.h tag_spans); an entity's confidence is the lowest tag
+/// probability of its words; start/end are code points of `turn.text`, value its slice.
+/// `intent_probs` is empty for a model without an intent head.
+/// @throws std::invalid_argument when the per-word vectors differ in length.
+nlohmann::json parse_result(const ParsedTurn& turn, const std::vector<float>& intent_probs,
+                            const std::vector<std::string>& intent_labels, std::int64_t top_k);
 
 /// Keeps the first `dimensions` values (all when unset) and L2-normalises them when `normalize`
 /// (the norm is accumulated in double; an all-zero vector stays zero, never NaN:

@@ -9,6 +9,7 @@
 #include "model/bundle.h"
 #include "model/collate.h"
 #include "model/device.h"
+#include "data/word_input.h"
 
 namespace dialtree::serve {
 
@@ -56,10 +57,29 @@ bool Embedder::has_classifier() const {
 const std::vector<std::string>& Embedder::intent_labels() const {
   return impl_->bundle.info.intent_labels;
 }
+bool Embedder::has_tagger() const {
+  return impl_->bundle.model->has_tag_head();
+}
+const std::vector<std::string>& Embedder::tag_labels() const {
+  return impl_->bundle.info.tag_labels;
+}
 
-data::SerializedExample Embedder::prepare(const Input& input, bool truncate,
-                                          TruncationDirection direction,
-                                          const std::string& param) const {
+namespace {
+
+// The "has no tokens" refusal of turn `i` of `turns` (docs/failure-cases.md C19): whitespace
+// alone is refused like an empty string, not embedded as the constant vector of two markers.
+ApiError no_tokens(std::size_t i, std::size_t turns, const std::string& param) {
+  return ApiError(ErrorKind::kEmptyInput,
+                  param + ": " +
+                      (turns == 1 ? std::string("the text") : "turn " + std::to_string(i)) +
+                      " has no tokens (it is empty or whitespace only)",
+                  param);
+}
+
+}  // namespace
+
+std::vector<data::Utterance> Embedder::tokenize(const Input& input, std::size_t turns,
+                                                const std::string& param) const {
   const data::Tokenizer& tok = tokenizer();
   std::vector<data::Utterance> history;
   if (input.token_ids) {
@@ -78,24 +98,20 @@ data::SerializedExample Embedder::prepare(const Input& input, bool truncate,
       u.ids.push_back(static_cast<std::int32_t>(id));
     }
     history.push_back(std::move(u));
-  } else {
-    history.reserve(input.turns.size());
-    for (std::size_t i = 0; i < input.turns.size(); ++i) {
-      const Turn& t = input.turns[i];
-      history.push_back({t.role, tok.encode(t.text)});
-      // Whitespace alone encodes to nothing: refused like an empty string (docs/failure-cases.md
-      // C19), not embedded as the constant vector of two role markers.
-      if (history.back().ids.empty()) {
-        throw ApiError(
-            ErrorKind::kEmptyInput,
-            param + ": " +
-                (input.turns.size() == 1 ? std::string("the text") : "turn " + std::to_string(i)) +
-                " has no tokens (it is empty or whitespace only)",
-            param);
-      }
-    }
+    return history;
   }
+  history.reserve(turns);
+  for (std::size_t i = 0; i < turns; ++i) {
+    const Turn& t = input.turns[i];
+    history.push_back({t.role, tok.encode(t.text)});
+    if (history.back().ids.empty()) throw no_tokens(i, input.turns.size(), param);
+  }
+  return history;
+}
 
+data::SerializedExample Embedder::fit(std::vector<data::Utterance>& history, bool truncate,
+                                      TruncationDirection direction,
+                                      const std::string& param) const {
   const std::size_t keep = limits_.max_utterance_length;
   if (!truncate) {
     if (history.size() > limits_.max_turns) {
@@ -137,13 +153,64 @@ data::SerializedExample Embedder::prepare(const Input& input, bool truncate,
   so.max_len = limits_.max_input_length;
   so.max_utt_len = keep;
   so.max_ctx_turn = limits_.max_turns;
-  return data::serialize_context(history, tok.special(), so);
+  return data::serialize_context(history, tokenizer().special(), so);
 }
 
+data::SerializedExample Embedder::prepare(const Input& input, bool truncate,
+                                          TruncationDirection direction,
+                                          const std::string& param) const {
+  std::vector<data::Utterance> history = tokenize(input, input.turns.size(), param);
+  return fit(history, truncate, direction, param);
+}
+
+WordInput Embedder::prepare_words(const Input& input, bool truncate,
+                                  TruncationDirection direction, const std::string& param) const {
+  if (input.token_ids || input.turns.empty()) {
+    throw ApiError(ErrorKind::kValidation, param + ": a tagger reads text, not token ids", param);
+  }
+  WordInput out;
+  const Turn& current = input.turns.back();
+  out.text = current.text;
+  for (data::WordSpan& w : data::split_words(current.text)) {
+    out.words.push_back(std::move(w.text));
+    out.starts.push_back(w.start);
+    out.stops.push_back(w.stop);
+  }
+  data::WordPieces pieces = data::encode_word_pieces(out.words, tokenizer());
+  if (pieces.ids.empty()) throw no_tokens(input.turns.size() - 1, input.turns.size(), param);
+  // A right cut keeps the first words; the left cut (serialisation's) keeps the last ones.
+  if (truncate && direction == TruncationDirection::kRight) {
+    data::keep_first_pieces(pieces, limits_.max_utterance_length);
+  }
+  std::vector<data::Utterance> history = tokenize(input, input.turns.size() - 1, param);
+  history.push_back({current.role, pieces.ids});
+  out.example = fit(history, truncate, direction, param);
+  out.first_row = data::first_piece_rows(out.example, pieces);
+  return out;
+}
+
+namespace {
+
+// Rows of a float [B, C] host tensor as vectors.
+std::vector<std::vector<float>> rows_of(const torch::Tensor& t) {
+  const torch::Tensor host = t.to(torch::kFloat32).to(torch::kCPU).contiguous();
+  const auto rows = host.size(0), cols = host.size(1);
+  std::vector<std::vector<float>> out(static_cast<std::size_t>(rows));
+  const float* p = host.data_ptr<float>();
+  for (std::int64_t r = 0; r < rows; ++r) out[static_cast<std::size_t>(r)].assign(p + r * cols, p + (r + 1) * cols);
+  return out;
+}
+
+}  // namespace
+
 ForwardOutputs Embedder::forward(const std::vector<const data::SerializedExample*>& batch,
-                                 bool with_probs) const {
+                                 bool with_probs, bool with_tags) const {
   ForwardOutputs out;
   if (batch.empty()) return out;
+  model::SpaceModel& net = impl_->bundle.model;
+  if (with_tags && !net->has_tag_head()) {
+    throw std::logic_error("forward: tags asked of a model without a tagger");
+  }
   std::vector<data::SerializedExample> examples;
   examples.reserve(batch.size());
   for (const auto* ex : batch) examples.push_back(*ex);
@@ -158,25 +225,33 @@ ForwardOutputs Embedder::forward(const std::vector<const data::SerializedExample
     }
   }
   torch::InferenceMode guard;
-  model::SpaceModel& net = impl_->bundle.model;
   const model::EncoderInputs inputs = model::to_device(model::collate(examples), impl_->device);
-  const torch::Tensor cls = net->forward_cls(inputs).to(torch::kFloat32);
-  const torch::Tensor cls_host = cls.to(torch::kCPU).contiguous();
-  const auto rows = cls.size(0), dims = cls.size(1);
-  out.pooled.resize(static_cast<std::size_t>(rows));
-  const float* p = cls_host.data_ptr<float>();
-  for (std::int64_t r = 0; r < rows; ++r) {
-    out.pooled[static_cast<std::size_t>(r)].assign(p + r * dims, p + (r + 1) * dims);
-  }
-  if (with_probs && net->has_intent_head()) {
-    const torch::Tensor probs =
-        torch::softmax(net->intent_logits(cls), -1).to(torch::kCPU).contiguous();
-    const auto classes = probs.size(1);
-    const float* q = probs.data_ptr<float>();
-    out.probs.resize(static_cast<std::size_t>(rows));
-    for (std::int64_t r = 0; r < rows; ++r) {
-      out.probs[static_cast<std::size_t>(r)].assign(q + r * classes, q + (r + 1) * classes);
+  torch::Tensor cls;
+  if (with_tags) {
+    // The full encoder, as tagging fine-tuning predicts (eval/finetune.cpp): [B, L+1, H].
+    const torch::Tensor hidden = net->forward(inputs, true);
+    cls = model::SpaceModelImpl::cls_vector(hidden).to(torch::kFloat32);
+    const torch::Tensor probs = torch::softmax(net->tag_logits(hidden).to(torch::kFloat32), -1);
+    const auto [best, ids] = probs.max(-1);  // [B, L+1]
+    const torch::Tensor best_host = best.to(torch::kCPU).contiguous();
+    const torch::Tensor ids_host = ids.to(torch::kInt32).to(torch::kCPU).contiguous();
+    const auto width = best_host.size(1);
+    out.tag_ids.resize(batch.size());
+    out.tag_scores.resize(batch.size());
+    for (std::size_t r = 0; r < batch.size(); ++r) {
+      const auto n = static_cast<std::int64_t>(batch[r]->input_ids.size()) + 1;  // + [CLS]
+      const auto offset = static_cast<std::int64_t>(r) * width;
+      out.tag_ids[r].assign(ids_host.data_ptr<std::int32_t>() + offset,
+                            ids_host.data_ptr<std::int32_t>() + offset + n);
+      out.tag_scores[r].assign(best_host.data_ptr<float>() + offset,
+                               best_host.data_ptr<float>() + offset + n);
     }
+  } else {
+    cls = net->forward_cls(inputs).to(torch::kFloat32);
+  }
+  out.pooled = rows_of(cls);
+  if (with_probs && net->has_intent_head()) {
+    out.probs = rows_of(torch::softmax(net->intent_logits(cls), -1));
   }
   return out;
 }

@@ -24,6 +24,22 @@ struct ForwardOutputs {
                                            ///< final hidden state, not normalised
   std::vector<std::vector<float>> probs;   ///< [B][num_labels] softmax of the intent logits;
                                            ///< empty unless requested and the head exists
+  /// With tags: per input and hidden-state row (row 0 [CLS], row j + 1 input token j, padding
+  /// rows left out), the tagger's argmax tag id and its softmax probability.
+  std::vector<std::vector<std::int32_t>> tag_ids;
+  std::vector<std::vector<float>> tag_scores;
+};
+
+/// One input as a tagger reads it (the parse route, docs/serving.md "Parsing"): its current
+/// turn's whitespace words with their code-point offsets, each word tokenised on its own, the
+/// earlier turns as prepare() serialises them.
+struct WordInput {
+  data::SerializedExample example;
+  std::vector<std::int64_t> first_row;  ///< per word, its first sub-word's hidden-state row
+                                        ///< ([CLS] = row 0), -1 when truncation cut it
+  std::string text;                     ///< the current turn's text
+  std::vector<std::string> words;
+  std::vector<std::size_t> starts, stops;  ///< per word, [start, stop) code points of `text`
 };
 
 /// How inputs are serialised: the cut of one utterance and of the whole dialog context.
@@ -63,13 +79,26 @@ class Embedder {
   data::SerializedExample prepare(const Input& input, bool truncate, TruncationDirection direction,
                                   const std::string& param) const;
 
+  /// prepare() for a tagger (docs/serving.md "Parsing"): the current turn is split into
+  /// whitespace words (Python's str.split()) and each word encoded alone, as tagging
+  /// fine-tuning reads DialoGLUE's words (data/word_input.h); earlier turns are serialised as
+  /// prepare() does. The same limits and truncation apply: a right cut keeps the first words,
+  /// a left cut the last ones, and a word cut off gets no row.
+  /// @throws ApiError as prepare(), and kValidation for a token-id input.
+  WordInput prepare_words(const Input& input, bool truncate, TruncationDirection direction,
+                          const std::string& param) const;
+
   /// One batched forward pass under inference mode (no autograd state is kept:
   /// docs/failure-cases.md C26). Examples are right-padded to the longest; padding never changes a
   /// row's result beyond float rounding (the attention mask removes padded keys). An empty batch
   /// gives empty outputs. `with_probs` adds the intent probabilities when has_classifier().
-  /// @throws std::invalid_argument on malformed examples (ids outside the tables).
+  /// `with_tags` (a model with a tagger) runs the full encoder, as tagging fine-tuning predicts:
+  /// the tags of every row, and the pooled vector and intent probabilities from its [CLS] row
+  /// (equal to the packed [CLS] pass's up to float rounding).
+  /// @throws std::invalid_argument on malformed examples (ids outside the tables);
+  ///   std::logic_error for `with_tags` on a model without a tagger.
   ForwardOutputs forward(const std::vector<const data::SerializedExample*>& batch,
-                         bool with_probs) const;
+                         bool with_probs, bool with_tags = false) const;
 
   const data::Tokenizer& tokenizer() const;
   const InputLimits& limits() const { return limits_; }
@@ -85,6 +114,11 @@ class Embedder {
   static int intra_op_threads();
   /// Intent names by class id (size num_labels).
   const std::vector<std::string>& intent_labels() const;
+  /// True when the bundle has a tagger (num_tags > 0), e.g. from `eval dialoglue --save-models`
+  /// on restaurant8k, dstc8 or TOP.
+  bool has_tagger() const;
+  /// Tag names by tag id (size num_tags), "O", "B-x", "I-x".
+  const std::vector<std::string>& tag_labels() const;
   /// Model dtype name, "float32".
   std::string dtype() const { return "float32"; }
   /// Where the model runs: "cpu" or "cuda:N".
@@ -92,6 +126,13 @@ class Embedder {
   const std::string& model_dir() const { return model_dir_; }
 
  private:
+  // The first `turns` turns of `input` (or its token ids) tokenised, refusing empty turns.
+  std::vector<data::Utterance> tokenize(const Input& input, std::size_t turns,
+                                        const std::string& param) const;
+  // The limits check (or cut) and serialisation of prepare().
+  data::SerializedExample fit(std::vector<data::Utterance>& history, bool truncate,
+                              TruncationDirection direction, const std::string& param) const;
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
   std::string model_dir_;

@@ -25,6 +25,7 @@ struct Job {
   std::shared_ptr<RequestState> state;
   std::size_t index = 0;
   bool want_probs = false;
+  bool want_tags = false;
   Clock::time_point enqueued;
 };
 
@@ -48,6 +49,10 @@ void deliver(Job& job, const std::string& error, ForwardOutputs& out, std::size_
     } else {
       state.pooled[job.index] = std::move(out.pooled[row]);
       if (job.want_probs && !out.probs.empty()) state.probs[job.index] = std::move(out.probs[row]);
+      if (job.want_tags) {
+        state.tag_ids[job.index] = std::move(out.tag_ids[row]);
+        state.tag_scores[job.index] = std::move(out.tag_scores[row]);
+      }
     }
     state.queue_s =
         std::max(state.queue_s, std::chrono::duration<double>(t_batch - job.enqueued).count());
@@ -55,6 +60,11 @@ void deliver(Job& job, const std::string& error, ForwardOutputs& out, std::size_
     last = --state.pending == 0;
   }
   if (last) state.done.notify_all();
+}
+
+// The JSON path of input i of n in `field`: the field itself for a lone input, else field[i].
+std::string param_of(const char* field, std::size_t i, std::size_t n) {
+  return n == 1 ? std::string(field) : std::string(field) + "[" + std::to_string(i) + "]";
 }
 
 }  // namespace
@@ -89,47 +99,63 @@ struct Inference::Impl {
         limits, [this](std::vector<Job>& b) { run_batch(b); }, workers);
   }
 
-  // Runs one batch from the batcher as one forward pass. Mixed lengths cost little: the
-  // encoder runs packed (DialogEncoder::forward_cls), padding only attention, per length bucket.
-  // Inputs whose client has disconnected are dropped before the forward pass.
+  // Runs one batch from the batcher: one forward pass for the inputs without tags and one for
+  // those with (the full encoder). Mixed lengths cost little: the [CLS] pass runs packed
+  // (DialogEncoder::forward_cls), padding only attention, per length bucket. Inputs whose
+  // client has disconnected are dropped before the forward pass.
   void run_batch(std::vector<Job>& batch) {
     const auto t_batch = Clock::now();
-    std::vector<Job*> live, gone;
-    std::vector<const data::SerializedExample*> examples;
-    examples.reserve(batch.size());
+    std::vector<Job*> plain, tagged, gone;
     std::size_t longest = 0;
-    bool want_probs = false;
     for (Job& job : batch) {
       metrics.observe_queue_time(std::chrono::duration<double>(t_batch - job.enqueued).count());
       if (job.state->cancelled()) {
         gone.push_back(&job);
         continue;
       }
-      live.push_back(&job);
-      examples.push_back(job.example);
+      (job.want_tags ? tagged : plain).push_back(&job);
       longest = std::max(longest, job.tokens);
-      want_probs = want_probs || job.want_probs;
     }
-    ForwardOutputs out;
-    std::string error;
+    const std::size_t live = plain.size() + tagged.size();
     double inference_s = 0.0;
-    if (!live.empty()) {
+    for (std::vector<Job*>* group : {&plain, &tagged}) {
+      if (group->empty()) continue;
+      std::vector<const data::SerializedExample*> examples;
+      examples.reserve(group->size());
+      bool want_probs = false;
+      for (const Job* job : *group) {
+        examples.push_back(job->example);
+        want_probs = want_probs || job->want_probs;
+      }
+      ForwardOutputs out;
+      std::string error;
       try {
-        out = embedder.forward(examples, want_probs);
+        out = embedder.forward(examples, want_probs, group == &tagged);
       } catch (const std::exception& e) {
         error = e.what();
-        spdlog::error("inference failed on a batch of {}: {}", live.size(), error);
+        spdlog::error("inference failed on a batch of {}: {}", group->size(), error);
       }
       inference_s = seconds_since(t_batch);
-      metrics.observe_batch(live.size(), longest * live.size(), inference_s);
+      for (std::size_t k = 0; k < group->size(); ++k) {
+        deliver(*(*group)[k], error, out, k, t_batch, inference_s);
+      }
     }
-    for (std::size_t k = 0; k < live.size(); ++k) {
-      deliver(*live[k], error, out, k, t_batch, inference_s);
-    }
+    if (live > 0) metrics.observe_batch(live, longest * live, inference_s);
+    ForwardOutputs none;
     if (!gone.empty()) metrics.count_cancelled(gone.size());
-    for (Job* job : gone) deliver(*job, "the client disconnected", out, 0, t_batch, 0.0);
+    for (Job* job : gone) deliver(*job, "the client disconnected", none, 0, t_batch, 0.0);
   }
 };
+
+void Inference::check_client_batch(std::size_t inputs, const char* field) const {
+  if (inputs > impl_->max_client_batch_size) {
+    throw ApiError(ErrorKind::kTooManyInputs,
+                   std::string(field) + ": " + std::to_string(inputs) +
+                       " inputs in one request; --max-client-batch-size is " +
+                       std::to_string(impl_->max_client_batch_size),
+                   field);
+  }
+}
 
 Inference::Inference(const ServerOptions& options, Metrics& metrics)
     : impl_(std::make_unique<Impl>(options, metrics)) {}
@@ -150,22 +176,14 @@ std::vector<data::SerializedExample> Inference::prepare(const std::vector<Input>
                                                         std::optional<bool> truncate,
                                                         TruncationDirection direction,
                                                         const char* field, std::size_t* tokens) {
-  if (inputs.size() > impl_->max_client_batch_size) {
-    throw ApiError(ErrorKind::kTooManyInputs,
-                   std::string(field) + ": " + std::to_string(inputs.size()) +
-                       " inputs in one request; --max-client-batch-size is " +
-                       std::to_string(impl_->max_client_batch_size),
-                   field);
-  }
+  check_client_batch(inputs.size(), field);
   const bool cut = truncate.value_or(impl_->auto_truncate);
   std::vector<data::SerializedExample> out;
   out.reserve(inputs.size());
   std::size_t total = 0;
   for (std::size_t i = 0; i < inputs.size(); ++i) {
-    const std::string param = inputs.size() == 1
-                                  ? std::string(field)
-                                  : std::string(field) + "[" + std::to_string(i) + "]";
-    out.push_back(impl_->embedder.prepare(inputs[i], cut, direction, param));
+    out.push_back(
+        impl_->embedder.prepare(inputs[i], cut, direction, param_of(field, i, inputs.size())));
     total += out.back().input_ids.size();
     impl_->metrics.observe_input_length(out.back().input_ids.size());
   }
@@ -173,19 +191,42 @@ std::vector<data::SerializedExample> Inference::prepare(const std::vector<Input>
   return out;
 }
 
+std::vector<WordInput> Inference::prepare_words(const std::vector<Input>& inputs,
+                                                std::optional<bool> truncate,
+                                                TruncationDirection direction, const char* field,
+                                                std::size_t* tokens) {
+  check_client_batch(inputs.size(), field);
+  const bool cut = truncate.value_or(impl_->auto_truncate);
+  std::vector<WordInput> out;
+  out.reserve(inputs.size());
+  std::size_t total = 0;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    out.push_back(impl_->embedder.prepare_words(inputs[i], cut, direction, param_of(field, i, inputs.size())));
+    total += out.back().example.input_ids.size();
+    impl_->metrics.observe_input_length(out.back().example.input_ids.size());
+  }
+  if (tokens) *tokens = total;
+  return out;
+}
+
 std::shared_ptr<RequestState> Inference::infer(
     const std::vector<data::SerializedExample>& examples, bool want_probs,
-    std::shared_ptr<const std::atomic<bool>> client_gone) {
+    std::shared_ptr<const std::atomic<bool>> client_gone, bool want_tags) {
   auto state = std::make_shared<RequestState>();
   state->client_gone = std::move(client_gone);
   state->pending = examples.size();
   state->pooled.resize(examples.size());
   if (want_probs) state->probs.resize(examples.size());
+  if (want_tags) {
+    state->tag_ids.resize(examples.size());
+    state->tag_scores.resize(examples.size());
+  }
   std::vector<Job> jobs;
   jobs.reserve(examples.size());
   const auto now = Clock::now();
   for (std::size_t i = 0; i < examples.size(); ++i) {
-    jobs.push_back(Job{&examples[i], examples[i].input_ids.size(), state, i, want_probs, now});
+    jobs.push_back(
+        Job{&examples[i], examples[i].input_ids.size(), state, i, want_probs, want_tags, now});
   }
   impl_->batcher->submit(std::move(jobs));
   std::unique_lock<std::mutex> lock(state->mutex);

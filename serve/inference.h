@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <cstdint>
 #include <cstddef>
 #include <memory>
 #include <mutex>
@@ -30,6 +31,8 @@ struct RequestState {
   std::condition_variable done;
   std::size_t pending = 0;
   std::vector<std::vector<float>> pooled, probs;
+  std::vector<std::vector<std::int32_t>> tag_ids;  ///< with tags: ForwardOutputs::tag_ids
+  std::vector<std::vector<float>> tag_scores;      ///< with tags: ForwardOutputs::tag_scores
   std::string error;
   double queue_s = 0.0, inference_s = 0.0;
   std::shared_ptr<const std::atomic<bool>> client_gone;  ///< set when the client disconnects
@@ -65,12 +68,22 @@ class Inference {
                                                TruncationDirection direction, const char* field,
                                                std::size_t* tokens = nullptr);
 
+  /// prepare() for a tagger (Embedder::prepare_words), with the same request limits and
+  /// input-length metrics. @throws ApiError as prepare().
+  std::vector<WordInput> prepare_words(const std::vector<Input>& inputs,
+                                       std::optional<bool> truncate,
+                                       TruncationDirection direction, const char* field,
+                                       std::size_t* tokens = nullptr);
+
   /// Queues `examples` and blocks until every one has its vector (and class probabilities when
-  /// `want_probs`). Inputs still queued when `client_gone` turns true are skipped.
+  /// `want_probs`, the tags of every row when `want_tags`). Inputs still queued when
+  /// `client_gone` turns true are skipped. Inputs with and without tags share the batcher and
+  /// its limits; a batch runs one forward pass per kind (Embedder::forward).
   /// @throws ApiError kInternal when the forward pass failed.
   std::shared_ptr<RequestState> infer(const std::vector<data::SerializedExample>& examples,
                                       bool want_probs,
-                                      std::shared_ptr<const std::atomic<bool>> client_gone = {});
+                                      std::shared_ptr<const std::atomic<bool>> client_gone = {},
+                                      bool want_tags = false);
 
   /// Inputs waiting for a batch (the /metrics gauge).
   std::size_t queue_depth() const;
@@ -80,6 +93,9 @@ class Inference {
   void stop();
 
  private:
+  // kTooManyInputs beyond --max-client-batch-size.
+  void check_client_batch(std::size_t inputs, const char* field) const;
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

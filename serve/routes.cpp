@@ -42,7 +42,8 @@ struct Route {
 };
 constexpr Route kRoutes[] = {
     {"/v1/embeddings", "POST"}, {"/embeddings", "POST"}, {"/embed", "POST"},
-    {"/classify", "POST"},      {"/tokenize", "POST"},   {"/health", "GET"},
+    {"/classify", "POST"},      {"/parse", "POST"},      {"/model/parse", "POST"},
+    {"/tokenize", "POST"},      {"/health", "GET"},
     {"/info", "GET"},           {"/metrics", "GET"},     {"/v1/models", "GET"}};
 
 /// A GET route, which HEAD may ask too.
@@ -252,20 +253,56 @@ struct Handlers {
     const auto& labels = model().embedder().intent_labels();
     json out = json::array();
     for (const auto& p : state->probs) {
-      std::vector<std::size_t> order(p.size());
-      for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-      const std::size_t k = std::min<std::size_t>(static_cast<std::size_t>(r.top_k), p.size());
-      std::partial_sort(
-          order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k), order.end(),
-          [&](std::size_t a, std::size_t b) { return p[a] > p[b] || (p[a] == p[b] && a < b); });
+      const std::vector<std::size_t> order = top_k_order(p, r.top_k);
       json top = json::array();
-      for (std::size_t i = 0; i < k; ++i) {
-        top.push_back({{"label", labels[order[i]]}, {"score", p[order[i]]}});
-      }
+      for (const std::size_t i : order) top.push_back({{"label", labels[i]}, {"score", p[i]}});
       out.push_back(
           {{"label", labels[order[0]]}, {"score", p[order[0]]}, {"top_k", std::move(top)}});
     }
     set_json(res, out.dump(-1, ' ', false, json::error_handler_t::replace));
+    set_timing(res, state.get(), tokens, call.t0, tokenize_s);
+  }
+
+  // docs/serving.md "Parsing": the intent and the entities of each input's current turn.
+  void parse_route(const json& body, http::Response& res, const Call& call) {
+    ParseRequest r = parse_parse(body);
+    const Embedder& embedder = model().embedder();
+    if (!embedder.has_tagger()) {
+      throw ApiError(ErrorKind::kNoTagger,
+                     "model '" + ctx.model_name +
+                         "' has no tagger (num_tags is 0); /parse needs a bundle fine-tuned on "
+                         "a slot task, e.g. eval dialoglue --tasks restaurant8k --save-models");
+    }
+    const auto t_tok = Clock::now();
+    std::size_t tokens = 0;
+    const char* field = r.single ? "text" : "inputs";
+    std::vector<WordInput> words =
+        model().prepare_words(r.inputs, r.truncate, r.truncation_direction, field, &tokens);
+    std::vector<data::SerializedExample> examples;
+    examples.reserve(words.size());
+    for (WordInput& w : words) examples.push_back(std::move(w.example));
+    const double tokenize_s = seconds_since(t_tok);
+    auto state = model().infer(examples, true, call.client_gone, true);
+    const auto& tags = embedder.tag_labels();
+    json out = json::array();
+    for (std::size_t i = 0; i < words.size(); ++i) {
+      ParsedTurn turn;
+      turn.text = std::move(words[i].text);
+      turn.words = std::move(words[i].words);
+      turn.starts = std::move(words[i].starts);
+      turn.stops = std::move(words[i].stops);
+      for (const std::int64_t row : words[i].first_row) {
+        // A word cut off by truncation has no row: "O", as fine-tuning predicts it.
+        const auto k = static_cast<std::size_t>(row);
+        turn.tags.push_back(row < 0 ? "O" : tags[static_cast<std::size_t>(state->tag_ids[i][k])]);
+        turn.tag_scores.push_back(row < 0 ? 1.0f : state->tag_scores[i][k]);
+      }
+      const std::vector<float> none;
+      out.push_back(parse_result(turn, state->probs.empty() ? none : state->probs[i],
+                                 embedder.intent_labels(), r.top_k));
+    }
+    const json& answer = r.single ? out[0] : out;
+    set_json(res, answer.dump(-1, ' ', false, json::error_handler_t::replace));
     set_timing(res, state.get(), tokens, call.t0, tokenize_s);
   }
 
@@ -345,6 +382,7 @@ struct Handlers {
       j["max_turns"] = e.limits().max_turns;
       j["tokenizer"] = e.tokenizer().type();
       j["labels"] = e.intent_labels();
+      j["tag_labels"] = e.tag_labels();  // the tagger's (the parse route); empty without one
     }
     return j;
   }
@@ -413,6 +451,9 @@ struct Handlers {
     } else if (p == "/classify") {
       post(req, res,
            [this](const json& b, http::Response& r, const Call& c) { classify_route(b, r, c); });
+    } else if (p == "/parse" || p == "/model/parse") {
+      post(req, res,
+           [this](const json& b, http::Response& r, const Call& c) { parse_route(b, r, c); });
     } else if (p == "/tokenize") {
       post(req, res,
            [this](const json& b, http::Response& r, const Call& c) { tokenize_route(b, r, c); });

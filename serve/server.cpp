@@ -104,13 +104,17 @@ struct Server::Impl {
           embedder.prepare(shortest, true, TruncationDirection::kRight, "warmup"),
           embedder.prepare(longest, true, TruncationDirection::kRight, "warmup")};
       inference->infer(warm, embedder.has_classifier());
+      if (embedder.has_tagger()) inference->infer(warm, true, {}, true);  // the parse route's pass
       ctx.inference.store(inference.get(), std::memory_order_release);
       // Ready only from kLoading: a stop() during the load has already made it kDraining.
       ServerState loading = ServerState::kLoading;
       if (!ctx.state.compare_exchange_strong(loading, ServerState::kReady)) return;
-      spdlog::info("ready: model {} on {} (hidden_size {}, {}), loaded and warmed up in {:.2f} s",
+      spdlog::info("ready: model {} on {} (hidden_size {}, {}, {}), loaded and warmed up in {:.2f} s",
                    ctx.options.model_dir, embedder.device(), embedder.hidden_size(),
                    embedder.has_classifier() ? "with intent head" : "no intent head",
+                   embedder.has_tagger()
+                       ? "a tagger of " + std::to_string(embedder.tag_labels().size()) + " tags"
+                       : "no tagger",
                    std::chrono::duration<double>(Clock::now() - t0).count());
     } catch (const std::exception& e) {
       spdlog::error("cannot load model {}: {}", ctx.options.model_dir, e.what());

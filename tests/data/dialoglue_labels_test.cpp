@@ -150,6 +150,12 @@ TEST(EvalFilter, DropsSpecialTokensAndTheWordUser) {
   EXPECT_THROW(eval_tag_sequence(ids, {"O"}, tok), std::invalid_argument);
 }
 
+TEST(TagSpans, TheTypedFormOfTheSameRule) {
+  EXPECT_EQ(tag_spans({"O", "B-time", "I-time", "I-date", "B-date"}),
+            (std::vector<TagSpan>{{"time", 1, 3}, {"date", 4, 5}}));
+  EXPECT_TRUE(tag_spans({"I-time", "O"}).empty());  // an I- that opens nothing
+}
+
 TEST(ExtractSlotSpans, WorkedExamples) {
   EXPECT_TRUE(extract_slot_spans({}).empty());
   EXPECT_TRUE(extract_slot_spans({"O", "O"}).empty());

@@ -54,6 +54,7 @@ TEST(ErrorTable, EveryKindHasItsDocumentedStatusTypeAndCode) {
       {ErrorKind::kHeaderTooLarge, 431, "invalid_request_error", "header_too_large"},
       {ErrorKind::kValidation, 422, "invalid_request_error", "validation_error"},
       {ErrorKind::kNoClassifier, 424, "invalid_request_error", "no_classifier"},
+      {ErrorKind::kNoTagger, 424, "invalid_request_error", "no_tagger"},
       {ErrorKind::kOverloaded, 429, "rate_limit_error", "overloaded"},
       {ErrorKind::kInternal, 500, "server_error", "internal_error"},
       {ErrorKind::kNotImplemented, 501, "invalid_request_error", "not_implemented"},
@@ -204,6 +205,58 @@ TEST(Inputs, OptionsAndDefaults) {
   EXPECT_TRUE(o.base64);
   EXPECT_EQ(parse_classify(json::parse(R"({"inputs":"a"})")).top_k, 1);
   EXPECT_TRUE(parse_tokenize(json::parse(R"({"inputs":"a"})")).add_special_tokens);
+}
+
+TEST(Parse, RequestsTextOrInputsNeverTokenIds) {
+  const ParseRequest rasa = parse_parse(json::parse(R"({"text":"book 2","message_id":"x"})"));
+  EXPECT_TRUE(rasa.single);
+  ASSERT_EQ(rasa.inputs.size(), 1u);
+  EXPECT_EQ(rasa.inputs[0].turns[0].text, "book 2");
+  EXPECT_EQ(rasa.top_k, 1);
+  const ParseRequest list = parse_parse(json::parse(
+      R"({"inputs":["a",{"turns":[{"role":"user","text":"b"}]}],"top_k":3,"truncate":true})"));
+  EXPECT_FALSE(list.single);
+  EXPECT_EQ(list.inputs.size(), 2u);
+  EXPECT_EQ(list.top_k, 3);
+  EXPECT_EQ(list.truncate, true);
+  ApiError both = error_of([] { parse_parse(json::parse(R"({"text":"a","inputs":"b"})")); });
+  EXPECT_EQ(both.kind(), ErrorKind::kValidation);
+  EXPECT_EQ(both.param(), "text");
+  ApiError ids = error_of([] { parse_parse(json::parse(R"({"inputs":["a",[5,6]]})")); });
+  EXPECT_EQ(ids.kind(), ErrorKind::kValidation);
+  EXPECT_EQ(ids.param(), "inputs[1]");
+  EXPECT_EQ(error_of([] { parse_parse(json::parse(R"({"text":7})")); }).param(), "text");
+  EXPECT_EQ(error_of([] { parse_parse(json::parse(R"({"text":""})")); }).kind(),
+            ErrorKind::kEmptyInput);
+  EXPECT_EQ(error_of([] { parse_parse(json::parse("{}")); }).param(), "inputs");
+}
+
+TEST(Parse, ResultSpansOffsetsConfidenceAndIntentsKnownAnswer) {
+  ParsedTurn t;
+  t.text = "caf\u00e9 for 4 people at 7 pm";
+  t.words = {"caf\u00e9", "for", "4", "people", "at", "7", "pm"};
+  t.starts = {0, 5, 9, 11, 18, 21, 23};
+  t.stops = {4, 8, 10, 17, 20, 22, 25};
+  t.tags = {"B-restaurant", "O", "B-people", "I-people", "I-time", "B-time", "I-time"};
+  t.tag_scores = {0.9f, 1.0f, 0.8f, 0.6f, 0.99f, 0.7f, 0.95f};
+  const json r = parse_result(t, {0.25f, 0.75f}, {"book", "cancel"}, 5);
+  EXPECT_EQ(r["text"], t.text);
+  EXPECT_EQ(r["intent"], json::parse(R"({"name":"cancel","confidence":0.75})"));
+  ASSERT_EQ(r["intent_ranking"].size(), 2u);  // top_k clamped to the intents
+  EXPECT_EQ(r["intent_ranking"][1]["name"], "book");
+  ASSERT_EQ(r["entities"].size(), 3u);  // the I-time after O opens nothing (DialoGLUE's rule)
+  EXPECT_EQ(r["entities"][0]["value"], "caf\u00e9");
+  EXPECT_EQ(r["entities"][0]["end"], 4);  // code points, not bytes
+  EXPECT_EQ(r["entities"][1], json::parse(R"({"entity":"people","start":9,"end":17,
+      "value":"4 people","confidence":0.6000000238418579,"words":[2,4]})"));
+  EXPECT_EQ(r["entities"][2]["value"], "7 pm");
+  EXPECT_FLOAT_EQ(r["entities"][2]["confidence"].get<float>(), 0.7f);
+  // No intent head: intent null, an empty ranking.
+  const json plain = parse_result(t, {}, {}, 1);
+  EXPECT_TRUE(plain["intent"].is_null());
+  EXPECT_TRUE(plain["intent_ranking"].empty());
+  t.tags.pop_back();
+  EXPECT_THROW(parse_result(t, {}, {}, 1), std::invalid_argument);
 }
 
 TEST(Embedding, NormaliseAndMatryoshkaCutKnownAnswers) {

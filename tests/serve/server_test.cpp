@@ -23,6 +23,8 @@
 #include <nlohmann/json.hpp>
 
 #include "http/raw_client.h"
+#include "data/dialoglue_labels.h"
+#include "eval/finetune.h"
 #include "serve/batcher.h"
 #include "serve/embedder.h"
 #include "serve/server.h"
@@ -271,6 +273,115 @@ TEST_F(ServerTest, ClassifyTokenizeInfoModelsHealthMetricsAndTimingHeaders) {
   EXPECT_THAT(metrics->body, HasSubstr("dialtree_batch_size_count"));
 }
 
+// The parse route serves a tagging model as `eval dialoglue` scored it: a TOP-like task is
+// fine-tuned and saved (eval/finetune.h), and each test text, its words joined by one space,
+// gets from /parse the spans and intent of the fine-tuned test predictions.
+TEST_F(ServerTest, ParseAnswersWithTheFineTunedPredictionsSpansOffsetsAndIntent) {
+  eval::TaggingTask t;
+  t.name = "top";
+  t.tag_labels = {"O", "B-SL_THING", "I-SL_THING"};
+  t.intent_labels = {"IN_LOST", "IN_MOVE"};
+  const std::vector<std::vector<std::string>> lost = {
+      {"i", "lost", "my", "card"}, {"where", "is", "my", "card"}, {"lost", "the", "card"}};
+  const std::vector<std::vector<std::string>> move = {
+      {"transfer", "money"}, {"transfer", "my", "money"}, {"how", "can", "i", "transfer", "money"}};
+  for (int rep = 0; rep < 3; ++rep) {
+    for (const auto& w : lost) {
+      std::vector<std::string> tags(w.size(), "O");
+      tags.back() = "B-SL_THING";
+      t.train.push_back({w, tags, "IN_LOST"});
+    }
+    for (const auto& w : move) {
+      std::vector<std::string> tags(w.size(), "O");
+      tags.back() = "B-SL_THING";
+      t.train.push_back({w, tags, "IN_MOVE"});
+    }
+  }
+  t.val = {t.train[0], t.train[3]};
+  // Unknown words, a two-word thing, and 16 words: a left cut (14 sub-words) drops the first two.
+  t.test = {{{"i", "lost", "the", "bank", "card"}, {"O", "O", "O", "B-SL_THING", "I-SL_THING"}, "IN_LOST"},
+            {{"please", "transfer", "money"}, {"O", "O", "B-SL_THING"}, "IN_MOVE"},
+            {{"hello", "hello", "i", "lost", "my", "card", "where", "is", "the", "bank", "how", "can",
+              "i", "help", "transfer", "money"},
+             std::vector<std::string>(16, "O"), "IN_MOVE"}};
+  eval::FinetuneOptions o;
+  o.num_train_epochs = 30;
+  o.per_device_train_batch_size = 6;
+  o.learning_rate = 3e-3;
+  o.dropout = 0.0;
+  o.bf16 = false;
+  const std::string saved = tmp_->file("parse-model");
+  const auto exact = [&](const std::vector<std::vector<std::string>>& tags,
+                         const std::vector<std::string>& intents) {
+    double right = 0;
+    for (std::size_t i = 0; i < tags.size(); ++i)
+      right += tags[i] == t.val[i].tags && intents[i] == t.val[i].intent ? 1 : 0;
+    return right / static_cast<double>(tags.size());
+  };
+  const eval::TaggingRunResult run = eval::finetune_tagging(plain_, t, o, 1, exact, {}, saved);
+  ASSERT_EQ(run.test_tags.size(), 3u);
+  EXPECT_EQ(run.test_tags[2][0], "O");  // cut off
+  std::size_t spans = 0;
+  for (const auto& tags : run.test_tags) spans += data::tag_spans(tags).size();
+  EXPECT_GE(spans, 2u) << "the toy tagger should find things";
+
+  Running r(options_for(saved));
+  std::string inputs = "[";
+  for (std::size_t i = 0; i < t.test.size(); ++i) {
+    std::string text;
+    for (const auto& w : t.test[i].words) text += (text.empty() ? "" : " ") + w;
+    inputs += (i ? ",\"" : "\"") + text + "\"";
+  }
+  inputs += "]";
+  auto [status, out] =
+      post(r, "/parse", R"({"truncate":true,"truncation_direction":"left","top_k":2,"inputs":)" +
+                            inputs + "}");
+  ASSERT_EQ(status, 200) << out.dump();
+  ASSERT_EQ(out.size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i) {
+    std::vector<data::TagSpan> served;
+    for (const json& e : out[i]["entities"]) {
+      served.push_back({e["entity"], e["words"][0], e["words"][1]});
+      // Offsets are code points of the text; the value is its slice.
+      const std::string text = out[i]["text"];
+      EXPECT_EQ(e["value"], text.substr(e["start"], e["end"].get<std::size_t>() - e["start"].get<std::size_t>()));
+      EXPECT_GT(e["confidence"].get<float>(), 0.0f);
+      EXPECT_LE(e["confidence"].get<float>(), 1.0f);
+    }
+    EXPECT_EQ(served, data::tag_spans(run.test_tags[i])) << out[i].dump();
+    EXPECT_EQ(out[i]["intent"]["name"], run.test_intents[i]);
+    ASSERT_EQ(out[i]["intent_ranking"].size(), 2u);
+    EXPECT_EQ(out[i]["intent_ranking"][0], out[i]["intent"]);
+  }
+  // Rasa's form: {"text"} in, one object out; the same answer as the list form.
+  auto [s2, one] = post(r, "/model/parse", R"({"text":"please transfer money","top_k":2})");
+  ASSERT_EQ(s2, 200);
+  EXPECT_EQ(one, out[1]);
+  // A dialog: the entities point into its current (last) turn.
+  auto [s3, d] = post(r, "/parse", R"({"inputs":{"turns":[{"role":"system","text":"how can i help"},)"
+                                   R"({"role":"user","text":"  transfer   money"}]}})");
+  ASSERT_EQ(s3, 200);
+  EXPECT_EQ(d[0]["text"], "  transfer   money");
+  for (const json& e : d[0]["entities"]) {
+    if (e["value"] == "money") EXPECT_EQ(e["start"], 13);
+  }
+  // Without truncation an over-long text is refused as /embed refuses it.
+  auto [s4, e4] = post(r, "/parse", R"({"truncate":false,"inputs":)" + inputs + "}");
+  EXPECT_EQ(s4, 413);
+  EXPECT_EQ(e4["error"]["param"], "inputs[2]");
+  auto [s5, e5] = post(r, "/parse", R"({"text":"a","inputs":"b"})");
+  EXPECT_EQ(s5, 422);
+  auto [s6, e6] = post(r, "/parse", R"({"inputs":[[9,10]]})");
+  EXPECT_EQ(s6, 422);
+  EXPECT_THAT(e6["error"]["message"].get<std::string>(), HasSubstr("not token ids"));
+  auto c = r.client();
+  const auto m = c.Get("/metrics");
+  ASSERT_TRUE(m);
+  EXPECT_THAT(m->body, HasSubstr("dialtree_requests_total{route=\"/parse\",status=\"200\"} 2\n"));
+  EXPECT_THAT(m->body,
+              HasSubstr("dialtree_requests_total{route=\"/model/parse\",status=\"200\"} 1\n"));
+}
+
 TEST_F(ServerTest, TheErrorTableEndToEnd) {
   ServerOptions o = options_for(plain_);
   o.max_client_batch_size = 4;
@@ -298,6 +409,8 @@ TEST_F(ServerTest, TheErrorTableEndToEnd) {
       {"/embed", R"({"inputs":"a","dimensions":33})", 422, "validation_error"},
       {"/embed", R"({"inputs":[9, 99]})", 422, "validation_error"},
       {"/classify", R"({"inputs":"hello"})", 424, "no_classifier"},
+      {"/parse", R"({"inputs":"hello"})", 424, "no_tagger"},
+      {"/model/parse", R"({"text":"hello"})", 424, "no_tagger"},
       {"/nope", "{}", 404, "not_found"},
   };
   for (const Case& c : cases) {
