@@ -242,14 +242,19 @@ std::vector<TokenSpan> SentencePieceTokenizer::encode_with_offsets(std::string_v
   std::vector<TokenSpan> out;
   out.reserve(spt.pieces_size());
   // begin/end are byte offsets into the original input (SentencePiece's "surface"). A word-start
-  // piece's surface includes the whitespace before the word; like Hugging Face's offsets, ours
-  // start at the word.
+  // piece ("▁word") has the whitespace its "▁" stands for in its surface; like Hugging Face's
+  // offsets, ours start at the word. Only that whitespace is trimmed: a byte piece of a newline
+  // or tab (<0x0A>, byte fallback) or a lone "▁" covers its own characters.
+  static constexpr std::string_view kSpace = "\xE2\x96\x81";  // U+2581, SentencePiece's "▁"
   for (const auto& piece : spt.pieces()) {
     std::size_t begin = piece.begin();
     const std::size_t end = piece.end();
-    while (begin < end && (text[begin] == ' ' || text[begin] == '\t' || text[begin] == '\n' ||
-                           text[begin] == '\r')) {
-      ++begin;
+    const std::string_view p = piece.piece();
+    if (p.size() > kSpace.size() && p.substr(0, kSpace.size()) == kSpace) {
+      while (begin < end && (text[begin] == ' ' || text[begin] == '\t' || text[begin] == '\n' ||
+                             text[begin] == '\r')) {
+        ++begin;
+      }
     }
     out.push_back({static_cast<std::int32_t>(piece.id()), begin, end});
   }

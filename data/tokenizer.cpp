@@ -1,10 +1,18 @@
 #include "data/tokenizer.h"
 
+#include <initializer_list>
 #include <string>
 
 #include "common/error.h"
 
 namespace dialtree::data {
+
+bool is_special_id(const SpecialTokens& s, std::int32_t id) {
+  for (const std::int32_t k : {s.pad, s.unk, s.cls, s.sep, s.mask, s.sos_u, s.eos_u, s.sos_r, s.eos_r}) {
+    if (id == k) return true;
+  }
+  return false;
+}
 
 std::vector<std::string> Tokenizer::decode_batch(
     const std::vector<std::vector<std::int32_t>>& rows) const {

@@ -25,6 +25,10 @@ struct SpecialTokens {
   std::int32_t eos_r = 8;   ///< closes a system utterance
 };
 
+/// True when `id` is one of `special`'s nine ids (padding, [UNK], [CLS], [SEP], [MASK] and the
+/// four role markers), as HF's `all_special_ids` counts them.
+bool is_special_id(const SpecialTokens& special, std::int32_t id);
+
 /// One sub-word of Tokenizer::encode_with_offsets(): its id and the bytes [begin, end) of the
 /// input it was made from (UTF-8 byte offsets into the original text, before any lower-casing
 /// or accent stripping). A WordPiece [UNK] covers its whole word; a SentencePiece word-start

@@ -168,6 +168,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
                                       "Content-Length or 'Transfer-Encoding: chunked'");
       }
     }
+    if (req.version() >= 11 && req.find(bhttp::field::host) == req.end()) {
+      return respond_error(400, "an HTTP/1.1 request needs a Host header (RFC 9112 §3.2)");
+    }
     const auto expect = req.find(bhttp::field::expect);
     if (expect != req.end() && ascii_lower(std::string(expect->value())) == "100-continue" &&
         !parser_->is_done()) {
@@ -193,6 +196,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void fail_read(beast::error_code ec) {
     disarm();
+    // A HEAD whose header failed is answered without a body too (RFC 9110 §9.3.2).
+    head_ = parser_->get().method() == bhttp::verb::head;
     if (timed_out_) {
       return respond_error(
           408, "the request did not arrive within " + seconds_text(server_.limits.request_timeout));
@@ -230,10 +235,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
     phase_ = Phase::kBusy;
     auto& msg = parser_->get();
     keep_alive_ = msg.keep_alive();
+    version_ = msg.version();
     Request request;
     request.method = std::string(msg.method_string());
     request.target = std::string(msg.target());
-    request.path = request.target.substr(0, request.target.find('?'));
+    request.path = target_path(request.target);
     for (const auto& field : msg) {
       request.headers.emplace_back(ascii_lower(std::string(field.name_string())),
                                    std::string(field.value()));
@@ -246,9 +252,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
       try {
         response = self->server_.handler(request);
       } catch (const std::exception& e) {
-        response = self->server_.on_error(500, std::string("internal error: ") + e.what());
+        response =
+            self->server_.on_error(500, std::string("internal error: ") + e.what(), request.path);
       } catch (...) {
-        response = self->server_.on_error(500, "internal error: unknown exception");
+        response = self->server_.on_error(500, "internal error: unknown exception", request.path);
       }
       asio::post(self->server_.ioc, [self, response = std::move(response)]() mutable {
         self->write(std::move(response));
@@ -280,7 +287,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
     keep_alive_ = false;
     Response r;
     try {
-      r = server_.on_error(status, message);
+      // The request's path when its request line was read (metrics count the error there).
+      const std::string target = parser_ ? std::string(parser_->get().target()) : std::string();
+      r = server_.on_error(status, message, target.empty() ? "" : target_path(target));
     } catch (...) {
       r.status = status;
     }
@@ -301,6 +310,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
     for (auto& [name, value] : r.headers) out_->insert(name, value);
     out_->body() = std::move(r.body);
     out_->keep_alive(keep_alive_ && !server_.stopping);
+    // HTTP/1.0 closes unless told otherwise (RFC 9112 §9.3): say that the connection stays.
+    if (version_ < 11 && out_->keep_alive()) out_->set(bhttp::field::connection, "keep-alive");
     out_->prepare_payload();
     if (head_) {
       // HEAD: the GET response's headers, Content-Length included, and no body (RFC 9110 §9.3.2).
@@ -369,6 +380,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   unsigned timer_generation_ = 0;
   bool timed_out_ = false;
   bool keep_alive_ = false;
+  unsigned version_ = 11;  ///< the request's HTTP version (10 or 11)
   bool watching_ = false;
 };
 
@@ -419,6 +431,17 @@ void HttpServer::Impl::drain() {
   for (auto& [raw, c] : connections) all.push_back(c);
   for (auto& c : all) c->drain();
   if (connections.empty()) keep_running.reset();
+}
+
+std::string target_path(const std::string& target) {
+  std::string path = target.substr(0, target.find('?'));
+  // Absolute form: a scheme, "://", the authority, then the path (RFC 9112 §3.2.2).
+  const std::size_t scheme_end = path.find("://");
+  if (path.empty() || path[0] == '/' || scheme_end == std::string::npos) return path;
+  const std::string scheme = ascii_lower(path.substr(0, scheme_end));
+  if (scheme != "http" && scheme != "https") return path;
+  const std::size_t slash = path.find('/', scheme_end + 3);
+  return slash == std::string::npos ? "/" : path.substr(slash);
 }
 
 std::vector<std::string> header_list(const std::string& value) {

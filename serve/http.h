@@ -31,7 +31,8 @@ namespace dialtree::serve::http {
 struct Request {
   std::string method;                                        ///< as sent, e.g. "GET", "POST"
   std::string target;                                        ///< as sent: path and query
-  std::string path;                                          ///< target up to the first '?'
+  std::string path;  ///< target up to the first '?'; of an absolute-form target
+                     ///< (`http://host/p?q`, RFC 9112 §3.2.2) its path, "/" when it has none
   std::vector<std::pair<std::string, std::string>> headers;  ///< names lower-cased, in order
   std::string body;
   /// Set by the event loop when the client closes its connection while the handler runs (a
@@ -78,8 +79,15 @@ struct Limits {
 
 /// Runs on a worker thread, may block; an exception becomes a 500 from the ErrorResponder.
 using Handler = std::function<Response(const Request&)>;
-/// The response of an error the layer answers itself: (status, message) -> Response.
-using ErrorResponder = std::function<Response(int status, const std::string& message)>;
+/// The response of an error the layer answers itself: (status, message, path) -> Response;
+/// `path` is the request's path when its request line was read (so a 413 on /embed is counted
+/// as /embed's), else "".
+using ErrorResponder =
+    std::function<Response(int status, const std::string& message, const std::string& path)>;
+
+/// The path of a request target: origin form (`/p?q`) up to the '?'; absolute form
+/// (`http://host:port/p?q`, any case of the scheme; RFC 9112 §3.2.2) its path, "/" when empty.
+std::string target_path(const std::string& target);
 
 /// The server. bind(), then run() on a thread of the caller's; stop() from any thread.
 class HttpServer {

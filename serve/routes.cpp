@@ -321,9 +321,12 @@ struct Handlers {
       json row = json::array();
       const std::size_t n = ex.input_ids.size();
       for (std::size_t j = 0; j < n; ++j) {
-        // Role markers open (position 0) and close (last position) each wrapped utterance.
-        const bool special = ex.position_ids[j] == 0 || j + 1 == n || ex.position_ids[j + 1] == 0;
-        if (special && !r.add_special_tokens) continue;
+        // Role markers open (position 0) and close (last position) each wrapped utterance:
+        // the tokens add_special_tokens adds. A special id inside a token-id input is special
+        // too, but it is the client's own and stays.
+        const bool added = ex.position_ids[j] == 0 || j + 1 == n || ex.position_ids[j + 1] == 0;
+        if (added && !r.add_special_tokens) continue;
+        const bool special = added || data::is_special_id(tok.special(), ex.input_ids[j]);
         row.push_back({{"id", ex.input_ids[j]},
                        {"text", tok.id_to_token(ex.input_ids[j])},
                        {"special", special},
@@ -394,9 +397,11 @@ struct Handlers {
     const Call call{Clock::now(), req.client_gone};
     bool acquired = false;
     try {
-      if (!json_content_type(req.header("content-type"))) {
+      // Every Content-Type line counts: a JSON line first must not hide a form after it.
+      for (const auto& [name, type] : req.headers) {
+        if (name != "content-type" || json_content_type(&type)) continue;
         throw ApiError(ErrorKind::kUnsupportedMediaType,
-                       "Content-Type '" + *req.header("content-type") +
+                       "Content-Type '" + type +
                            "' is not JSON: send 'Content-Type: application/json' (curl: -H "
                            "'Content-Type: application/json')");
       }
@@ -524,12 +529,14 @@ http::Response Routes::handle(const http::Request& req) {
   return res;
 }
 
-http::Response Routes::layer_error(int status, const std::string& message) {
+http::Response Routes::layer_error(int status, const std::string& message,
+                                   const std::string& path) {
   http::Response res;
   write_error(res, ApiError(kind_of_status(status), message));
   res.status = status;
   try {
-    ctx_.metrics.record_request("other", status);
+    const Route* route = find_route(path);
+    ctx_.metrics.record_request(route ? route->path : "other", status);
   } catch (...) {
   }
   return res;

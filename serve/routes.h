@@ -52,8 +52,9 @@ class Routes {
   /// for a known path asked with another method, 503 while not ready (docs/serving.md).
   http::Response handle(const http::Request& req);
 
-  /// The HTTP layer's own errors (400, 408, 413, 414, 431, 503, 500) in the error table's body.
-  http::Response layer_error(int status, const std::string& message);
+  /// The HTTP layer's own errors (400, 408, 413, 414, 431, 503, 500) in the error table's body,
+  /// counted under the route of `path` (the request's, "" when unknown) or "other".
+  http::Response layer_error(int status, const std::string& message, const std::string& path);
 
  private:
   ServerContext& ctx_;

@@ -82,8 +82,8 @@ struct Server::Impl {
     limits.write_timeout = std::chrono::seconds(options.request_timeout_s);
     http_server = std::make_unique<http::HttpServer>(
         limits, [this](const http::Request& req) { return routes.handle(req); },
-        [this](int status, const std::string& message) {
-          return routes.layer_error(status, message);
+        [this](int status, const std::string& message, const std::string& path) {
+          return routes.layer_error(status, message, path);
         });
     ctx.http.store(http_server.get(), std::memory_order_release);
   }

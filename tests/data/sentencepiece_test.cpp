@@ -461,6 +461,38 @@ TEST(SentencePieceTrain, ByteFallbackKeepsCharactersOutsideTheVocabulary) {
   EXPECT_EQ(bytes.encode("book\ta\ntable"), bytes.encode("book a table"));
 }
 
+// With identity normalisation and byte fallback a newline or tab is its own byte piece: its
+// offsets cover that character, never an empty span after it; only the whitespace a "▁" stands
+// for is left out of a word's span.
+TEST(SentencePieceTrain, ByteWhitespacePiecesCoverTheirOwnCharacter) {
+  dialtree::testing::TempDir dir;
+  write_corpus_head(dir.file("c.txt"), 3000);
+  SentencePieceTrainOptions o;
+  o.inputs = {dir.file("c.txt")};
+  o.vocab_size = 600;
+  o.byte_fallback = true;
+  o.normalization = "identity";
+  o.out_dir = dir.file("identity");
+  const SentencePieceTokenizer tok(train_sentencepiece(o).model_path);
+  const std::int32_t newline = tok.token_to_id("<0x0A>"), tab = tok.token_to_id("<0x09>");
+  for (const std::string text : {"a\nb", "\nfoo", "book\ta table"}) {
+    SCOPED_TRACE(text);
+    std::vector<bool> covered(text.size(), false);
+    for (const TokenSpan& span : tok.encode_with_offsets(text)) {
+      ASSERT_LE(span.begin, span.end);
+      for (std::size_t b = span.begin; b < span.end; ++b) covered[b] = true;
+      if (span.id == newline || span.id == tab) {
+        EXPECT_EQ(span.end, span.begin + 1);
+        EXPECT_TRUE(text[span.begin] == '\n' || text[span.begin] == '\t');
+      }
+    }
+    // Every byte but the spaces that "▁" stands for belongs to a token.
+    for (std::size_t b = 0; b < text.size(); ++b) {
+      if (text[b] != ' ') EXPECT_TRUE(covered[b]) << "byte " << b;
+    }
+  }
+}
+
 TEST(SentencePieceTrain, BpeAndCaseFoldingModels) {
   dialtree::testing::TempDir dir;
   write_corpus_head(dir.file("c.txt"), 3000);

@@ -49,7 +49,7 @@ class Served {
   explicit Served(Limits limits) {
     server_ = std::make_unique<HttpServer>(
         limits, [this](const Request& r) { return handle(r); },
-        [](int status, const std::string& message) {
+        [](int status, const std::string& message, const std::string&) {
           Response res;
           res.status = status;
           res.content_type = "application/json";
@@ -151,7 +151,7 @@ TEST(Http, SlowHeaderAndIdleClientsDoNotDelayOthers) {
   std::vector<std::unique_ptr<Raw>> slow, idle;
   for (int i = 0; i < attackers; ++i) {
     slow.push_back(std::make_unique<Raw>(s.port()));
-    ASSERT_TRUE(slow.back()->send("GET /health HTTP/1.1\r\nX-Slow: "));
+    ASSERT_TRUE(slow.back()->send("GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: "));
     idle.push_back(std::make_unique<Raw>(s.port()));
     ASSERT_TRUE(idle.back()->send(get("/once")));
     ASSERT_EQ(idle.back()->read().status, 200);  // then stays open, idle
@@ -185,7 +185,7 @@ TEST(Http, RequestTimeoutIsTotalNotPerByte) {
   Served s(l);
   Raw c(s.port());
   const auto t0 = Clock::now();
-  ASSERT_TRUE(c.send("GET /health HTTP/1.1\r\nX-Slow: "));
+  ASSERT_TRUE(c.send("GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: "));
   Reply r;
   for (int i = 0; i < 40 && r.status == 0; ++i) {  // a byte every 50 ms, for up to 2 s
     c.send("a");
@@ -220,16 +220,16 @@ TEST(Http, MalformedFramingIsRefusedAtOnce) {
   };
   const std::string big_target = "/" + std::string(100000, 'a');
   const std::vector<Case> cases = {
-      {"negative Content-Length", "POST /echo HTTP/1.1\r\nContent-Length: -1\r\n\r\n", 400},
+      {"negative Content-Length", "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n", 400},
       {"20-digit Content-Length",
-       "POST /echo HTTP/1.1\r\nContent-Length: 99999999999999999999\r\n\r\n", 400},
+       "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999999999999\r\n\r\n", 400},
       {"conflicting Content-Length",
-       "POST /echo HTTP/1.1\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd", 400},
+       "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd", 400},
       {"garbage request line", "HELLO THERE\r\n\r\n", 400},
       {"a 100 KB target", "GET " + big_target + " HTTP/1.1\r\nHost: x\r\n\r\n", 414},
       {"a 100 KB header",
        "GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(100000, 'b') + "\r\n\r\n", 431},
-      {"a declared body over the limit", "POST /echo HTTP/1.1\r\nContent-Length: 5000\r\n\r\n",
+      {"a declared body over the limit", "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n\r\n",
        413},
   };
   for (const Case& k : cases) {
@@ -249,7 +249,7 @@ TEST(Http, MalformedFramingIsRefusedAtOnce) {
 TEST(Http, ABodyOverTheLimitWithoutContentLengthIsRefused) {
   Served s(small_limits());
   Raw c(s.port());
-  std::string chunked = "POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n";
+  std::string chunked = "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
   for (int i = 0; i < 3; ++i) chunked += "200\r\n" + std::string(512, 'x') + "\r\n";
   chunked += "0\r\n\r\n";
   c.send(chunked);
@@ -286,7 +286,7 @@ TEST(Http, APortInUseIsRefused) {
   Served s(small_limits());
   HttpServer second(
       small_limits(), [](const Request&) { return Response{}; },
-      [](int, const std::string&) { return Response{}; });
+      [](int, const std::string&, const std::string&) { return Response{}; });
   try {
     second.bind("127.0.0.1", s.port());
     FAIL() << "a second server bound a port in use";
@@ -359,12 +359,65 @@ TEST(Http, StopDrainsRequestsInFlightAndClosesIdleConnections) {
   EXPECT_THROW(Raw late(s->port()), std::runtime_error);  // no longer accepting
 }
 
+TEST(Http, TargetPathOfOriginAndAbsoluteForms) {  // RFC 9112 §3.2.1, §3.2.2
+  EXPECT_EQ(target_path("/health?x=1"), "/health");
+  EXPECT_EQ(target_path("http://localhost:3000/health"), "/health");
+  EXPECT_EQ(target_path("HTTPS://h/a/b?q=/c"), "/a/b");
+  EXPECT_EQ(target_path("http://h"), "/");
+  EXPECT_EQ(target_path("http://h?q"), "/");
+  EXPECT_EQ(target_path("*"), "*");
+  EXPECT_EQ(target_path("ftp://h/x"), "ftp://h/x");  // not HTTP: left for a 404
+}
+
+TEST(Http, HostAbsoluteFormHttp10KeepAliveAndHeadErrors) {
+  Served s(small_limits());
+  {
+    // An absolute-form target is served by its path.
+    Raw c(s.port());
+    ASSERT_TRUE(c.send("GET http://localhost/hello?x HTTP/1.1\r\nHost: localhost\r\n\r\n"));
+    const Reply r = c.read();
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(r.body, "/hello");
+  }
+  {
+    // HTTP/1.1 without Host: 400 (RFC 9112 §3.2); HTTP/1.0 needs none.
+    Raw c(s.port());
+    ASSERT_TRUE(c.send("GET /hello HTTP/1.1\r\n\r\n"));
+    const Reply r = c.read();
+    EXPECT_EQ(r.status, 400);
+    EXPECT_THAT(r.body, HasSubstr("Host"));
+  }
+  {
+    // An HTTP/1.0 client that asks to keep the connection is told it stays open, and it does.
+    Raw c(s.port());
+    ASSERT_TRUE(c.send("GET /a HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"));
+    Reply r = c.read();
+    EXPECT_EQ(r.status, 200);
+    EXPECT_THAT(r.head, HasSubstr("Connection: keep-alive"));
+    ASSERT_TRUE(c.send("GET /b HTTP/1.0\r\n\r\n"));  // without it: answered, then closed
+    r = c.read();
+    EXPECT_EQ(r.body, "/b");
+    EXPECT_THAT(r.head, ::testing::Not(HasSubstr("keep-alive")));
+    EXPECT_TRUE(c.closed_within(1000ms));
+  }
+  {
+    // A HEAD whose header fields are too large gets its 431 without a body.
+    Raw c(s.port());
+    ASSERT_TRUE(c.send("HEAD /hello HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(10000, 'b') +
+                       "\r\n\r\n"));
+    const Reply r = c.read(2000ms, true);
+    EXPECT_EQ(r.status, 431);
+    EXPECT_TRUE(c.closed_within(1000ms));
+    EXPECT_EQ(c.unread(), 0u) << "a body after the HEAD's headers";
+  }
+}
+
 TEST(Http, BadLimitsAreRefused) {
   Limits l;
   l.worker_threads = 0;
   EXPECT_THROW(HttpServer(
                    l, [](const Request&) { return Response{}; },
-                   [](int, const std::string&) { return Response{}; }),
+                   [](int, const std::string&, const std::string&) { return Response{}; }),
                std::invalid_argument);
 }
 

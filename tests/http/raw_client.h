@@ -83,6 +83,9 @@ class Raw {
     return r;
   }
 
+  /// Bytes received and not yet read as a response (e.g. a body sent after a HEAD's headers).
+  std::size_t unread() const { return pending_.size(); }
+
   /// True if the server closes the connection within `timeout` (nothing left to read).
   bool closed_within(std::chrono::milliseconds timeout) {
     const auto deadline = std::chrono::steady_clock::now() + timeout;

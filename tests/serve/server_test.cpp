@@ -224,6 +224,12 @@ TEST_F(ServerTest, ClassifyTokenizeInfoModelsHealthMetricsAndTimingHeaders) {
   auto [st4, t4] = post(r, "/tokenize", R"({"inputs":[11, 12],"add_special_tokens":false})");
   ASSERT_EQ(st4, 200);
   EXPECT_TRUE(t4[0][0]["start"].is_null());
+  // Special ids a client sends (markers 5-8, [CLS] 2) are special, and stay without markers.
+  auto [st5, t5] = post(r, "/tokenize", R"({"inputs":[11, 5, 6, 7, 2],"add_special_tokens":false})");
+  ASSERT_EQ(st5, 200);
+  ASSERT_EQ(t5[0].size(), 5u);
+  const std::vector<bool> special = {false, true, true, true, true};
+  for (std::size_t j = 0; j < 5; ++j) EXPECT_EQ(t5[0][j]["special"], special[j]) << j;
   auto [st2, t2] = post(r, "/tokenize", R"({"inputs":"my cards","add_special_tokens":false})");
   ASSERT_EQ(st2, 200);
   ASSERT_EQ(t2[0].size(), 3u);
@@ -269,7 +275,7 @@ TEST_F(ServerTest, ClassifyTokenizeInfoModelsHealthMetricsAndTimingHeaders) {
   EXPECT_THAT(metrics->body,
               HasSubstr("dialtree_requests_total{route=\"/classify\",status=\"200\"} 1\n"));
   EXPECT_THAT(metrics->body,
-              HasSubstr("dialtree_requests_total{route=\"/tokenize\",status=\"200\"} 4\n"));
+              HasSubstr("dialtree_requests_total{route=\"/tokenize\",status=\"200\"} 5\n"));
   EXPECT_THAT(metrics->body, HasSubstr("dialtree_batch_size_count"));
 }
 
@@ -460,7 +466,7 @@ TEST_F(ServerTest, TheErrorTableEndToEnd) {
   {
     dialtree::testing::Raw raw(r.port());
     raw.send(
-        "POST /embed HTTP/1.1\r\nContent-Type: application/json\r\nContent-Encoding: "
+        "POST /embed HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Encoding: "
         "identity\r\nContent-Encoding: gzip\r\nContent-Length: 4\r\n\r\n\x1f\x8b\x08x");
     const auto reply = raw.read(3000ms);
     EXPECT_EQ(reply.status, 415) << reply.body;
@@ -499,6 +505,21 @@ TEST_F(ServerTest, PayloadLimitIsHonouredExactlyWhateverTheContentType) {  // C2
   auto [status, body] = post(r, "/embed", exact + " ");
   EXPECT_EQ(status, 413);
   EXPECT_EQ(body["error"]["code"], "payload_too_large");
+  // The HTTP layer's 413 is counted under the route it was sent to, not "other".
+  auto c = r.client();
+  const auto m = c.Get("/metrics");
+  ASSERT_TRUE(m);
+  EXPECT_THAT(m->body, HasSubstr("dialtree_requests_total{route=\"/embed\",status=\"413\"} 1\n"));
+
+  // Two Content-Type lines: any that is not JSON is a 415, in either order.
+  for (const std::string types : {"Content-Type: application/json\r\nContent-Type: multipart/form-data",
+                                  "Content-Type: multipart/form-data\r\nContent-Type: application/json"}) {
+    dialtree::testing::Raw raw(r.port());
+    const std::string payload = R"({"inputs":"hello"})";
+    raw.send("POST /embed HTTP/1.1\r\nHost: x\r\n" + types + "\r\nContent-Length: " +
+             std::to_string(payload.size()) + "\r\n\r\n" + payload);
+    EXPECT_EQ(raw.read().status, 415) << types;
+  }
 
   ServerOptions zero = options_for(plain_);
   zero.max_request_bytes = 0;  // documented: rejected, not "unlimited"
@@ -665,25 +686,25 @@ TEST_F(ServerTest, MalformedHttpGetsTheErrorTablesBodiesAtOnce) {
   const std::vector<Case> cases = {
       {"a 100 KB URL", "GET /" + std::string(100000, 'u') + " HTTP/1.1\r\nHost: x\r\n\r\n", 414,
        "uri_too_long"},
-      {"a 100 KB header", "GET /health HTTP/1.1\r\nX: " + std::string(100000, 'h') + "\r\n\r\n",
+      {"a 100 KB header", "GET /health HTTP/1.1\r\nHost: x\r\nX: " + std::string(100000, 'h') + "\r\n\r\n",
        431, "header_too_large"},
       {"a garbage request line", "HELLO\r\n\r\n", 400, "bad_request"},
-      {"Content-Length -1", "POST /embed HTTP/1.1\r\nContent-Length: -1\r\n\r\n", 400,
+      {"Content-Length -1", "POST /embed HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n", 400,
        "bad_request"},
       {"a 20-digit Content-Length past 2^64",
-       "POST /embed HTTP/1.1\r\nContent-Length: 99999999999999999999\r\n\r\n", 400, "bad_request"},
+       "POST /embed HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999999999999\r\n\r\n", 400, "bad_request"},
       {"a 20-digit Content-Length within 2^64: too large, said before any body",
-       "POST /embed HTTP/1.1\r\nContent-Length: 12345678901234567890\r\n\r\n", 413,
+       "POST /embed HTTP/1.1\r\nHost: x\r\nContent-Length: 12345678901234567890\r\n\r\n", 413,
        "payload_too_large"},
       {"Transfer-Encoding gzip without chunked: the body's length cannot be known",
-       "POST /embed HTTP/1.1\r\nContent-Type: application/json\r\nTransfer-Encoding: gzip\r\n\r\n",
+       "POST /embed HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: gzip\r\n\r\n",
        400, "bad_request"},
       {"a transfer coding the layer does not decode",
-       "POST /embed HTTP/1.1\r\nContent-Type: application/json\r\nTransfer-Encoding: gzip, "
+       "POST /embed HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: gzip, "
        "chunked\r\n\r\n5\r\nxxxxx\r\n0\r\n\r\n",
        501, "not_implemented"},
       {"two Content-Lengths (request smuggling)",
-       "POST /embed HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: 17\r\n"
+       "POST /embed HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 17\r\n"
        "Content-Length: 18\r\n\r\n{\"inputs\":\"hi\"} ",
        400, "bad_request"},
   };
@@ -702,8 +723,8 @@ TEST_F(ServerTest, MalformedHttpGetsTheErrorTablesBodiesAtOnce) {
   // Three pipelined requests in one write: three answers, in order, on one connection.
   dialtree::testing::Raw raw(r.port());
   raw.send(
-      "GET /health HTTP/1.1\r\n\r\nGET /v1/models HTTP/1.1\r\n\r\n"
-      "GET /nope HTTP/1.1\r\n\r\n");
+      "GET /health HTTP/1.1\r\nHost: x\r\n\r\nGET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n"
+      "GET /nope HTTP/1.1\r\nHost: x\r\n\r\n");
   EXPECT_EQ(raw.read().status, 200);
   EXPECT_EQ(raw.read().status, 200);
   EXPECT_EQ(raw.read().status, 404);
@@ -717,7 +738,7 @@ TEST_F(ServerTest, HeadAsksAGetRouteAndGetsItsHeadersWithoutTheBody) {  // RFC 9
   ASSERT_FALSE(info->body.empty());
   // Pipelined behind a HEAD, the next request's answer must not be read as the HEAD's body.
   dialtree::testing::Raw raw(r.port());
-  raw.send("HEAD /health HTTP/1.1\r\n\r\nHEAD /info HTTP/1.1\r\n\r\nGET /health HTTP/1.1\r\n\r\n");
+  raw.send("HEAD /health HTTP/1.1\r\nHost: x\r\n\r\nHEAD /info HTTP/1.1\r\nHost: x\r\n\r\nGET /health HTTP/1.1\r\nHost: x\r\n\r\n");
   const auto health = raw.read(3000ms, true);
   EXPECT_EQ(health.status, 200);
   EXPECT_THAT(health.head, HasSubstr("Content-Length: 0"));
@@ -729,7 +750,7 @@ TEST_F(ServerTest, HeadAsksAGetRouteAndGetsItsHeadersWithoutTheBody) {  // RFC 9
   EXPECT_EQ(get.status, 200);
   EXPECT_EQ(get.body, "");
   // HEAD of a POST route is still 405, naming POST.
-  raw.send("HEAD /embed HTTP/1.1\r\n\r\n");
+  raw.send("HEAD /embed HTTP/1.1\r\nHost: x\r\n\r\n");
   const auto head_embed = raw.read(3000ms, true);
   EXPECT_EQ(head_embed.status, 405);
   EXPECT_THAT(head_embed.head, HasSubstr("Allow: POST"));
@@ -738,7 +759,7 @@ TEST_F(ServerTest, HeadAsksAGetRouteAndGetsItsHeadersWithoutTheBody) {  // RFC 9
   o.max_wait_ms = 1500;  // warm-up waits this long: the first requests meet a loading server
   Running loading(o, /*wait_ready=*/false);
   dialtree::testing::Raw early(loading.port());
-  early.send("HEAD /health HTTP/1.1\r\n\r\n");
+  early.send("HEAD /health HTTP/1.1\r\nHost: x\r\n\r\n");
   EXPECT_EQ(early.read(3000ms, true).status, 503);
 }
 
@@ -755,7 +776,7 @@ TEST_F(ServerTest, AClosingResponseArrivesWholeWithRequestsStillUnread) {
     // buffer when it closes.
     dialtree::testing::Raw raw(r.port(), 4096);
     ASSERT_TRUE(
-        raw.send("POST /tokenize HTTP/1.1\r\nConnection: close\r\nContent-Type: "
+        raw.send("POST /tokenize HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: "
                  "application/json\r\nContent-Length: " +
                  std::to_string(body.size()) + "\r\n\r\n" + body));
     // The pipelined requests come later, so they wait in the kernel, not in the server's buffer.
@@ -813,7 +834,7 @@ TEST_F(ServerTest, InputsOfAClientThatLeftAreNotComputed) {
   {
     dialtree::testing::Raw raw(r.port());
     const std::string body = R"({"inputs":["one"]})";
-    raw.send("POST /embed HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: " +
+    raw.send("POST /embed HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
              std::to_string(body.size()) + "\r\n\r\n" + body);
     std::this_thread::sleep_for(200ms);
   }  // gone while its inputs wait
