@@ -170,6 +170,41 @@ std::string unknown_subcommand_message(const CLI::App& app, int argc, char** arg
   return "'" + path + "' needs a command: " + name_list(*at);
 }
 
+// CLI11 checks required options before it reports words it did not know, so `serve --bogus`
+// would say "--model is required". This names the first unknown option of the command the words
+// reach (and the closest known one), or returns "".
+std::string unknown_option_message(const CLI::App& app, int argc, char** argv) {
+  std::vector<const CLI::App*> chain = {&app};
+  std::string path = app.get_name();
+  for (int i = 1; i < argc; ++i) {
+    const std::string word = argv[i];
+    if (word == "--") return "";
+    if (word.size() > 1 && word[0] == '-' && !(word[1] >= '0' && word[1] <= '9')) {
+      const std::string name = word.substr(0, word.find('='));
+      bool known = false;
+      for (const CLI::App* at : chain) {
+        for (const CLI::Option* opt : at->get_options()) known = known || opt->check_name(name);
+      }
+      if (known) continue;
+      std::vector<std::string> names;
+      for (const CLI::Option* opt : chain.back()->get_options()) {
+        for (const std::string& n : opt->get_lnames()) names.push_back("--" + n);
+      }
+      const std::string close = closest_name(name, names);
+      return "unknown option '" + name + "' for '" + path + "'" +
+             (close.empty() ? "" : "; did you mean '" + close + "'?");
+    }
+    const std::vector<const CLI::App*> subs = commands_of(*chain.back());
+    const auto next = std::find_if(subs.begin(), subs.end(),
+                                   [&word](const CLI::App* sub) { return sub->check_name(word); });
+    if (next != subs.end()) {
+      chain.push_back(*next);
+      path += " " + (*next)->get_name();
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
 void refuse_overwriting_input(const std::string& out_flag, const std::string& out,
@@ -216,8 +251,9 @@ int run_cli(CLI::App& app, int argc, char** argv, const std::function<void()>& b
       return 2;
     }
     if (dynamic_cast<const CLI::RequiredError*>(&e) != nullptr) {
-      if (const std::string unknown = unknown_subcommand_message(app, argc, argv);
-          !unknown.empty()) {
+      std::string unknown = unknown_subcommand_message(app, argc, argv);
+      if (unknown.empty()) unknown = unknown_option_message(app, argc, argv);
+      if (!unknown.empty()) {
         std::fprintf(stderr, "error: %s\nRun with --help for more information.\n", unknown.c_str());
         return 2;
       }

@@ -1,5 +1,6 @@
 #include "eval/dialoglue.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <map>
@@ -34,7 +35,17 @@ json run_dialoglue(const DialoglueRun& run,
   if (run.seeds.empty()) throw std::invalid_argument("eval dialoglue: no seeds");
   if (run.tasks.empty()) throw std::invalid_argument("eval dialoglue: no tasks");
   for (const auto& t : run.tasks) {
-    if (parse_task(t) == Task::Multiwoz) {  // parse_task throws for an unknown name
+    const std::vector<std::string> known = task_names();
+    if (std::find(known.begin(), known.end(), t) == known.end()) {
+      // The tasks this command fine-tunes (multiwoz is scored by `eval score` only).
+      std::string names;
+      for (const auto& n : known) {
+        if (n != task_key(Task::Multiwoz)) names += (names.empty() ? "" : ", ") + n;
+      }
+      throw std::invalid_argument("eval dialoglue: unknown task '" + t + "'; it fine-tunes " +
+                                  names + " (dstc8 and dstc8_sgd are one task)");
+    }
+    if (parse_task(t) == Task::Multiwoz) {
       throw std::invalid_argument(
           "eval dialoglue: multiwoz is not supported (no DST head yet; MultiWOZ is also absent "
           "from ../shared/data); `dialtree eval score --task multiwoz` scores TripPy output");

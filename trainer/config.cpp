@@ -352,8 +352,14 @@ class Validator {
     fail(it != origins_.end() ? it->second : Origin{file_, ""}, key, "is required: " + what);
   }
 
-  // Of two keys in a cross-field rule, the one the user set (the second if both or neither).
+  // Of two keys in a cross-field rule, the one the user set last: an override on the command
+  // line before a line of the file, a set key before a default (the second if both or neither).
   std::string blame(const std::string& a, const std::string& b) const {
+    const auto overridden = [&](const std::string& key) {
+      const auto it = origins_.find(key);
+      return it != origins_.end() && it->second.file == kCommandLine;
+    };
+    if (overridden(a) != overridden(b)) return overridden(a) ? a : b;
     return origins_.count(b) != 0 || origins_.count(a) == 0 ? b : a;
   }
 

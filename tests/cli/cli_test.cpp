@@ -90,6 +90,14 @@ TEST_F(Cli, ExitStatusesAndErrorLines) {
   EXPECT_EQ(r.status, 2);
   EXPECT_THAT(r.err, StartsWith("error: unknown option '--bogus' for 'dialtree sts', which needs "
                                 "a command first: convert, score\n"));
+  // An unknown option of a command with required options is named, not "--model is required".
+  r = run({"serve", "--bogus"}, dir());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, StartsWith("error: unknown option '--bogus' for 'dialtree serve'\n"));
+  r = run({"eval", "dialoglue", "--taks", "banking"}, dir());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, StartsWith("error: unknown option '--taks' for 'dialtree eval dialoglue'; "
+                                "did you mean '--tasks'?\n"));
   r = run({}, dir());
   EXPECT_EQ(r.status, 2);
   EXPECT_THAT(r.err, StartsWith("error: 'dialtree' needs a command: sts, tokenizer"));

@@ -494,7 +494,11 @@ TEST_F(TinyIntent, DialoglueRunWritesSubmissionsResultsAndTable) {
   run.tasks = {"multiwoz"};
   EXPECT_THROW(run_dialoglue(run), std::invalid_argument);
   run.tasks = {"nope"};
-  EXPECT_THROW(run_dialoglue(run), std::invalid_argument);
+  // The list names what this command fine-tunes: multiwoz (scored by eval score only) is not in it.
+  const std::string unknown = testing::error_of<std::invalid_argument>([&] { run_dialoglue(run); });
+  EXPECT_THAT(unknown, HasSubstr("unknown task 'nope'; it fine-tunes banking, clinc, hwu, "
+                                 "restaurant8k, dstc8, dstc8_sgd, top (dstc8 and dstc8_sgd are one"));
+  EXPECT_THAT(unknown, ::testing::Not(HasSubstr("multiwoz")));
   EXPECT_THROW(resolve_data_dir(tmp_.file("nowhere")), std::invalid_argument);
 }
 

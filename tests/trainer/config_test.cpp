@@ -388,6 +388,11 @@ TEST(Config, BadInputsAreErrorsNamingFileLineKeyAndType) {
       by_override("override breaks a rule", "model.num_attention_heads=5",
                   "model.num_attention_heads", {"must be divisible"}),
       by_override("override range", "threads=0", "threads", {"must be in [1, " + cpus + "]"}),
+      // Both keys of the rule are lines of the file; the override that broke it is named.
+      {"override breaks a rule set in the file",
+       kPrefix + "model:\n  hidden_size: 256\n  num_attention_heads: 4\n",
+       {"model.hidden_size=7"}, "<command line>", "override 'model.hidden_size=7'",
+       "model.hidden_size", {"must be divisible"}},
   };
   // clang-format on
   for (const auto& c : cases) expect_error(c);
