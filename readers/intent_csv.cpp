@@ -2,6 +2,7 @@
 
 #include <csv.h>
 
+#include <cctype>
 #include <new>
 #include <stdexcept>
 #include <string_view>
@@ -200,6 +201,15 @@ IntentCsv read_intent_csv(const std::string& path, const LabelMap& labels,
       }
       if (ex.label.empty()) {
         throw DataError(path, at_line(r.line), "category", "empty label");
+      }
+      // " lost_card" would be a label of its own beside "lost_card" (Python's csv keeps the
+      // blanks too): refused rather than guessed.
+      if (std::isspace(static_cast<unsigned char>(ex.label.front())) ||
+          std::isspace(static_cast<unsigned char>(ex.label.back()))) {
+        throw DataError(path, at_line(r.line), "category",
+                        "label " + quote_for_message(ex.label) +
+                            " has leading or trailing blanks; remove them (with them it is "
+                            "another label than the same name without)");
       }
       if (options.labels_from_file) {
         const auto [it, added] = own_ids.emplace(ex.label, static_cast<int>(out.labels.size()));

@@ -245,6 +245,13 @@ std::vector<SgdDialog> read_file(const std::string& path, SgdLoadReport* report,
           }
           f.slots.push_back(std::move(span));
         }
+        // Every SGD user frame carries the dialogue state (its intent, requested slots and
+        // values); without one the turn's label tree would silently lack its intent.
+        if (t.speaker == "USER" && !fm[2]) {
+          throw DataError(path, place.where, JsonPathRef(fpath, kFrameKeys[2]).str(),
+                          "is missing: a USER frame carries the dialogue state (active_intent, "
+                          "requested_slots, slot_values)");
+        }
         t.frames.push_back(std::move(f));
       }
       d.turns.push_back(std::move(t));

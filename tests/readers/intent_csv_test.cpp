@@ -202,6 +202,19 @@ TEST(IntentCsvC01, BomInsideTextIsKept) {
   EXPECT_EQ(csv.rows[0].text, "\xEF\xBB\xBFhi");
 }
 
+// Without a label map the file's labels are its own: " greet" would have become a second label
+// beside "greet" (a loose end of 2026-12-04); it is refused with its line.
+TEST(IntentCsvLabels, BlanksAroundALabelAreRefusedInEveryMode) {
+  TempDir tmp;
+  write_bytes(tmp.file("a.csv"), "text,category\nhi,greet\nyo, greet\n");
+  IntentCsvOptions own;
+  own.labels_from_file = true;
+  EXPECT_EQ(error_of<DataError>([&] { read_intent_csv(tmp.file("a.csv"), LabelMap({}, ""), own); }),
+            tmp.file("a.csv") +
+                ": line 3: field 'category': label ' greet' has leading or trailing blanks; remove "
+                "them (with them it is another label than the same name without)");
+}
+
 // --- C03: one shared label map -----------------------------------------------------------------
 
 TEST(IntentCsvC03, OneMapForAllSplits) {
@@ -347,6 +360,9 @@ INSTANTIATE_TEST_SUITE_P(
                "line 3: field 'text': the text is only blanks"},
         BadCsv{"empty_label_with_categories", "text,category\nhi,\n",
                "line 2: field 'category': empty label"},
+        BadCsv{"label_with_blanks", "text,category\nhi,greet\nyo,greet \n",
+               "line 3: field 'category': label 'greet ' has leading or trailing blanks; remove "
+               "them (with them it is another label than the same name without)"},
         BadCsv{"unknown_label_after_multiline", "text,category\n\"x\ny\nz\",greet\nq,nope\n",
                "line 5: field 'category': label 'nope' not in categories.json"}),
     [](const ::testing::TestParamInfo<BadCsv>& i) { return std::string(i.param.name); });

@@ -30,7 +30,8 @@ using ::testing::Not;
 std::string sgd_dialog(const std::string& id, const std::string& service = "Restaurants_1") {
   return R"({"dialogue_id":")" + id + R"(","services":[")" + service +
          R"("],"turns":[{"speaker":"USER","utterance":"hi","frames":[{"service":")" + service +
-         R"(","actions":[],"slots":[]}]}]})";
+         R"(","actions":[],"slots":[],"state":{"active_intent":"NONE","requested_slots":[],)"
+         R"("slot_values":{}}}]}]})";
 }
 
 // ---- bug 6: repeated dialogue ids ------------------------------------------------------------

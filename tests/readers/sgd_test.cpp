@@ -184,6 +184,10 @@ TEST(SgdErrors, BadSpansStateOnSystemTurnWrongTypes) {
       where + "'turns[0].frames[0].state.slot_values.a': must be an array, got string \"bc\"");
   EXPECT_EQ(err(one_turn("USER", "abc", R"({"service":"S_1",)" + actions + "}")),
             where + "'turns[0].frames[0].slots': is missing");
+  // A USER frame without its state would lose the turn's intent: refused, not skipped.
+  EXPECT_EQ(err(one_turn("USER", "abc", R"({"service":"S_1",)" + actions + R"(,"slots":[]})")),
+            where + "'turns[0].frames[0].state': is missing: a USER frame carries the dialogue "
+                    "state (active_intent, requested_slots, slot_values)");
   write_bytes(f, R"([{"dialogue_id":7}])");
   EXPECT_EQ(error_of<SchemaError>([&] { read_sgd_file(f); }),
             f + ": record 0: field 'dialogue_id': must be a string, got integer");
