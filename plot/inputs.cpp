@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <utility>
 
 #include "common/error.h"
@@ -46,6 +47,7 @@ RunMetrics read_metrics(const std::string& path, const std::string& name) {
   std::map<std::string, std::map<std::int64_t, double>> values;
   std::size_t records = 0;
   std::size_t unfinished = 0;
+  std::set<std::int64_t> repeated;  // steps at which a key came again
   json_for_each_line(
       path,
       [&](std::size_t line, const json& rec) {
@@ -56,7 +58,7 @@ RunMetrics read_metrics(const std::string& path, const std::string& name) {
         ++records;
         for (const auto& [key, v] : rec.items()) {
           if (key == "step" || !v.is_number()) continue;
-          values[key][step] = v.get<double>();
+          if (!values[key].insert_or_assign(step, v.get<double>()).second) repeated.insert(step);
         }
       },
       &unfinished);
@@ -66,6 +68,8 @@ RunMetrics read_metrics(const std::string& path, const std::string& name) {
                                     : "no logged step (the file is empty)");
   }
   RunMetrics run{name, path, {}, unfinished};
+  run.repeated_steps = repeated.size();
+  if (!repeated.empty()) run.first_repeated_step = *repeated.begin();
   for (const auto& [key, by_step] : values) {
     Series s{key, {}};
     for (const auto& [step, v] : by_step) s.points.push_back({static_cast<double>(step), v});

@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <string>
 
@@ -69,6 +70,18 @@ TEST_F(PlotCmd, DrawsRunsAndScoresTogether) {
   EXPECT_TRUE(fs::exists(svg_only.file("f/losses.svg")));
   EXPECT_FALSE(fs::exists(svg_only.file("f/losses.png")));
   EXPECT_FALSE(fs::exists(svg_only.file("f/eval.svg")));  // run-b logged no eval_* key
+
+  // A resumed run that appended to its metrics.jsonl re-logs steps: drawn once, with a word.
+  fs::create_directories(tmp_.file("resumed"));
+  std::ofstream(tmp_.file("resumed/metrics.jsonl"))
+      << "{\"step\":10,\"loss\":3}\n{\"step\":20,\"loss\":2}\n{\"step\":10,\"loss\":3.5}\n"
+         "{\"step\":20,\"loss\":2.5}\n{\"step\":30,\"loss\":1}\n";
+  const Result resumed = run({"plot", "resumed", "--out", svg_only.file("g"), "--format", "svg"},
+                             tmp_.path().string());
+  ASSERT_EQ(resumed.status, 0) << resumed.err;
+  EXPECT_THAT(resumed.err, HasSubstr("resumed/metrics.jsonl: 2 step(s) logged more than once, "
+                                     "from step 10 (a resumed run appended to the file): the "
+                                     "later records are drawn"));
 }
 
 TEST_F(PlotCmd, BadInputIsOneErrorLineAndStatus2) {

@@ -137,6 +137,11 @@ TEST(PlotMetrics, SortedByStepAndTheLaterValueOfARepeatedStepWins) {
   const RunMetrics run = read_metrics(tmp.file("metrics.jsonl"), "x");
   EXPECT_THAT(xs(*run.find("loss")), ElementsAre(10, 20));
   EXPECT_THAT(ys(*run.find("loss")), ElementsAre(1, 3));
+  EXPECT_EQ(run.repeated_steps, 1u);  // the command warns about it
+  EXPECT_EQ(run.first_repeated_step, 20);
+  // Other keys at the same step (an evaluation record beside a training one) are no repeat.
+  spit(tmp.file("metrics.jsonl"), "{\"step\":20,\"loss\":2}\n{\"step\":20,\"eval_x\":1}\n");
+  EXPECT_EQ(read_metrics(tmp.file("metrics.jsonl"), "x").repeated_steps, 0u);
 }
 
 TEST(PlotMetrics, AnUnfinishedLastLineIsSkippedAndReported) {
