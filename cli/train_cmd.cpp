@@ -17,9 +17,11 @@
 #include <vector>
 
 #include <fmt/core.h>
+#include <nlohmann/json.hpp>
 
 #include "cli/app.h"
 #include "cli/commands.h"
+#include "common/atomic_file.h"
 #include "common/error.h"
 #include "data/tokenizer_factory.h"
 #include "eval/probe_eval.h"
@@ -30,6 +32,8 @@
 #include "trainer/health.h"
 #include "trainer/launcher.h"
 #include "trainer/pretrain.h"
+#include "trainer/pretrain_data.h"
+#include "trainer/view_stats.h"
 
 namespace dialtree::cli {
 
@@ -97,7 +101,43 @@ struct TrainArgs {
   bool nproc_given = false;
   int max_restarts = 0;
   bool exclude_failed_rank = false;
+  std::size_t view_stats = 0;
+  std::string view_stats_json;
 };
+
+// --view-stats: what the soft targets of the first N labelled batches hold, per view
+// (trainer/view_stats.h), printed (and written as JSON); no training.
+void print_view_stats(const trainer::PretrainConfig& cfg, const TrainArgs& a) {
+  if (cfg.data.labelled.empty()) {
+    throw DataError("<command line>", "", "--view-stats", "the config has no data.labelled files");
+  }
+  const auto tok = data::load_tokenizer(cfg.data.tokenizer);
+  const auto datasets = trainer::load_pretrain_data(cfg.data.labelled, true, *tok,
+                                                    trainer::serialize_options(cfg.data));
+  const trainer::BatchViewStats s = trainer::batch_view_stats(
+      datasets, static_cast<std::size_t>(cfg.per_device_train_batch_size),
+      static_cast<std::size_t>(cfg.data.contrastive_shard_size), a.view_stats,
+      static_cast<std::uint64_t>(cfg.data_seed));
+  fmt::print("{} labelled batches of {} (data_seed {}), shards of {:.1f}: {} anchors\n",
+             s.batches, cfg.per_device_train_batch_size, cfg.data_seed, s.mean_shard_size,
+             s.anchors);
+  fmt::print("{:<5} {:>10} {:>10} {:>12} {:>10}\n", "view", "positives", "mass",
+             "no positive", "empty set");
+  nlohmann::json j = {{"batches", s.batches},
+                      {"anchors", s.anchors},
+                      {"mean_shard_size", s.mean_shard_size},
+                      {"views", nlohmann::json::array()}};
+  for (const trainer::ViewStats& v : s.views) {
+    fmt::print("{:<5} {:>10.2f} {:>10.2f} {:>11.1f}% {:>9.1f}%\n", v.view, v.positives_per_anchor,
+               v.target_mass, 100 * v.anchors_without_positive, 100 * v.empty_sets);
+    j["views"].push_back({{"view", v.view},
+                          {"positives_per_anchor", v.positives_per_anchor},
+                          {"target_mass", v.target_mass},
+                          {"anchors_without_positive", v.anchors_without_positive},
+                          {"empty_sets", v.empty_sets}});
+  }
+  if (!a.view_stats_json.empty()) write_file_atomic(a.view_stats_json, j.dump(2) + "\n");
+}
 
 }  // namespace
 
@@ -119,9 +159,18 @@ void register_train(CLI::App& app) {
   train->add_flag("--exclude-failed-rank", a->exclude_failed_rank,
                   "With --max-restarts: restart with one rank fewer and a larger "
                   "gradient_accumulation_steps, so the global batch stays the same");
+  train
+      ->add_option("--view-stats", a->view_stats,
+                   "Print, per tree view, what the soft targets of the first N labelled batches "
+                   "hold (positives per anchor, their mass, anchors without one, empty sets) "
+                   "and exit without training (docs/training.md \"What the views see\")")
+      ->check(CLI::Range(1, 1000000));
+  train->add_option("--view-stats-json", a->view_stats_json,
+                    "With --view-stats: also write the figures as JSON to this file");
   train->callback([a, nproc] {
     a->nproc_given = nproc->count() > 0;
     const trainer::PretrainConfig cfg = trainer::load_config(a->config, a->overrides);
+    if (a->view_stats > 0) return print_view_stats(cfg, *a);
     const std::optional<trainer::Rendezvous> rz = trainer::rendezvous_from_env();
     if (a->nproc_given) {
       if (a->nproc_per_node < 1 || a->nproc_per_node > 1024) {

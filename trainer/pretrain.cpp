@@ -151,15 +151,6 @@ model::EncoderConfig encoder_config(const PretrainConfig& c, const data::Tokeniz
   return e;
 }
 
-data::SerializeOptions serialize_options(const DataConfig& d) {
-  data::SerializeOptions o;
-  o.max_len = static_cast<std::size_t>(d.max_len);
-  o.max_utt_len = static_cast<std::size_t>(d.max_utt_len);
-  o.max_ctx_turn = static_cast<std::size_t>(d.max_ctx_turn);
-  o.trigger_role = d.trigger_role;
-  return o;
-}
-
 // ---------------------------------------------------------------------------------------------
 // One stream (labelled or unlabelled) and its losses
 

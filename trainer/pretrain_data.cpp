@@ -85,6 +85,15 @@ std::vector<PretrainDataset> load_pretrain_data(const std::vector<std::string>& 
   return out;
 }
 
+data::SerializeOptions serialize_options(const DataConfig& d) {
+  data::SerializeOptions o;
+  o.max_len = static_cast<std::size_t>(d.max_len);
+  o.max_utt_len = static_cast<std::size_t>(d.max_utt_len);
+  o.max_ctx_turn = static_cast<std::size_t>(d.max_ctx_turn);
+  o.trigger_role = d.trigger_role;
+  return o;
+}
+
 std::vector<std::size_t> dataset_sizes(const std::vector<PretrainDataset>& datasets) {
   std::vector<std::size_t> sizes;
   sizes.reserve(datasets.size());

@@ -11,6 +11,7 @@
 #include "data/serialize.h"
 #include "data/tokenizer.h"
 #include "sts/score.h"
+#include "trainer/config.h"
 
 namespace dialtree::trainer {
 
@@ -48,6 +49,10 @@ std::vector<PretrainDataset> load_pretrain_data(const std::vector<std::string>& 
                                                 bool labelled, const data::Tokenizer& tokenizer,
                                                 const data::SerializeOptions& options,
                                                 PretrainDataSkips* skipped = nullptr);
+
+/// How a run serialises its examples: the `data:` section's max_len, max_utt_len, max_ctx_turn
+/// and trigger_role (docs/method.md §1.5).
+data::SerializeOptions serialize_options(const DataConfig& d);
 
 /// Example counts of `datasets`, for BatchStream.
 std::vector<std::size_t> dataset_sizes(const std::vector<PretrainDataset>& datasets);
