@@ -253,67 +253,73 @@ Figure results_figure(const std::vector<ModelScores>& models) {
   Figure f;
   f.name = "results";
   std::vector<std::string> tasks, metrics;
-  double top = 0;
   for (const auto& m : models) {
     for (const auto& t : m.tasks) {
       if (std::find(tasks.begin(), tasks.end(), t.task) == tasks.end()) {
         tasks.push_back(t.task);
         metrics.push_back(t.metric);
       }
-      top = std::max(top, t.mean + t.std);
     }
   }
   if (tasks.empty()) return f;
   sort_tasks(tasks, metrics);
-  const bool one_metric = std::all_of(metrics.begin(), metrics.end(),
-                                      [&](const std::string& m) { return m == metrics[0]; });
-  const double n = static_cast<double>(models.size());
-  const double width = 0.8 / n;
-  double ymax = std::max(top * 1.12, top + 6);
-  if (top <= 100) ymax = std::min(ymax, 105.0);
-  if (ymax <= 0) ymax = 1;
-  f.width = std::clamp(220 + static_cast<int>(tasks.size() * models.size()) * 70, 800, 1800);
-  f.height = 600;
+  const auto n = static_cast<double>(models.size());
+  f.width = std::clamp(160 + static_cast<int>(tasks.size()) * (120 + 40 * static_cast<int>(n)),
+                       700, 2000);
+  f.height = 560;
   std::string& s = f.script;
   s = preamble();
-  const std::string what = one_metric ? "test " + metrics[0] : std::string("test score");
-  s += fmt::format("set title {} font ',13'\n",
-                   gnuplot_quote("DialoGLUE " + what + ": mean ± std over seeds"));
-  s += fmt::format("set ylabel {}\n", gnuplot_quote(what + " (%)"));
-  s += "set grid noxtics ytics\nset key below horizontal\n";
-  s += "set style fill solid 0.85 border lc rgb '#333333'\n";
-  s += fmt::format("set boxwidth {} absolute\n", width * 0.95);
-  s += fmt::format("set xrange [-0.5:{}]\nset yrange [0:{}]\n",
-                   static_cast<double>(tasks.size()) - 0.5, ymax);
-  s += "set xtics scale 0 (";
+  s += fmt::format("set multiplot layout 1,{} title {} font ',13'\n", tasks.size(),
+                   gnuplot_quote("DialoGLUE test: mean ± std (whisker), seeds (circles)"));
+  s += "set grid noxtics ytics\nset bmargin 6\n";
+  s += fmt::format("set xrange [-0.6:{}]\nunset xtics\n", n - 0.4);
   for (std::size_t j = 0; j < tasks.size(); ++j) {
-    const std::string label = one_metric ? tasks[j] : tasks[j] + " (" + metrics[j] + ")";
-    s += fmt::format("{}{} {}", j ? ", " : "", gnuplot_quote(label), j);
-  }
-  s += ")\n";
-  std::vector<std::string> clauses;
-  for (std::size_t i = 0; i < models.size(); ++i) {
-    std::string rows;
-    const double offset = (static_cast<double>(i) - (n - 1) / 2) * width;
-    for (std::size_t j = 0; j < tasks.size(); ++j) {
+    // The axis fits the task's points, so a 1-point difference is visible (it never starts at
+    // 0 for its own sake).
+    double lo = 1e300, hi = -1e300;
+    std::string means, seeds;
+    for (std::size_t i = 0; i < models.size(); ++i) {
       for (const auto& t : models[i].tasks) {
         if (t.task != tasks[j]) continue;
-        rows += fmt::format("{} {} {} {:.1f}\n", static_cast<double>(j) + offset, t.mean, t.std,
-                            t.mean);
+        lo = std::min(lo, t.mean - t.std);
+        hi = std::max(hi, t.mean + t.std);
+        means += fmt::format("{} {} {} {:.2f}\n", i, t.mean, t.std, t.mean);
+        for (const SeedRun& r : t.runs) {
+          seeds += fmt::format("{} {}\n", static_cast<double>(i) + 0.22, r.test);
+          lo = std::min(lo, r.test);
+          hi = std::max(hi, r.test);
+        }
       }
     }
-    const std::string file = fmt::format("results-{}.dat", i);
-    f.data.push_back({file, rows});
-    const int lt = static_cast<int>(i) + 1;
-    clauses.push_back(fmt::format("'{}' using 1:2:3 with boxerrorbars lt {} lc {} title {}", file,
-                                  lt, lt, gnuplot_quote(models[i].name)));
+    const double pad = std::max(0.5, 0.12 * (hi - lo));
+    f.data.push_back({fmt::format("results-{}.dat", j), means});
+    f.data.push_back({fmt::format("results-seeds-{}.dat", j), seeds.empty() ? "0 NaN\n" : seeds});
+    s += fmt::format("set title {} font ',11'\n",
+                     gnuplot_quote(tasks[j] + " (" + metrics[j] + ")"));
+    s += fmt::format("set yrange [{}:{}]\n", lo - pad, hi + 1.8 * pad);
+    s += j == 0 ? fmt::format("set ylabel 'test score (%)'\nset key at screen 0.5,0.03 center "
+                              "horizontal maxcols {}\n",
+                              models.size())
+                : std::string("unset ylabel\nunset key\n");
+    std::vector<std::string> clauses;
+    for (std::size_t i = 0; i < models.size(); ++i) {
+      const int lt = static_cast<int>(i) + 1;
+      clauses.push_back(fmt::format(
+          "'results-{}.dat' using ($1=={} ? $1 : NaN):2:3 with yerrorbars lt {} lc {} pt 7 ps 1.4 "
+          "title {}",
+          j, i, lt, lt, j == 0 ? gnuplot_quote(models[i].name) : "''"));
+    }
     clauses.push_back(fmt::format(
-        "'{}' using 1:($2+$3):4 with labels offset 0,0.7 font ',9' tc rgb '#222222' notitle",
-        file));
+        "'results-seeds-{}.dat' using 1:2 with points pt 6 ps 0.8 lc rgb '#555555' notitle", j));
+    clauses.push_back(fmt::format(
+        "'results-{}.dat' using 1:($2+$3):4 with labels offset 0,0.9 font ',9' tc rgb '#222222' "
+        "notitle",
+        j));
+    s += "plot ";
+    for (std::size_t c = 0; c < clauses.size(); ++c) s += (c ? ", \\\n     " : "") + clauses[c];
+    s += "\n";
   }
-  s += "plot ";
-  for (std::size_t c = 0; c < clauses.size(); ++c) s += (c ? ", \\\n     " : "") + clauses[c];
-  s += "\n";
+  s += "unset multiplot\n";
   return f;
 }
 

@@ -53,8 +53,11 @@ Figure learning_rate_figure(const std::vector<RunMetrics>& runs);
 /// eval.png: one panel per `eval_*` key. Empty script when no run has one.
 Figure eval_figure(const std::vector<RunMetrics>& runs);
 
-/// results.png: grouped bars, one group per task (sorted by name), one bar
-/// per model at its mean test score with a ±std error bar and the mean printed above it.
+/// results.png: one panel per task (sorted by name), each model a dot at its mean test score
+/// with a ±std whisker and the mean printed above it, and each seed's score as a circle beside
+/// it; each panel's axis fits its task's points (not 0 to 100), so the 1-2 point differences
+/// between models show. Data files results-<task>.dat ("model mean std label") and
+/// results-seeds-<task>.dat ("x score").
 Figure results_figure(const std::vector<ModelScores>& models);
 /// val_curves.png: one panel per task (sorted by name), the val score against epoch of every model and seed that
 /// recorded a curve (colour per model, dash pattern per seed). Empty script when none did.

@@ -315,22 +315,25 @@ TEST(PlotFigures, LossPanelsHoldTheKnownValuesOfEachRun) {
 
 TEST(PlotFigures, ResultBarsAndValCurves) {
   const Inputs in = load_inputs({fixture("plot/eval-a"), fixture("plot/tfidf.json")});
-  const Figure bars = results_figure(in.models);
-  // Three models, bars 0.8/3 wide: eval-a's banking bar left of the group's centre.
-  ASSERT_EQ(bars.data.size(), 3u);
-  std::istringstream rows(find_data(bars, "results-0.dat")->content);
-  double x = 0, mean = 0, sd = 0;
+  const Figure dots = results_figure(in.models);
+  // Three models, tasks banking, clinc, hwu: a panel each, a means file and a seeds file each.
+  ASSERT_EQ(dots.data.size(), 6u);
+  std::istringstream rows(find_data(dots, "results-0.dat")->content);
+  double model = -1, mean = 0, sd = 0;
   std::string label;
-  rows >> x >> mean >> sd >> label;
-  EXPECT_NEAR(x, -0.8 / 3, 1e-12);
+  rows >> model >> mean >> sd >> label;
+  EXPECT_EQ(model, 0);  // eval-a, banking
   EXPECT_EQ(mean, 11.5);
   EXPECT_EQ(sd, 1.25);
-  EXPECT_EQ(label, "11.5");
-  EXPECT_THAT(find_data(bars, "results-1.dat")->content, HasSubstr(" 74.7077922077922"));
-  EXPECT_THAT(bars.script, HasSubstr("set xtics scale 0 ('banking' 0, 'clinc' 1, 'hwu' 2)"));
-  EXPECT_THAT(bars.script, HasSubstr("with boxerrorbars lt 1 lc 1 title 'eval-a'"));
-  EXPECT_THAT(bars.script, HasSubstr("title 'tfidf-word-1-2'"));
-  EXPECT_THAT(bars.script, HasSubstr("set ylabel 'test accuracy (%)'"));
+  EXPECT_EQ(label, "11.50");
+  EXPECT_THAT(find_data(dots, "results-0.dat")->content, HasSubstr(" 74.7077922077922"));
+  EXPECT_THAT(dots.script, HasSubstr("set multiplot layout 1,3"));
+  EXPECT_THAT(dots.script, HasSubstr("set title 'banking (accuracy)'"));
+  EXPECT_THAT(dots.script, HasSubstr("with yerrorbars lt 1 lc 1 pt 7 ps 1.4 title 'eval-a'"));
+  EXPECT_THAT(dots.script, HasSubstr("title 'tfidf-word-1-2'"));
+  EXPECT_THAT(dots.script, HasSubstr("set ylabel 'test score (%)'"));
+  // The axis fits the task: banking's points lie between 10.25 and 74.7, never from 0 to 100.
+  EXPECT_THAT(dots.script, Not(HasSubstr("set yrange [0:")));
 
   const Figure curves = val_curves_figure(in.models);  // only eval-a has curves
   EXPECT_EQ(find_data(curves, "val_curves-0-0-0.dat")->content, "1 4.5\n2 8.25\n3 11\n");
@@ -381,7 +384,8 @@ TEST(PlotRender, WritesPngAndSvgWithTheLegendNames) {
   EXPECT_THAT(slurp(out.path() / "eval.svg"), HasSubstr("eval_probe_clinc_accuracy"));
   const std::string results = slurp(out.path() / "results.svg");
   for (const char* legend :
-       {">eval-a<", ">tfidf-char-2-5<", ">tfidf-word-1-2<", ">banking<", ">hwu<", ">74.7<"}) {
+       {">eval-a<", ">tfidf-char-2-5<", ">tfidf-word-1-2<", ">banking (accuracy)<",
+        ">hwu (accuracy)<", ">74.71<"}) {
     EXPECT_THAT(results, HasSubstr(legend));
   }
   EXPECT_THAT(slurp(out.path() / "val_curves.svg"), HasSubstr(">eval-a seed 1<"));
