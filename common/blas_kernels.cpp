@@ -141,11 +141,12 @@ KernelTier openblas_core_tier(std::string_view corename) {
 }
 
 KernelTier cpu_kernel_tier(const CpuInfo& cpu) {
-  if (cpu.has("avx512f") && cpu.has("avx512bw") && cpu.has("avx512vl") && cpu.has("avx512dq") &&
-      cpu.has("avx512cd")) {
+  const bool avx2 = cpu.has("avx2") && cpu.has("fma");
+  if (avx2 && cpu.has("avx512f") && cpu.has("avx512bw") && cpu.has("avx512vl") &&
+      cpu.has("avx512dq") && cpu.has("avx512cd")) {
     return KernelTier::Avx512;
   }
-  if (cpu.has("avx2") && cpu.has("fma")) return KernelTier::Avx2;
+  if (avx2) return KernelTier::Avx2;
   if (cpu.has("avx")) return KernelTier::Avx;
   return KernelTier::Sse;
 }

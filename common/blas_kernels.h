@@ -24,8 +24,10 @@ std::string_view to_string(KernelTier tier);
 /// case). OpenBLAS's own fallback "Unknown" is Sse; a name not in the table is Unknown.
 KernelTier openblas_core_tier(std::string_view corename);
 
-/// The widest tier `cpu`'s flags support: Avx512 needs avx512f, bw, vl, dq and cd (what
-/// OpenBLAS's SkylakeX kernels use), Avx2 needs avx2 and fma, Avx needs avx; else Sse.
+/// The widest tier `cpu`'s flags support: Avx2 needs avx2 and fma, Avx512 needs Avx2's flags and
+/// avx512f, bw, vl, dq and cd (what OpenBLAS's SkylakeX kernels use; every CPU with those has
+/// AVX2 and FMA), Avx needs avx; else Sse. The one tier decision: the BLAS kernel choice below
+/// and the probe's matrix kernels (eval/probe_gemm.h, on cpuid_cpu()) both use it.
 KernelTier cpu_kernel_tier(const CpuInfo& cpu);
 
 /// The OPENBLAS_CORETYPE value for a tier on `cpu`: "SkylakeX", "Haswell" (or "Zen" on AMD and

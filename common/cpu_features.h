@@ -31,6 +31,14 @@ CpuInfo parse_cpuinfo(std::string_view text);
 /// file is unreadable, which makes every choice below take the cautious answer.
 const CpuInfo& host_cpu();
 
+/// The running CPU's vector flags as the processor itself reports them (CPUID, with the OS's
+/// enabled register state, through the compiler's __builtin_cpu_supports), named as
+/// /proc/cpuinfo names them: only avx, avx2, fma, bmi1, bmi2, avx512f, avx512bw, avx512cd,
+/// avx512dq and avx512vl are asked for; vendor and model are left empty. For choosing code
+/// compiled with target attributes (eval/probe_gemm.h): it does not depend on /proc being
+/// readable. Read once and cached; no flags off x86. Never throws.
+const CpuInfo& cpuid_cpu();
+
 /// True if the CPU has native bf16 matrix instructions (x86 `avx512_bf16` or `amx_bf16` in
 /// /proc/cpuinfo's flags). Without them LibTorch's CPU bf16 matrix products are emulated and
 /// run 30-40x slower than fp32 (measured: 5 vs 174 GFLOP/s on an AVX2-only EPYC VM), so bf16

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <iterator>
 #include <optional>
+#include <set>
 #include <string>
 
 #include <gmock/gmock.h>
@@ -85,6 +86,35 @@ TEST(BlasKernels, CoreNamesAndCpuFlagsMapToTiers) {
   EXPECT_EQ(openblas_coretype_for(KernelTier::Avx2, kEpycAvx2), "Zen");
   EXPECT_EQ(openblas_coretype_for(KernelTier::Avx, kSandy), "Sandybridge");
   EXPECT_EQ(openblas_coretype_for(KernelTier::Sse, kOld), "");
+}
+
+TEST(BlasKernels, Avx512NeedsAvx2sFlagsToo) {
+  // A VM that hides AVX2 and FMA but shows AVX-512 gets no AVX-512 kernels: they use both.
+  EXPECT_EQ(cpu_kernel_tier(cpu("GenuineIntel", {"avx", "avx512f", "avx512bw", "avx512vl",
+                                                 "avx512dq", "avx512cd"})),
+            KernelTier::Avx);
+  EXPECT_EQ(cpu_kernel_tier(cpu("GenuineIntel", {"avx", "avx2", "avx512f", "avx512bw", "avx512vl",
+                                                 "avx512dq", "avx512cd"})),
+            KernelTier::Avx);
+}
+
+TEST(CpuInfo, CpuidFlagsAreNamedAsProcCpuinfoNamesThem) {
+  const CpuInfo& c = cpuid_cpu();
+  EXPECT_EQ(&c, &cpuid_cpu());  // read once
+  EXPECT_TRUE(c.vendor.empty());
+  const std::set<std::string> asked = {"avx",     "avx2",     "fma",      "bmi1",     "bmi2",
+                                       "avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"};
+  for (const std::string& f : c.flags) EXPECT_EQ(asked.count(f), 1u) << f;
+#if defined(__x86_64__)
+  EXPECT_EQ(c.has("avx2"), __builtin_cpu_supports("avx2") != 0);
+  EXPECT_EQ(c.has("bmi1"), __builtin_cpu_supports("bmi") != 0);
+  EXPECT_EQ(c.has("avx512vl"), __builtin_cpu_supports("avx512vl") != 0);
+#endif
+  // Where /proc/cpuinfo is readable, the kernel's flags and the processor's agree, and so do
+  // the tiers the BLAS choice and the probe's kernels see.
+  if (host_cpu().flags.empty()) GTEST_SKIP() << "/proc/cpuinfo unreadable";
+  for (const std::string& f : asked) EXPECT_EQ(c.has(f), host_cpu().has(f)) << f;
+  EXPECT_EQ(cpu_kernel_tier(c), cpu_kernel_tier(host_cpu()));
 }
 
 TEST(BlasKernels, DecisionTable) {
