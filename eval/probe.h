@@ -1,169 +1,35 @@
 // Frozen-embedding representation probe (docs/evaluation.md, "Probe"), torch-free: the
 // classifiers, metrics and protocols that score a matrix of sentence embeddings without
 // fine-tuning the encoder. Everything runs in double precision with Eigen and is deterministic.
-//  - Multinomial logistic regression with L2, the objective of scikit-learn's
-//    LogisticRegression(C, max_iter, solver="lbfgs"), minimised by our own L-BFGS.
-//  - Nearest class centroid on cosine similarity.
-//  - Accuracy, macro F1 (scikit-learn's f1_score(average="macro")), effective rank (Roy &
-//    Vetterli 2007).
-//  - Two protocols: DialoGLUE few-shot (fit on train_10, score test or val) and MTEB's
-//    classification protocol (10 draws of 8 examples per label from train, seed 42).
+// This header declares the protocols and includes the pieces they use, one subject a header:
+//  - eval/lbfgs.h: our own L-BFGS;
+//  - eval/logistic.h: multinomial logistic regression with L2, the objective of scikit-learn's
+//    LogisticRegression(C, max_iter, solver="lbfgs"), and nearest class centroid on cosine;
+//  - eval/probe_gemm.h: the matrix products of the logistic regression (AVX2 / AVX-512);
+//  - eval/probe_metrics.h: accuracy, macro F1 (scikit-learn's f1_score(average="macro")),
+//    effective rank (Roy & Vetterli 2007);
+//  - eval/embedding_file.h: the embedding files of --dump-embeddings.
+// The protocols: DialoGLUE few-shot (fit on train_10, score test or val) and MTEB's
+// classification protocol (10 draws of 8 examples per label from train, seed 42).
 // The torch side (embedding texts with a model, run_probe) is in eval/probe_model.h.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <string>
 #include <vector>
 
-#include <Eigen/Core>
 #include <nlohmann/json_fwd.hpp>
 
+#include "eval/embedding_file.h"
+#include "eval/lbfgs.h"
+#include "eval/logistic.h"
 #include "eval/metrics.h"  // MeanStd
+#include "eval/probe_gemm.h"
+#include "eval/probe_matrix.h"
+#include "eval/probe_metrics.h"
 
 namespace dialtree::eval {
-
-/// Embeddings of n examples, one per row: [n, d], double, row-major.
-using ProbeMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-
-// ---------------------------------------------------------------------------------------------
-// L-BFGS
-
-/// Settings of minimize_lbfgs(). The defaults are those scikit-learn 1.2 passes to SciPy's
-/// L-BFGS-B for LogisticRegression(solver="lbfgs"): 10 correction pairs, gtol = tol = 1e-4 on
-/// the largest absolute gradient entry, SciPy's default relative ftol 2.22e-9 (factr 1e7 times
-/// the machine epsilon), at most 20 function evaluations per line search.
-struct LbfgsOptions {
-  int max_iter = 100;  ///< iterations (accepted steps); the search stops after this many
-  int memory = 10;     ///< (s, y) correction pairs kept
-  double gtol = 1e-4;  ///< converged when max_i |g_i| <= gtol
-  double ftol =
-      2.220446049250313e-9;  ///< converged when (f_old - f) / max(|f_old|, |f|, 1) <= ftol
-  int max_linesearch = 20;   ///< function evaluations per line search
-};
-
-/// The outcome of minimize_lbfgs().
-struct LbfgsResult {
-  Eigen::VectorXd x;        ///< the last accepted point
-  double f = 0;             ///< objective at x
-  double grad_max_abs = 0;  ///< max_i |∂f/∂x_i| at x
-  int iterations = 0;       ///< accepted steps
-  int evaluations = 0;      ///< objective evaluations, line searches included
-  bool converged = false;   ///< the gtol or ftol test passed (false: max_iter or a failed search)
-  std::string stop_reason;  ///< "gtol", "ftol", "max_iter" or "line search failed"
-};
-
-/// An objective for minimize_lbfgs(): returns f(x) and writes ∇f(x) into `grad` (already sized
-/// like x).
-using LbfgsObjective = std::function<double(const Eigen::VectorXd& x, Eigen::VectorXd& grad)>;
-
-/// Minimises a smooth function with limited-memory BFGS (Nocedal & Wright, Numerical
-/// Optimization, 2nd ed., Alg. 7.4 two-loop recursion; line search Alg. 3.5/3.6 for the strong
-/// Wolfe conditions with c1 = 1e-4, c2 = 0.9 and cubic interpolation). The first step has
-/// length 1/‖∇f(x0)‖ as in L-BFGS-B; later steps start at 1. A pair with sᵀy <= 2.2e-16·yᵀy is
-/// skipped; a failed line search restarts once from steepest descent, then stops.
-/// Deterministic: the same inputs give the same bits.
-/// @throws std::invalid_argument if options are not positive or f(x0) is not finite.
-LbfgsResult minimize_lbfgs(const LbfgsObjective& f, const Eigen::VectorXd& x0,
-                           const LbfgsOptions& options = {});
-
-// ---------------------------------------------------------------------------------------------
-// Classifiers
-
-/// scikit-learn's StandardScaler: per-column mean and population standard deviation (ddof 0)
-/// fitted on the training rows; a constant column (variance within rounding of 0, scikit-learn's
-/// test) gets scale 1.
-struct Standardizer {
-  Eigen::RowVectorXd mean;   ///< [d]
-  Eigen::RowVectorXd scale;  ///< [d], > 0
-  /// @throws std::invalid_argument if x has no rows.
-  static Standardizer fit(const ProbeMatrix& x);
-  /// (x - mean) / scale, row by row. @throws std::invalid_argument if the widths differ.
-  ProbeMatrix transform(const ProbeMatrix& x) const;
-};
-
-/// Settings of fit_logistic(); names and defaults of scikit-learn's LogisticRegression.
-struct LogisticOptions {
-  double C = 1.0;            ///< inverse regularisation strength, > 0
-  int max_iter = 100;        ///< L-BFGS iterations
-  double tol = 1e-4;         ///< L-BFGS gtol
-  bool standardize = false;  ///< fit a Standardizer on the training rows first
-  /// Threads for the matrix products of a multinomial fit (three or more classes); the fitted
-  /// model's bits do not depend on it. Pays off for large fits (the token probe's TOP tagger:
-  /// about 30k rows x 260 classes).
-  int threads = 1;
-};
-
-/// A fitted logistic regression. Two classes use scikit-learn's binary model (one weight row,
-/// class `classes[1]` when w·x + b > 0); three or more the multinomial (softmax) model.
-struct LogisticModel {
-  std::vector<int> classes;   ///< the sorted distinct training labels
-  Eigen::MatrixXd coef;       ///< [K, d] (K = 1 for two classes, else classes.size())
-  Eigen::VectorXd intercept;  ///< [K]
-  bool standardized = false;  ///< `scaler` applies before coef
-  Standardizer scaler;        ///< fitted on the training rows when standardized
-  int iterations = 0;         ///< L-BFGS iterations used
-  int evaluations = 0;        ///< objective evaluations (line searches included)
-  bool converged = false;     ///< L-BFGS met gtol or ftol before max_iter
-  double grad_max_abs = 0;    ///< largest |gradient| entry of the objective at the solution
-  double objective = 0;       ///< Σ_i CE_i + ‖W‖²/(2C) at the solution
-};
-
-/// L2-regularised logistic regression exactly as scikit-learn's LogisticRegression(C, max_iter,
-/// solver="lbfgs") defines it (multi_class="auto"): it minimises C·Σ_i CE_i + ½‖W‖², the
-/// intercept not penalised; optimised (as scikit-learn 1.2 does) in the equivalent form
-/// Σ_i CE_i + ‖W‖²/(2C), so that the stopping rules mean the same. Starts from zero weights.
-/// `x` [n, d]; `y` n labels (any ints; at least two distinct values).
-/// @throws std::invalid_argument on mismatched sizes, fewer than two classes, C <= 0 or
-///   max_iter < 1, or a non-finite input.
-LogisticModel fit_logistic(const ProbeMatrix& x, const std::vector<int>& y,
-                           const LogisticOptions& options = {});
-
-/// Class scores [n, K] (the logits; for two classes one column, the decision function).
-/// @throws std::invalid_argument if the width differs from the model's.
-Eigen::MatrixXd decision_function(const LogisticModel& model, const ProbeMatrix& x);
-
-/// Predicted label of each row of x (arg-max, the lowest class on ties).
-/// @throws as decision_function().
-std::vector<int> predict(const LogisticModel& model, const ProbeMatrix& x);
-
-/// Nearest class centroid on cosine: each class's centroid is the mean of its L2-normalised
-/// training rows, normalised again; a row goes to the centroid of highest cosine.
-struct CentroidModel {
-  std::vector<int> classes;  ///< sorted distinct training labels
-  ProbeMatrix centroids;     ///< [K, d], unit rows (a zero row stays zero)
-};
-
-/// Fits the centroids. Zero rows are left unnormalised (they add nothing to a centroid).
-/// @throws std::invalid_argument on mismatched sizes or no rows.
-CentroidModel fit_centroids(const ProbeMatrix& x, const std::vector<int>& y);
-
-/// Label of the centroid of highest cosine with each row (the lowest class on ties).
-/// @throws std::invalid_argument if the width differs.
-std::vector<int> predict(const CentroidModel& model, const ProbeMatrix& x);
-
-// ---------------------------------------------------------------------------------------------
-// Metrics
-
-/// Fraction of positions where predicted == truth, in [0, 1].
-/// @throws std::invalid_argument if the sizes differ or both are empty.
-double probe_accuracy(const std::vector<int>& truth, const std::vector<int>& predicted);
-
-/// scikit-learn's f1_score(truth, predicted, average="macro"): the unweighted mean over the
-/// labels present in truth or predicted of F1 = 2·TP / (2·TP + FP + FN) (0 for a label never
-/// predicted correctly), in [0, 1]. @throws as probe_accuracy().
-double macro_f1(const std::vector<int>& truth, const std::vector<int>& predicted);
-
-/// Effective rank (Roy & Vetterli, "The effective rank: a measure of effective
-/// dimensionality", EUSIPCO 2007) of the rows of x after subtracting their mean:
-/// exp(H(p)), H(p) = -Σ_k p_k ln p_k with p_k = σ_k / Σ_j σ_j over the singular values σ of the
-/// centred [n, d] matrix. In [1, min(n - 1, d)]: d for an isotropic set, 1 for points on a
-/// line. 0 when fewer than two rows or every row is the same.
-double effective_rank(const ProbeMatrix& x);
-
-// ---------------------------------------------------------------------------------------------
-// Protocols
 
 /// The probe's protocols (docs/evaluation.md, "Probe").
 enum class ProbeProtocol {
@@ -340,40 +206,5 @@ ProbeRow probe_mteb(const std::string& task, const ProbeMatrix& train_x,
                     const std::vector<int>& train_y,
                     const std::vector<std::vector<std::size_t>>& draws, const ProbeMatrix& test_x,
                     const std::vector<int>& test_y, const ProbeOptions& options);
-
-// ---------------------------------------------------------------------------------------------
-// Embedding files (--dump-embeddings, bench/reference/probe.py, tests/fixtures/probe)
-
-/// A matrix of embeddings with its labels, as write_embeddings() stores it.
-struct EmbeddingFile {
-  ProbeMatrix x;                         ///< [rows, dim]
-  std::vector<int> labels;               ///< rows class ids
-  std::vector<std::string> label_names;  ///< class id -> name (may be empty)
-};
-
-/// Writes `<stem>.f32` (rows x dim little-endian float32, row-major, nothing else) and
-/// `<stem>.json` ({"format": "dialtree-embeddings/1", "rows", "dim", "dtype": "float32",
-/// "byte_order": "little", "data": "<file name of the .f32>", "labels": [...], "label_names":
-/// [...]} plus the members of `extra`), each atomically. numpy reads the matrix with
-/// numpy.fromfile(path, dtype="<f4").reshape(rows, dim).
-/// @throws std::invalid_argument if labels and rows differ in number; std::runtime_error on
-///   I/O failure.
-void write_embeddings(const std::string& stem, const ProbeMatrix& x, const std::vector<int>& labels,
-                      const std::vector<std::string>& label_names, const nlohmann::json& extra);
-
-/// Reads what write_embeddings() wrote at `stem`.
-/// @throws DataError naming the file for a missing or malformed header or a data file of the
-///   wrong size.
-EmbeddingFile read_embeddings(const std::string& stem);
-
-/// Internals exposed for tests.
-namespace probe_detail {
-/// The best matrix-product kernel this CPU runs: 4 (AVX-512), 3 (AVX2 + FMA) or 0 (Eigen).
-int matmul_level();
-/// C = L·R for row-major L [m, q], R [q, p8], C [m, p8] (p8 a multiple of 8) with the kernel of
-/// `level`, or the best one below it that the CPU runs. The logistic regression's products.
-void matmul_rr(int level, const double* l, std::ptrdiff_t m, std::ptrdiff_t q, const double* r,
-               std::ptrdiff_t p8, double* c);
-}  // namespace probe_detail
 
 }  // namespace dialtree::eval

@@ -181,6 +181,17 @@ TEST(Probe, MatrixProductKernelsAgreeWithANaiveProduct) {
   std::printf("matrix kernel of this CPU: level %d\n", probe_detail::matmul_level());
 }
 
+TEST(Probe, MatrixKernelLevelIsTheCpuTierOfCpuid) {
+  // The level as it was decided before the tier came from common/blas_kernels.h: x86-64-v3's
+  // AVX2, FMA, BMI1 and BMI2 for the AVX2 kernel, and v4's AVX-512 flags on top.
+  const bool v3 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                  __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2");
+  const bool v4 = v3 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                  __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512dq") &&
+                  __builtin_cpu_supports("avx512vl");
+  EXPECT_EQ(probe_detail::matmul_level(), v4 ? 4 : v3 ? 3 : 0);
+}
+
 TEST(Probe, MultinomialLogisticRegressionMatchesTheClosedForm) {
   // Three classes, x = e_k with label k. By symmetry W = a(I - 11ᵀ/3), b = 0: the own-class
   // logit is 2a/3, the others -a/3, p = 1/(1 + 2e^{-a}), ‖W‖² = 2a². The objective
