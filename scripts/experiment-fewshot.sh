@@ -14,7 +14,7 @@
 #   (f) the language stage alone: configs/pretrain-lm.yaml (MLM on the unlabelled utterances)
 #       at 6,000 steps, the length these rows were measured at (the main job runs 12,000);
 #   (g) SPACE-2's order from scratch: (f)'s checkpoint at step 2000 (of its 6000), then
-#       configs/pretrain-small.yaml continued from it, then the intent stage (docs/results.md
+#       configs/pretrain-small.yaml continued from it, then the intent stage (docs/notebook.md
 #       "Language first": the run measured there).
 # A finished stage is skipped when re-run. Results: runs/fewshot/<row>/{probe.json,eval/},
 # and the figures in runs/fewshot/figures/; scripts/fewshot-table.py prints the fine-tuned table.

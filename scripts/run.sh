@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The main job: set up (install what is missing, build), then run dialtree on the real data in
 # ../shared/data: convert every dataset to sts/1 JSONL (out/sts/), train the SentencePiece
-# tokenizer (out/tokenizer/), then pretrain in SPACE-2's order (docs/results.md "Language
-# first"): the language stage (configs/pretrain-lm.yaml: MLM on the unlabelled utterances, 12,000
-# steps) into runs/pretrain-lm/; with STAGE1=1 only, the tree-structured contrastive stage
+# tokenizer (out/tokenizer/), then pretrain in SPACE-2's order (docs/results.md "What does the
+# language stage's length buy?"): the language stage (configs/pretrain-lm.yaml: MLM on the
+# unlabelled utterances, 12,000 steps) into runs/pretrain-lm/; with STAGE1=1 only, the
+# tree-structured contrastive stage
 # continued from it (configs/pretrain-small.yaml) into runs/pretrain-small/; the intent stage
 # (configs/pretrain-intent.yaml, the model of the best val probe kept) into runs/pretrain-intent/,
 # and the intent stage again from the same start with pseudo-labelled training utterances
@@ -184,8 +185,8 @@ figures=(runs/pretrain-lm)
 start=runs/pretrain-lm/final
 # SPACE-2's tree-structured contrastive stage (stage 1) runs only with STAGE1=1: after the
 # language stage it lowers the frozen vectors' probe and leaves the fine-tuned score where it was,
-# and its 16 minutes serve the language stage better (docs/results.md "SPACE-2's stages after the
-# 12k language stage").
+# and its 16 minutes serve the language stage better (docs/results.md "Does SPACE-2's
+# tree-structured stage help?").
 if [[ ${STAGE1:-0} != 0 ]]; then
   eta "SPACE-2's stage 1 (runs/pretrain-small)" "$(left runs/pretrain-small "${minutes[stage1]}")"
   stage runs/pretrain-small configs/pretrain-small.yaml model_name_or_path=runs/pretrain-lm/final \
@@ -225,8 +226,8 @@ if [[ ${EVAL:-1} != 0 ]]; then
     eta "fine-tuning the main job's encoder, $setting, tasks $tasks, seeds $s" \
       "$(plan_minutes "$setting" "$tasks" "$s")"
     # The intent classifier starts from the linear probe (docs/evaluation.md): chosen on val for
-    # the pseudo-labelled intent stage's encoder (docs/results.md "Pseudo-labelled intent
-    # stage"); the tagging heads start at random. Every fine-tuned model is kept
+    # the pseudo-labelled intent stage's encoder (docs/results.md "Does the intent stage
+    # help, and why?"); the tagging heads start at random. Every fine-tuned model is kept
     # (OUT/TASK/seed-N/model; intent models servable by `dialtree serve`), and OUT/submission.json
     # is DialoGLUE's submission file of the setting.
     "$bin" eval dialoglue --model "$model" --tasks "$tasks" --setting "$setting" --seeds "$s" \
@@ -248,7 +249,7 @@ if [[ ${EVAL:-1} != 0 ]]; then
     # seed's fine-tuned model of each intent task labels that task's unlabelled training
     # utterances (train.csv's texts; its labels are never read), and fine-tuning runs again on
     # train_10 plus the 30 most confident per intent, 25 epochs with patience 6 (docs/results.md
-    # "Fine-tuned teachers and self-training").
+    # "Self-training and pseudo-labels").
     teachers=()
     for task in "${intent_tasks[@]}"; do
       teachers+=(--teacher "$task=runs/eval-few/$task/seed-${seeds%%,*}/model")
