@@ -271,8 +271,13 @@ Figure results_figure(const std::vector<ModelScores>& models) {
   s = preamble();
   s += fmt::format("set multiplot layout 1,{} title {} font ',13'\n", tasks.size(),
                    gnuplot_quote("DialoGLUE test: mean ± std (whisker), seeds (circles)"));
-  s += "set grid noxtics ytics\nset bmargin 6\n";
-  s += fmt::format("set xrange [-0.6:{}]\nunset xtics\n", n - 0.4);
+  // The models name the x axis of every panel (a key would not fit one panel's width).
+  s += "set grid noxtics ytics\nset bmargin 9\nunset key\n";
+  s += fmt::format("set xrange [-0.6:{}]\nset xtics rotate by 35 right font ',9' scale 0 (", n - 0.4);
+  for (std::size_t i = 0; i < models.size(); ++i) {
+    s += fmt::format("{}{} {}", i ? ", " : "", gnuplot_quote(models[i].name), i);
+  }
+  s += ")\n";
   for (std::size_t j = 0; j < tasks.size(); ++j) {
     // The axis fits the task's points, so a 1-point difference is visible (it never starts at
     // 0 for its own sake).
@@ -297,17 +302,14 @@ Figure results_figure(const std::vector<ModelScores>& models) {
     s += fmt::format("set title {} font ',11'\n",
                      gnuplot_quote(tasks[j] + " (" + metrics[j] + ")"));
     s += fmt::format("set yrange [{}:{}]\n", lo - pad, hi + 1.8 * pad);
-    s += j == 0 ? fmt::format("set ylabel 'test score (%)'\nset key at screen 0.5,0.03 center "
-                              "horizontal maxcols {}\n",
-                              models.size())
-                : std::string("unset ylabel\nunset key\n");
+    s += j == 0 ? "set ylabel 'test score (%)'\n" : "unset ylabel\n";
     std::vector<std::string> clauses;
     for (std::size_t i = 0; i < models.size(); ++i) {
       const int lt = static_cast<int>(i) + 1;
       clauses.push_back(fmt::format(
           "'results-{}.dat' using ($1=={} ? $1 : NaN):2:3 with yerrorbars lt {} lc {} pt 7 ps 1.4 "
           "title {}",
-          j, i, lt, lt, j == 0 ? gnuplot_quote(models[i].name) : "''"));
+          j, i, lt, lt, gnuplot_quote(models[i].name)));
     }
     clauses.push_back(fmt::format(
         "'results-seeds-{}.dat' using 1:2 with points pt 6 ps 0.8 lc rgb '#555555' notitle", j));
