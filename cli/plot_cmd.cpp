@@ -51,11 +51,12 @@ void run_plot(const PlotArgs& a) {
       fmt::print(stderr, "warning: {}: line {} is unfinished (no newline, not JSON): skipped\n",
                  run.path, run.unfinished_line);
     }
-    if (run.repeated_steps != 0) {
+    if (run.step_restarts != 0) {
       fmt::print(stderr,
-                 "warning: {}: {} step(s) logged more than once, from step {} (a resumed run "
-                 "appended to the file): the later records are drawn\n",
-                 run.path, run.repeated_steps, run.first_repeated_step);
+                 "warning: {}: the logged steps go back {} time(s), first to step {} after step "
+                 "{} (a resumed run appended to the file?): a step logged twice is drawn with "
+                 "its later value\n",
+                 run.path, run.step_restarts, run.first_restart_step, run.first_restart_after);
     }
   }
   const std::vector<plot::Figure> figures = plot::all_figures(inputs);

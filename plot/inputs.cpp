@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
-#include <set>
 #include <utility>
 
 #include "common/error.h"
@@ -47,7 +46,9 @@ RunMetrics read_metrics(const std::string& path, const std::string& name) {
   std::map<std::string, std::map<std::int64_t, double>> values;
   std::size_t records = 0;
   std::size_t unfinished = 0;
-  std::set<std::int64_t> repeated;  // steps at which a key came again
+  std::int64_t max_step = -1;
+  std::size_t restarts = 0;
+  std::int64_t first_restart = -1, first_restart_after = -1;
   json_for_each_line(
       path,
       [&](std::size_t line, const json& rec) {
@@ -56,9 +57,13 @@ RunMetrics read_metrics(const std::string& path, const std::string& name) {
         const std::int64_t step = json_as_int(json_require(rec, "step", place, ""), place, "step");
         if (step < 0) throw DataError(path, at_line(line), "step", "must be >= 0");
         ++records;
+        if (step < max_step) {
+          if (restarts++ == 0) first_restart = step, first_restart_after = max_step;
+        }
+        max_step = std::max(max_step, step);
         for (const auto& [key, v] : rec.items()) {
           if (key == "step" || !v.is_number()) continue;
-          if (!values[key].insert_or_assign(step, v.get<double>()).second) repeated.insert(step);
+          values[key][step] = v.get<double>();
         }
       },
       &unfinished);
@@ -68,8 +73,9 @@ RunMetrics read_metrics(const std::string& path, const std::string& name) {
                                     : "no logged step (the file is empty)");
   }
   RunMetrics run{name, path, {}, unfinished};
-  run.repeated_steps = repeated.size();
-  if (!repeated.empty()) run.first_repeated_step = *repeated.begin();
+  run.step_restarts = restarts;
+  run.first_restart_step = first_restart;
+  run.first_restart_after = first_restart_after;
   for (const auto& [key, by_step] : values) {
     Series s{key, {}};
     for (const auto& [step, v] : by_step) s.points.push_back({static_cast<double>(step), v});

@@ -34,11 +34,13 @@ struct RunMetrics {
   /// The line skipped because the file ends inside it (a run still writing, or killed mid-line:
   /// no newline and not JSON), 0 when none; the command warns about it.
   std::size_t unfinished_line = 0;
-  /// Steps at which a key was logged again by a later record (a resumed run that appended to the
-  /// file re-logs the steps after its checkpoint); the later values are drawn and the command
-  /// warns, naming the first such step.
-  std::size_t repeated_steps = 0;
-  std::int64_t first_repeated_step = -1;
+  /// Records whose step is below a step logged before them: the file goes back, as when a
+  /// resumed run appends to it and re-logs the steps after its checkpoint. The command warns,
+  /// naming the first such place; a step logged twice draws its later value. (A training and an
+  /// evaluation record of the same step are not a step going back.)
+  std::size_t step_restarts = 0;
+  std::int64_t first_restart_step = -1;   ///< the step the file first went back to
+  std::int64_t first_restart_after = -1;  ///< the largest step logged before that record
 
   /// The series of `key`, or nullptr if the run never logged it.
   const Series* find(const std::string& key) const;
@@ -47,7 +49,8 @@ struct RunMetrics {
 /// Reads a metrics.jsonl file. Each non-blank line must be a JSON object with an integer `step`
 /// (>= 0); every other key whose value is a number becomes a point (step, value) of that key's
 /// series; `null` (a NaN or infinity written by JSON) and non-numeric values are skipped. A key
-/// logged twice for the same step keeps the later value (counted in repeated_steps). Keys may appear on some lines only
+/// logged twice for the same step keeps the later value (steps going back are counted in
+/// step_restarts). Keys may appear on some lines only
 /// (e.g. `eval_*` keys at evaluation steps).
 /// @param name legend name of the run
 /// An unfinished last line (see RunMetrics::unfinished_line) is skipped, not an error.

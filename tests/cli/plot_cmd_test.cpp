@@ -79,9 +79,10 @@ TEST_F(PlotCmd, DrawsRunsAndScoresTogether) {
   const Result resumed = run({"plot", "resumed", "--out", svg_only.file("g"), "--format", "svg"},
                              tmp_.path().string());
   ASSERT_EQ(resumed.status, 0) << resumed.err;
-  EXPECT_THAT(resumed.err, HasSubstr("resumed/metrics.jsonl: 2 step(s) logged more than once, "
-                                     "from step 10 (a resumed run appended to the file): the "
-                                     "later records are drawn"));
+  EXPECT_THAT(resumed.err, HasSubstr("resumed/metrics.jsonl: the logged steps go back 1 time(s), "
+                                     "first to step 10 after step 20 (a resumed run appended to "
+                                     "the file?): a step logged twice is drawn with its later "
+                                     "value"));
 }
 
 TEST_F(PlotCmd, BadInputIsOneErrorLineAndStatus2) {

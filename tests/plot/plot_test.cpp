@@ -137,11 +137,14 @@ TEST(PlotMetrics, SortedByStepAndTheLaterValueOfARepeatedStepWins) {
   const RunMetrics run = read_metrics(tmp.file("metrics.jsonl"), "x");
   EXPECT_THAT(xs(*run.find("loss")), ElementsAre(10, 20));
   EXPECT_THAT(ys(*run.find("loss")), ElementsAre(1, 3));
-  EXPECT_EQ(run.repeated_steps, 1u);  // the command warns about it
-  EXPECT_EQ(run.first_repeated_step, 20);
-  // Other keys at the same step (an evaluation record beside a training one) are no repeat.
-  spit(tmp.file("metrics.jsonl"), "{\"step\":20,\"loss\":2}\n{\"step\":20,\"eval_x\":1}\n");
-  EXPECT_EQ(read_metrics(tmp.file("metrics.jsonl"), "x").repeated_steps, 0u);
+  EXPECT_EQ(run.step_restarts, 1u);  // 20 then 10: the command warns about it
+  EXPECT_EQ(run.first_restart_step, 10);
+  EXPECT_EQ(run.first_restart_after, 20);
+  // A training and an evaluation record of one step (both log "epoch") do not go back.
+  spit(tmp.file("metrics.jsonl"),
+       "{\"step\":20,\"epoch\":1,\"loss\":2}\n{\"step\":20,\"epoch\":1,\"eval_x\":1}\n"
+       "{\"step\":40,\"loss\":1}\n");
+  EXPECT_EQ(read_metrics(tmp.file("metrics.jsonl"), "x").step_restarts, 0u);
 }
 
 TEST(PlotMetrics, AnUnfinishedLastLineIsSkippedAndReported) {
