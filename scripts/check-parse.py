@@ -56,7 +56,9 @@ def main():
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     binary = os.environ.get("DIALTREE", "build/cli/dialtree")
-    server = subprocess.Popen([binary, "serve", "--model", model, "--port", str(port), "--host", "127.0.0.1"],
+    # bf16 as fine-tuning predicted (where the CPU has it; float32 elsewhere, as fine-tuning).
+    server = subprocess.Popen([binary, "serve", "--model", model, "--port", str(port), "--host", "127.0.0.1",
+                               "--bf16", "true"],
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     base = f"http://127.0.0.1:{port}"
     try:

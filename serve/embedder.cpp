@@ -16,10 +16,11 @@ namespace dialtree::serve {
 struct Embedder::Impl {
   model::LoadedBundle bundle;
   torch::Device device{torch::kCPU};  ///< where the bundle's weights live
+  bool bf16 = false;                  ///< forward passes under bf16 autocast
 };
 
 Embedder::Embedder(const std::string& model_dir, std::size_t max_input_length,
-                   const std::string& device)
+                   const std::string& device, bool bf16)
     : impl_(std::make_unique<Impl>()), model_dir_(model_dir) {
   if (max_input_length < 3) {
     throw std::invalid_argument(
@@ -28,6 +29,7 @@ Embedder::Embedder(const std::string& model_dir, std::size_t max_input_length,
         std::to_string(max_input_length));
   }
   impl_->device = model::resolve_device(device, "device");
+  impl_->bf16 = model::effective_bf16(impl_->device, bf16);
   impl_->bundle = model::load_bundle(model_dir);
   impl_->bundle.model->to(impl_->device);
   const auto& cfg = impl_->bundle.model->config();
@@ -40,6 +42,10 @@ Embedder::Embedder(const std::string& model_dir, std::size_t max_input_length,
 }
 
 Embedder::~Embedder() = default;
+
+std::string Embedder::dtype() const {
+  return impl_->bf16 ? "bfloat16" : "float32";
+}
 
 std::string Embedder::device() const {
   return impl_->device.str();
@@ -226,10 +232,17 @@ ForwardOutputs Embedder::forward(const std::vector<const data::SerializedExample
   }
   torch::InferenceMode guard;
   const model::EncoderInputs inputs = model::to_device(model::collate(examples), impl_->device);
-  torch::Tensor cls;
+  // Under bf16 the autocast scope is the one fine-tuning predicts with (eval/finetune.cpp), so
+  // a served model answers its test predictions: a tagger's encoder runs under it and its heads
+  // in float32 after it; an intent classifier runs encoder and head under it.
+  const auto encode = [&](auto&& run) {
+    model::AutocastScope autocast(impl_->bf16, impl_->device.type());
+    return run().to(torch::kFloat32);
+  };
+  torch::Tensor cls, logits;
   if (with_tags) {
     // The full encoder, as tagging fine-tuning predicts (eval/finetune.cpp): [B, L+1, H].
-    const torch::Tensor hidden = net->forward(inputs, true);
+    const torch::Tensor hidden = encode([&] { return net->forward(inputs, true); });
     cls = model::SpaceModelImpl::cls_vector(hidden).to(torch::kFloat32);
     const torch::Tensor probs = torch::softmax(net->tag_logits(hidden).to(torch::kFloat32), -1);
     const auto [best, ids] = probs.max(-1);  // [B, L+1]
@@ -247,11 +260,15 @@ ForwardOutputs Embedder::forward(const std::vector<const data::SerializedExample
                                best_host.data_ptr<float>() + offset + n);
     }
   } else {
-    cls = net->forward_cls(inputs).to(torch::kFloat32);
+    model::AutocastScope autocast(impl_->bf16, impl_->device.type());
+    cls = net->forward_cls(inputs);
+    if (with_probs && net->has_intent_head()) logits = net->intent_logits(cls).to(torch::kFloat32);
+    cls = cls.to(torch::kFloat32);
   }
   out.pooled = rows_of(cls);
   if (with_probs && net->has_intent_head()) {
-    out.probs = rows_of(torch::softmax(net->intent_logits(cls), -1));
+    if (!logits.defined()) logits = net->intent_logits(cls);
+    out.probs = rows_of(torch::softmax(logits, -1));
   }
   return out;
 }

@@ -58,12 +58,13 @@ class Embedder {
   /// min(max_input_length, max_position_embeddings) - 2 sub-words (the markers take two
   /// positions), dialogs keep the last max_turns utterances.
   /// `device` (auto, cpu, cuda, cuda:N: common/device_spec.h) is where the weights and every
-  /// forward pass live; results come back to the host.
+  /// forward pass live; results come back to the host. `bf16` runs the forward passes under
+  /// bf16 autocast where the device has native bf16 (model::effective_bf16; else float32).
   /// @throws DataError naming the bundle file at fault, or `device` when it is not a device or
   ///   not on this machine; std::invalid_argument if max_input_length < 3 (one sub-word and two
   ///   markers).
   Embedder(const std::string& model_dir, std::size_t max_input_length,
-           const std::string& device = "cpu");
+           const std::string& device = "cpu", bool bf16 = false);
   ~Embedder();
   Embedder(const Embedder&) = delete;
   Embedder& operator=(const Embedder&) = delete;
@@ -119,8 +120,9 @@ class Embedder {
   bool has_tagger() const;
   /// Tag names by tag id (size num_tags), "O", "B-x", "I-x".
   const std::vector<std::string>& tag_labels() const;
-  /// Model dtype name, "float32".
-  std::string dtype() const { return "float32"; }
+  /// The forward passes' compute dtype: "bfloat16" under bf16 autocast, else "float32" (the
+  /// weights and every result are float32 either way).
+  std::string dtype() const;
   /// Where the model runs: "cpu" or "cuda:N".
   std::string device() const;
   const std::string& model_dir() const { return model_dir_; }

@@ -82,7 +82,7 @@ struct Inference::Impl {
       : max_client_batch_size(o.max_client_batch_size),
         auto_truncate(o.auto_truncate),
         metrics(m),
-        embedder(o.model_dir, o.max_input_length, o.device) {
+        embedder(o.model_dir, o.max_input_length, o.device, o.bf16) {
     BatchLimits limits;
     limits.max_batch_tokens = o.max_batch_tokens;
     limits.max_batch_requests = o.max_batch_requests;

@@ -381,6 +381,7 @@ struct Handlers {
     if (const Inference* loaded = ctx.inference.load(std::memory_order_acquire)) {
       const Embedder& e = loaded->embedder();
       j["hidden_size"] = e.hidden_size();
+      j["model_dtype"] = e.dtype();  // "bfloat16" with --bf16 where the CPU has it
       j["max_utterance_length"] = e.limits().max_utterance_length;
       j["max_turns"] = e.limits().max_turns;
       j["tokenizer"] = e.tokenizer().type();

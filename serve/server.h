@@ -40,6 +40,7 @@ struct ServerOptions {
   int num_threads = 0;                        ///< LibTorch intra-op threads; 0 = leave as is
   std::size_t inference_workers = 1;          ///< batches run at once, threads split among them
   std::string device = "auto";                ///< auto, cpu, cuda, cuda:N (docs/gpu.md)
+  bool bf16 = false;  ///< forward passes under bf16 autocast where the device has native bf16
 
   /// Calls `v(flag, member, help)`, or `v(flag, member, help, range)` for a number, for every
   /// setting, in `dialtree serve --help` order: the one list behind the flags, their DIALTREE_*
@@ -89,6 +90,10 @@ struct ServerOptions {
       "threads (more throughput under heavy load, slower single requests)",
       between(1, 256));
     v("device", o.device, kDeviceHelp);
+    v("bf16", o.bf16,
+      "Run the forward passes under bf16 autocast where the device has native bf16 (true/false; "
+      "as fine-tuning predicts, so a tagger answers exactly its test predictions; vectors then "
+      "differ from float32 ones by bf16 rounding)");
   }
 
   /// Checks the ranges of the visit() list (counts >= 1, port 0..65535, max_wait_ms in

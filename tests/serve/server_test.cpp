@@ -25,6 +25,7 @@
 #include "http/raw_client.h"
 #include "data/dialoglue_labels.h"
 #include "eval/finetune.h"
+#include "model/device.h"
 #include "serve/batcher.h"
 #include "serve/embedder.h"
 #include "serve/server.h"
@@ -386,6 +387,35 @@ TEST_F(ServerTest, ParseAnswersWithTheFineTunedPredictionsSpansOffsetsAndIntent)
   EXPECT_THAT(m->body, HasSubstr("dialtree_requests_total{route=\"/parse\",status=\"200\"} 2\n"));
   EXPECT_THAT(m->body,
               HasSubstr("dialtree_requests_total{route=\"/model/parse\",status=\"200\"} 1\n"));
+}
+
+// --bf16: bf16 autocast where the CPU has it (else float32), said in /info; the answers stay
+// float32 vectors and probabilities.
+TEST_F(ServerTest, Bf16ServesUnderAutocastWhereTheCpuHasIt) {
+  ServerOptions o = options_for(intent_);
+  o.bf16 = true;
+  Running r(o);
+  auto c = r.client();
+  const auto info = c.Get("/info");
+  ASSERT_TRUE(info);
+  const bool native = model::effective_bf16(torch::Device(torch::kCPU), true);
+  EXPECT_EQ(json::parse(info->body)["model_dtype"], native ? "bfloat16" : "float32");
+  auto [status, out] = post(r, "/classify", R"({"inputs":["transfer money"],"top_k":3})");
+  ASSERT_EQ(status, 200);
+  float sum = 0;
+  for (const auto& t : out[0]["top_k"]) sum += t["score"].get<float>();
+  EXPECT_NEAR(sum, 1.0f, 1e-5f);
+  Embedder plain(intent_, 256), half(intent_, 256, "cpu", true);
+  const auto ex = plain.prepare(Input{{Turn{"user", "i lost my card"}}, std::nullopt}, true,
+                                TruncationDirection::kRight, "x");
+  const auto a = plain.forward({&ex}, false).pooled[0], b = half.forward({&ex}, false).pooled[0];
+  EXPECT_EQ(half.dtype(), native ? "bfloat16" : "float32");
+  if (native) {
+    EXPECT_GT(max_abs_diff(a, b), 0.0f);   // bf16 rounding shows
+    EXPECT_LT(max_abs_diff(a, b), 0.1f);   // and stays rounding
+  } else {
+    EXPECT_EQ(max_abs_diff(a, b), 0.0f);
+  }
 }
 
 TEST_F(ServerTest, TheErrorTableEndToEnd) {
