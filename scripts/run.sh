@@ -228,8 +228,8 @@ if [[ ${EVAL:-1} != 0 ]]; then
     # The intent classifier starts from the linear probe (docs/evaluation.md): chosen on val for
     # the pseudo-labelled intent stage's encoder (docs/results.md "Does the intent stage
     # help, and why?"); the tagging heads start at random. Every fine-tuned model is kept
-    # (OUT/TASK/seed-N/model; intent models servable by `dialtree serve`), and OUT/submission.json
-    # is DialoGLUE's submission file of the setting.
+    # (OUT/TASK/seed-N/model: `dialtree serve` answers /classify with an intent model and /parse
+    # with a slot or TOP model), and OUT/submission.json is DialoGLUE's submission file.
     "$bin" eval dialoglue --model "$model" --tasks "$tasks" --setting "$setting" --seeds "$s" \
       --config "configs/eval-$setting.yaml" --data-dir "$data/dialoglue" \
       --out "runs/eval-$setting" --save-models classifier_init=linear_probe
@@ -285,3 +285,16 @@ if [[ ${EVAL:-1} != 0 ]]; then
   done
 fi
 "$bin" plot "${figures[@]}" --out runs/figures
+if [[ ${EVAL:-1} != 0 ]]; then
+  first_seed=${seeds%%,*}
+  for setting in ${settings//,/ }; do
+    for task in ${tasks//,/ }; do
+      folder=${task/#dstc8/dstc8_sgd}  # eval dialoglue's folder of a task
+      [[ -d runs/eval-$setting/$folder/seed-$first_seed/model ]] || continue
+      route=/classify
+      [[ $task == restaurant8k || $task == dstc8 || $task == top ]] && route=/parse
+      echo "run: serve $task: $bin serve --model runs/eval-$setting/$folder/seed-$first_seed/model" \
+        "--bf16 true   (answers $route)"
+    done
+  done
+fi
