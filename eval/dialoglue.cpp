@@ -28,13 +28,10 @@ void write_json(const fs::path& path, const json& j) {
   write_file_atomic(path.string(), j.dump(2) + "\n");
 }
 
-}  // namespace
-
-json run_dialoglue(const DialoglueRun& run,
-                   const std::function<void(const RunProgress&)>& progress) {
-  if (run.seeds.empty()) throw std::invalid_argument("eval dialoglue: no seeds");
-  if (run.tasks.empty()) throw std::invalid_argument("eval dialoglue: no tasks");
-  for (const auto& t : run.tasks) {
+// The tasks this command fine-tunes, checked before anything trains: an unknown name lists them
+// (multiwoz, which `eval score` scores, is not among them); multiwoz is refused with the reason.
+void check_dialoglue_tasks(const std::vector<std::string>& tasks) {
+  for (const auto& t : tasks) {
     const std::vector<std::string> known = task_names();
     if (std::find(known.begin(), known.end(), t) == known.end()) {
       // The tasks this command fine-tunes (multiwoz is scored by `eval score` only).
@@ -50,7 +47,16 @@ json run_dialoglue(const DialoglueRun& run,
           "eval dialoglue: multiwoz is not supported (no DST head yet; MultiWOZ is also absent "
           "from ../shared/data); `dialtree eval score --task multiwoz` scores TripPy output");
     }
-  }
+}
+}
+
+}  // namespace
+
+json run_dialoglue(const DialoglueRun& run,
+                   const std::function<void(const RunProgress&)>& progress) {
+  if (run.seeds.empty()) throw std::invalid_argument("eval dialoglue: no seeds");
+  if (run.tasks.empty()) throw std::invalid_argument("eval dialoglue: no tasks");
+  check_dialoglue_tasks(run.tasks);
   // Self-training: every task and pseudo-label file is read (and checked) before anything
   // trains; the records join the training split here, and the loop below uses these tasks.
   std::map<std::string, IntentTask> self_trained;
