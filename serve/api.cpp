@@ -372,7 +372,7 @@ std::vector<std::size_t> top_k_order(const std::vector<float>& probs, std::int64
 json parse_result(const ParsedTurn& turn, const std::vector<float>& intent_probs,
                   const std::vector<std::string>& intent_labels, std::int64_t top_k) {
   const std::size_t n = turn.words.size();
-  if (turn.starts.size() != n || turn.stops.size() != n || turn.tags.size() != n ||
+  if (turn.tags.size() != n ||
       turn.tag_scores.size() != n || intent_probs.size() > intent_labels.size()) {
     throw std::invalid_argument("parse_result: per-word vectors (or intents) differ in length");
   }
@@ -389,7 +389,7 @@ json parse_result(const ParsedTurn& turn, const std::vector<float>& intent_probs
     for (std::size_t w = span.start; w < span.end; ++w) {
       confidence = std::min(confidence, turn.tag_scores[w]);
     }
-    const std::size_t start = turn.starts[span.start], end = turn.stops[span.end - 1];
+    const std::size_t start = turn.words[span.start].start, end = turn.words[span.end - 1].stop;
     entities.push_back({{"entity", span.label},
                         {"start", start},
                         {"end", end},

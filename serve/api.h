@@ -18,6 +18,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "data/word_input.h"
+
 namespace dialtree::serve {
 
 /// Every way a request can fail. The status, type and code of each are in one table
@@ -164,9 +166,8 @@ std::vector<std::size_t> top_k_order(const std::vector<float>& probs, std::int64
 /// and, per word, the predicted tag and its probability (the first sub-word's softmax; "O" with
 /// probability 1 for a word left without a sub-word by truncation).
 struct ParsedTurn {
-  std::string text;  ///< the current (last) turn's text
-  std::vector<std::string> words;
-  std::vector<std::size_t> starts, stops;  ///< per word, [start, stop) in code points
+  std::string text;                    ///< the current (last) turn's text
+  std::vector<data::WordSpan> words;   ///< its words, [start, stop) in code points
   std::vector<std::string> tags;
   std::vector<float> tag_scores;
 };

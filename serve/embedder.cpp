@@ -177,12 +177,11 @@ WordInput Embedder::prepare_words(const Input& input, bool truncate,
   WordInput out;
   const Turn& current = input.turns.back();
   out.text = current.text;
-  for (data::WordSpan& w : data::split_words(current.text)) {
-    out.words.push_back(std::move(w.text));
-    out.starts.push_back(w.start);
-    out.stops.push_back(w.stop);
-  }
-  data::WordPieces pieces = data::encode_word_pieces(out.words, tokenizer());
+  out.words = data::split_words(current.text);
+  std::vector<std::string> texts;
+  texts.reserve(out.words.size());
+  for (const data::WordSpan& w : out.words) texts.push_back(w.text);
+  data::WordPieces pieces = data::encode_word_pieces(texts, tokenizer());
   if (pieces.ids.empty()) throw no_tokens(input.turns.size() - 1, input.turns.size(), param);
   // A right cut keeps the first words; the left cut (serialisation's) keeps the last ones.
   if (truncate && direction == TruncationDirection::kRight) {
@@ -203,7 +202,9 @@ std::vector<std::vector<float>> rows_of(const torch::Tensor& t) {
   const auto rows = host.size(0), cols = host.size(1);
   std::vector<std::vector<float>> out(static_cast<std::size_t>(rows));
   const float* p = host.data_ptr<float>();
-  for (std::int64_t r = 0; r < rows; ++r) out[static_cast<std::size_t>(r)].assign(p + r * cols, p + (r + 1) * cols);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    out[static_cast<std::size_t>(r)].assign(p + r * cols, p + (r + 1) * cols);
+  }
   return out;
 }
 
@@ -243,8 +244,8 @@ ForwardOutputs Embedder::forward(const std::vector<const data::SerializedExample
   if (with_tags) {
     // The full encoder, as tagging fine-tuning predicts (eval/finetune.cpp): [B, L+1, H].
     const torch::Tensor hidden = encode([&] { return net->forward(inputs, true); });
-    cls = model::SpaceModelImpl::cls_vector(hidden).to(torch::kFloat32);
-    const torch::Tensor probs = torch::softmax(net->tag_logits(hidden).to(torch::kFloat32), -1);
+    cls = model::SpaceModelImpl::cls_vector(hidden);
+    const torch::Tensor probs = torch::softmax(net->tag_logits(hidden), -1);
     const auto [best, ids] = probs.max(-1);  // [B, L+1]
     const torch::Tensor best_host = best.to(torch::kCPU).contiguous();
     const torch::Tensor ids_host = ids.to(torch::kInt32).to(torch::kCPU).contiguous();

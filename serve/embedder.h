@@ -14,6 +14,7 @@
 #include "common/batching.h"
 #include "data/serialize.h"
 #include "data/tokenizer.h"
+#include "data/word_input.h"
 #include "serve/api.h"
 
 namespace dialtree::serve {
@@ -38,8 +39,7 @@ struct WordInput {
   std::vector<std::int64_t> first_row;  ///< per word, its first sub-word's hidden-state row
                                         ///< ([CLS] = row 0), -1 when truncation cut it
   std::string text;                     ///< the current turn's text
-  std::vector<std::string> words;
-  std::vector<std::size_t> starts, stops;  ///< per word, [start, stop) code points of `text`
+  std::vector<data::WordSpan> words;    ///< its words, [start, stop) code points of `text`
 };
 
 /// How inputs are serialised: the cut of one utterance and of the whole dialog context.

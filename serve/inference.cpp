@@ -62,11 +62,6 @@ void deliver(Job& job, const std::string& error, ForwardOutputs& out, std::size_
   if (last) state.done.notify_all();
 }
 
-// The JSON path of input i of n in `field`: the field itself for a lone input, else field[i].
-std::string param_of(const char* field, std::size_t i, std::size_t n) {
-  return n == 1 ? std::string(field) : std::string(field) + "[" + std::to_string(i) + "]";
-}
-
 }  // namespace
 
 struct Inference::Impl {
@@ -147,16 +142,6 @@ struct Inference::Impl {
   }
 };
 
-void Inference::check_client_batch(std::size_t inputs, const char* field) const {
-  if (inputs > impl_->max_client_batch_size) {
-    throw ApiError(ErrorKind::kTooManyInputs,
-                   std::string(field) + ": " + std::to_string(inputs) +
-                       " inputs in one request; --max-client-batch-size is " +
-                       std::to_string(impl_->max_client_batch_size),
-                   field);
-  }
-}
-
 Inference::Inference(const ServerOptions& options, Metrics& metrics)
     : impl_(std::make_unique<Impl>(options, metrics)) {}
 
@@ -172,41 +157,55 @@ const std::string& Inference::compute_type() const {
   return impl_->compute_type;
 }
 
+template <class Prepared, class One, class Length>
+std::vector<Prepared> Inference::prepare_each(const std::vector<Input>& inputs,
+                                              std::optional<bool> truncate, const char* field,
+                                              std::size_t* tokens, One&& one, Length&& length) {
+  if (inputs.size() > impl_->max_client_batch_size) {
+    throw ApiError(ErrorKind::kTooManyInputs,
+                   std::string(field) + ": " + std::to_string(inputs.size()) +
+                       " inputs in one request; --max-client-batch-size is " +
+                       std::to_string(impl_->max_client_batch_size),
+                   field);
+  }
+  const bool cut = truncate.value_or(impl_->auto_truncate);
+  std::vector<Prepared> out;
+  out.reserve(inputs.size());
+  std::size_t total = 0;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const std::string param = inputs.size() == 1
+                                  ? std::string(field)
+                                  : std::string(field) + "[" + std::to_string(i) + "]";
+    out.push_back(one(inputs[i], cut, param));
+    total += length(out.back());
+    impl_->metrics.observe_input_length(length(out.back()));
+  }
+  if (tokens) *tokens = total;
+  return out;
+}
+
 std::vector<data::SerializedExample> Inference::prepare(const std::vector<Input>& inputs,
                                                         std::optional<bool> truncate,
                                                         TruncationDirection direction,
                                                         const char* field, std::size_t* tokens) {
-  check_client_batch(inputs.size(), field);
-  const bool cut = truncate.value_or(impl_->auto_truncate);
-  std::vector<data::SerializedExample> out;
-  out.reserve(inputs.size());
-  std::size_t total = 0;
-  for (std::size_t i = 0; i < inputs.size(); ++i) {
-    out.push_back(
-        impl_->embedder.prepare(inputs[i], cut, direction, param_of(field, i, inputs.size())));
-    total += out.back().input_ids.size();
-    impl_->metrics.observe_input_length(out.back().input_ids.size());
-  }
-  if (tokens) *tokens = total;
-  return out;
+  return prepare_each<data::SerializedExample>(
+      inputs, truncate, field, tokens,
+      [&](const Input& in, bool cut, const std::string& param) {
+        return impl_->embedder.prepare(in, cut, direction, param);
+      },
+      [](const data::SerializedExample& ex) { return ex.input_ids.size(); });
 }
 
 std::vector<WordInput> Inference::prepare_words(const std::vector<Input>& inputs,
                                                 std::optional<bool> truncate,
                                                 TruncationDirection direction, const char* field,
                                                 std::size_t* tokens) {
-  check_client_batch(inputs.size(), field);
-  const bool cut = truncate.value_or(impl_->auto_truncate);
-  std::vector<WordInput> out;
-  out.reserve(inputs.size());
-  std::size_t total = 0;
-  for (std::size_t i = 0; i < inputs.size(); ++i) {
-    out.push_back(impl_->embedder.prepare_words(inputs[i], cut, direction, param_of(field, i, inputs.size())));
-    total += out.back().example.input_ids.size();
-    impl_->metrics.observe_input_length(out.back().example.input_ids.size());
-  }
-  if (tokens) *tokens = total;
-  return out;
+  return prepare_each<WordInput>(
+      inputs, truncate, field, tokens,
+      [&](const Input& in, bool cut, const std::string& param) {
+        return impl_->embedder.prepare_words(in, cut, direction, param);
+      },
+      [](const WordInput& w) { return w.example.input_ids.size(); });
 }
 
 std::shared_ptr<RequestState> Inference::infer(

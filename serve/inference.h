@@ -93,8 +93,12 @@ class Inference {
   void stop();
 
  private:
-  // kTooManyInputs beyond --max-client-batch-size.
-  void check_client_batch(std::size_t inputs, const char* field) const;
+  // The loop of prepare() and prepare_words(): the request limit, then `one(input, truncate,
+  // param)` per input, its token count (`length`) summed into `tokens` and observed.
+  template <class Prepared, class One, class Length>
+  std::vector<Prepared> prepare_each(const std::vector<Input>& inputs, std::optional<bool> truncate,
+                                     const char* field, std::size_t* tokens, One&& one,
+                                     Length&& length);
 
   struct Impl;
   std::unique_ptr<Impl> impl_;

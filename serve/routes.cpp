@@ -289,8 +289,6 @@ struct Handlers {
       ParsedTurn turn;
       turn.text = std::move(words[i].text);
       turn.words = std::move(words[i].words);
-      turn.starts = std::move(words[i].starts);
-      turn.stops = std::move(words[i].stops);
       for (const std::int64_t row : words[i].first_row) {
         // A word cut off by truncation has no row: "O", as fine-tuning predicts it.
         const auto k = static_cast<std::size_t>(row);

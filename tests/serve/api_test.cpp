@@ -234,9 +234,8 @@ TEST(Parse, RequestsTextOrInputsNeverTokenIds) {
 TEST(Parse, ResultSpansOffsetsConfidenceAndIntentsKnownAnswer) {
   ParsedTurn t;
   t.text = "caf\u00e9 for 4 people at 7 pm";
-  t.words = {"caf\u00e9", "for", "4", "people", "at", "7", "pm"};
-  t.starts = {0, 5, 9, 11, 18, 21, 23};
-  t.stops = {4, 8, 10, 17, 20, 22, 25};
+  t.words = {{"caf\u00e9", 0, 4}, {"for", 5, 8},   {"4", 9, 10}, {"people", 11, 17},
+             {"at", 18, 20},        {"7", 21, 22}, {"pm", 23, 25}};
   t.tags = {"B-restaurant", "O", "B-people", "I-people", "I-time", "B-time", "I-time"};
   t.tag_scores = {0.9f, 1.0f, 0.8f, 0.6f, 0.99f, 0.7f, 0.95f};
   const json r = parse_result(t, {0.25f, 0.75f}, {"book", "cancel"}, 5);
