@@ -273,7 +273,8 @@ Figure results_figure(const std::vector<ModelScores>& models) {
                    gnuplot_quote("DialoGLUE test: mean ± std (whisker), seeds (circles)"));
   // The models name the x axis of every panel (a key would not fit one panel's width).
   s += "set grid noxtics ytics\nset bmargin 9\nunset key\n";
-  s += fmt::format("set xrange [-0.6:{}]\nset xtics rotate by 35 right font ',9' scale 0 (", n - 0.4);
+  s += fmt::format("set xrange [-0.6:{}]\n", n - 0.4);
+  s += "set xtics rotate by 35 right font ',9' scale 0 (";
   for (std::size_t i = 0; i < models.size(); ++i) {
     s += fmt::format("{}{} {}", i ? ", " : "", gnuplot_quote(models[i].name), i);
   }

@@ -70,8 +70,10 @@ def main():
     print("| row | " + " | ".join(tasks) + " | intent mean | tagging mean |")
     print("|---|" + "---|" * (len(tasks) + 2))
     for name, folder in rows:
-        val, test = probe(os.path.join(folder, "probe-val.json")), probe(os.path.join(folder, "probe-test.json"))
-        cells = [f"{val[t]:.2f} / {test[t]:.2f}" if t in val and t in test else "–" for t in tasks]
+        val = probe(os.path.join(folder, "probe-val.json"))
+        test = probe(os.path.join(folder, "probe-test.json"))
+        cells = [f"{val[t]:.2f} / {test[t]:.2f}" if t in val and t in test else "–"
+                 for t in tasks]
         means = []
         for group in (INTENT, TAGGING):
             if all(t in val and t in test for t in group):

@@ -360,7 +360,8 @@ ParseRequest parse_parse(const json& body) {
 std::vector<std::size_t> top_k_order(const std::vector<float>& probs, std::int64_t k) {
   std::vector<std::size_t> order(probs.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  const std::size_t n = std::min(static_cast<std::size_t>(std::max<std::int64_t>(k, 0)), order.size());
+  const std::size_t n =
+      std::min(static_cast<std::size_t>(std::max<std::int64_t>(k, 0)), order.size());
   std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(n), order.end(),
                     [&](std::size_t a, std::size_t b) {
                       return probs[a] > probs[b] || (probs[a] == probs[b] && a < b);
@@ -379,7 +380,8 @@ json parse_result(const ParsedTurn& turn, const std::vector<float>& intent_probs
   json out = {{"text", turn.text}, {"intent", nullptr}, {"intent_ranking", json::array()}};
   if (!intent_probs.empty()) {
     for (const std::size_t i : top_k_order(intent_probs, top_k)) {
-      out["intent_ranking"].push_back({{"name", intent_labels[i]}, {"confidence", intent_probs[i]}});
+      out["intent_ranking"].push_back(
+          {{"name", intent_labels[i]}, {"confidence", intent_probs[i]}});
     }
     out["intent"] = out["intent_ranking"][0];
   }

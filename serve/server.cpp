@@ -109,7 +109,8 @@ struct Server::Impl {
       // Ready only from kLoading: a stop() during the load has already made it kDraining.
       ServerState loading = ServerState::kLoading;
       if (!ctx.state.compare_exchange_strong(loading, ServerState::kReady)) return;
-      spdlog::info("ready: model {} on {} (hidden_size {}, {}, {}), loaded and warmed up in {:.2f} s",
+      spdlog::info(
+          "ready: model {} on {} (hidden_size {}, {}, {}), loaded and warmed up in {:.2f} s",
                    ctx.options.model_dir, embedder.device(), embedder.hidden_size(),
                    embedder.has_classifier() ? "with intent head" : "no intent head",
                    embedder.has_tagger()
