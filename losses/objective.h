@@ -33,6 +33,10 @@ struct Objective {
   double mlm_labelled = 0.0;
   double self = 0.0;
   double mlm_unlabelled = 0.0;
+  /// Replaced-token detection only (trainer::forward_backward fills them; 0 otherwise): the
+  /// generator's MLM loss and the discriminator's BCE, each the mean over the present streams.
+  double generator_mlm = 0.0;
+  double replaced_token = 0.0;
 };
 
 /// L = [contrastive_weight·L_sup + mlm_weight·MLM_l] + [self_weight·L_self + mlm_weight·MLM_u]

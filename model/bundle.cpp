@@ -96,7 +96,7 @@ fs::path sibling_temp(const fs::path& dir, const char* tag) {
 
 }  // namespace
 
-NamedTensors model_tensors(const SpaceModelImpl& model) {
+NamedTensors model_tensors(const torch::nn::Module& model) {
   NamedTensors out;
   for (const auto& item : model.named_parameters(/*recurse=*/true)) {
     out.emplace_back(item.key(), item.value());
@@ -104,7 +104,7 @@ NamedTensors model_tensors(const SpaceModelImpl& model) {
   return out;
 }
 
-void load_model_tensors(SpaceModelImpl& model, const NamedTensors& tensors,
+void load_model_tensors(torch::nn::Module& model, const NamedTensors& tensors,
                         const std::string& source) {
   std::unordered_map<std::string, torch::Tensor> params;
   for (const auto& item : model.named_parameters(/*recurse=*/true)) {

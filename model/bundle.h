@@ -45,15 +45,16 @@ struct LoadedBundle {
   BundleInfo info;
 };
 
-/// The model's parameters by HF-style name, in registration order (handles, not copies).
-NamedTensors model_tensors(const SpaceModelImpl& model);
+/// The parameters of `model` (a SpaceModel, or any module such as the RTD heads) by HF-style
+/// name, in registration order (handles, not copies).
+NamedTensors model_tensors(const torch::nn::Module& model);
 
 /// Copies `tensors` into the model's parameters (no autograd). Strict: every parameter must be
 /// present exactly once with the same shape, no extra names; floating tensors of any float
 /// dtype are converted to the parameter's dtype.
 /// @throws DataError naming `source` and the tensor (unknown, missing, shape or dtype mismatch,
 ///   NaN or infinite values: docs/failure-cases.md B10).
-void load_model_tensors(SpaceModelImpl& model, const NamedTensors& tensors,
+void load_model_tensors(torch::nn::Module& model, const NamedTensors& tensors,
                         const std::string& source);
 
 /// Writes a bundle to `dir` atomically: everything is written into a sibling temporary folder,

@@ -214,10 +214,24 @@ void init_bert_style(torch::nn::Module& module, double std) {
 // ---------------------------------------------------------------------------------------------
 // DialogEncoder
 
-DialogEncoderImpl::DialogEncoderImpl(EncoderConfig config) : config_(std::move(config)) {
+DialogEncoderImpl::DialogEncoderImpl(EncoderConfig config)
+    : DialogEncoderImpl(std::move(config), torch::Tensor()) {}
+
+DialogEncoderImpl::DialogEncoderImpl(EncoderConfig config, torch::Tensor shared_word_embeddings)
+    : config_(std::move(config)) {
   config_.validate();
   const std::int64_t H = config_.hidden_size, F = config_.intermediate_size;
-  word_ = add_param(*this, "embeddings.word_embeddings.weight", {config_.vocab_size, H});
+  if (shared_word_embeddings.defined()) {
+    if (shared_word_embeddings.sizes() != torch::IntArrayRef({config_.vocab_size, H})) {
+      std::ostringstream msg;
+      msg << "DialogEncoder: the shared word-embedding table is " << shared_word_embeddings.sizes()
+          << ", the config needs [" << config_.vocab_size << ", " << H << "]";
+      throw std::invalid_argument(msg.str());
+    }
+    word_ = std::move(shared_word_embeddings);
+  } else {
+    word_ = add_param(*this, "embeddings.word_embeddings.weight", {config_.vocab_size, H});
+  }
   position_ = add_param(*this, "embeddings.position_embeddings.weight",
                         {config_.max_position_embeddings, H});
   role_ = add_param(*this, "embeddings.token_type_embeddings.weight", {config_.type_vocab_size, H});

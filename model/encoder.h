@@ -65,6 +65,14 @@ class DialogEncoderImpl : public torch::nn::Module {
   /// Builds and initialises the parameters. @throws std::invalid_argument if config is invalid.
   explicit DialogEncoderImpl(EncoderConfig config);
 
+  /// As above, but the word-embedding table is `shared_word_embeddings` [vocab_size,
+  /// hidden_size], another encoder's table: it is read, and gets gradients, through that
+  /// encoder's parameter; it is not a parameter of this module (not registered, not
+  /// re-initialised, not saved with it). For ELECTRA's generator, which shares the
+  /// discriminator's token embeddings (docs/training.md "Replaced-token detection").
+  /// @throws std::invalid_argument if config is invalid or the table's shape differs.
+  DialogEncoderImpl(EncoderConfig config, torch::Tensor shared_word_embeddings);
+
   /// Final hidden states, float [B, L+1, H] with prepend_cls (row 0 = the [CLS] head vector's
   /// state, the "mask encoder" of docs/method.md §1.2) or [B, L, H] without (the "plain encoder",
   /// used for the MLM pass). Float32, or bf16 pieces under autocast (the LayerNorm output is

@@ -135,6 +135,9 @@ const std::vector<FieldSpec>& specs() {
       DT_SUB(loss, mlm_probability, Range{0, false, 1, false}),
       DT_SUB(loss, score_mode),
       DT_SUB(loss, gather_across_devices),
+      DT_SUB(loss, language_objective),
+      DT_SUB(loss, generator_size, Range{0, false, 1, true}),
+      DT_SUB(loss, discriminator_weight, at_least(0)),
   };
   return table;
 }
@@ -509,6 +512,12 @@ void Validator::loss_section() const {
   const auto& l = c_.loss;
   ranges("loss");
   one_of("loss.score_mode", l.score_mode, {"per_view", "combined"});
+  one_of("loss.language_objective", l.language_objective, {"mlm", "rtd"});
+  if (l.language_objective == "rtd" && !(l.mlm_weight > 0)) {
+    fail_at(blame("loss.language_objective", "loss.mlm_weight"),
+            "loss.language_objective rtd needs loss.mlm_weight > 0 (it weighs the language "
+            "term, which rtd replaces)");
+  }
   if (l.gather_across_devices && d.contrastive_shard_size != 0) {
     fail_at(blame("loss.gather_across_devices", "data.contrastive_shard_size"),
             "loss.gather_across_devices needs data.contrastive_shard_size 0 (the gathered "

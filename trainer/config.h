@@ -91,6 +91,16 @@ struct LossConfig {
   /// world_size x larger candidate set (sentence-transformers' gather_across_devices). Needs
   /// data.contrastive_shard_size 0. In a single process the gathered set is the local batch.
   bool gather_across_devices = false;
+  /// The language term (docs/training.md "Replaced-token detection"): "mlm" (masked language
+  /// modelling, SPACE-2's) or "rtd" (ELECTRA's replaced-token detection: a generator trained
+  /// by MLM fills the masked positions, the encoder tells for every token whether it was
+  /// replaced). mlm_weight weighs either; mlm_probability chooses the generator's targets.
+  std::string language_objective = "mlm";
+  /// rtd only: the generator's depth as a fraction of model.num_hidden_layers, in (0, 1]
+  /// (rounded, at least 1 layer; same width as the encoder, token embeddings shared).
+  double generator_size = 0.25;
+  /// rtd only: ELECTRA's λ, the weight of the discriminator's BCE beside the generator's MLM.
+  double discriminator_weight = 50.0;
 };
 
 /// The whole pretraining run. Top-level keys use the HF TrainingArguments names. Defaults are the

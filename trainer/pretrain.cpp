@@ -250,6 +250,7 @@ std::vector<const PretrainExample*> resolve(const Stream& s, const BatchRef& r) 
 // run logs the same means).
 struct LogWindow {
   double loss = 0, sup = 0, self = 0, mlm_l = 0, mlm_u = 0, grad_norm = 0;
+  double generator_mlm = 0, replaced_token = 0;  // replaced-token detection only
   std::int64_t steps = 0, examples = 0;
   double seconds = 0;
   // Token rows the encoder's blocks computed (padding included unless padding_free) and real
@@ -272,6 +273,8 @@ struct LogWindow {
             {"self", self},
             {"mlm_l", mlm_l},
             {"mlm_u", mlm_u},
+            {"generator_mlm", generator_mlm},
+            {"replaced_token", replaced_token},
             {"grad_norm", grad_norm},
             {"steps", steps},
             {"examples", examples},
@@ -286,6 +289,9 @@ struct LogWindow {
     w.steps = j.at("steps"), w.examples = j.at("examples"), w.seconds = j.at("seconds");
     // Absent in checkpoints written before the padding count existed.
     w.tokens = j.value("tokens", 0.0), w.real_tokens = j.value("real_tokens", 0.0);
+    // Absent in checkpoints written before replaced-token detection existed.
+    w.generator_mlm = j.value("generator_mlm", 0.0);
+    w.replaced_token = j.value("replaced_token", 0.0);
     // Absent in checkpoints written before the health checks existed.
     w.rank_compute = j.value("rank_compute", std::vector<double>{});
     w.rank_collective = j.value("rank_collective", std::vector<double>{});
@@ -307,7 +313,12 @@ struct Run {
   std::unique_ptr<data::Tokenizer> tok;
   model::EncoderConfig ecfg;
   model::SpaceModel net{nullptr};
+  // loss.language_objective rtd: the generator and discriminator head (null otherwise).
+  model::ReplacedTokenDetection rtd{nullptr};
   std::unique_ptr<torch::optim::AdamW> opt;
+  // Seconds of optimisation steps so far (evaluation and saving excluded), resumed with the
+  // run: the x axis of quality against training time (`dialtree plot --x minutes`).
+  double train_seconds = 0;
   Stream lab, unl;
   std::vector<std::size_t> views;
   DataParallelGroup* group = nullptr;  // null: a single process
@@ -319,7 +330,18 @@ struct Run {
   torch::Device device{torch::kCPU};  // config device, resolved (model/device.h)
   bool bf16 = false;  // config bf16, where the device has native bf16 (model::effective_bf16)
   explicit Run(const PretrainConfig& c) : cfg(c) {}
+  /// Every trained parameter: the model's, then the RTD module's.
+  std::vector<torch::Tensor> parameters() const {
+    std::vector<torch::Tensor> out = net->parameters();
+    if (rtd) {
+      for (const auto& p : rtd->parameters()) out.push_back(p);
+    }
+    return out;
+  }
 };
+
+// The RTD module's file in a checkpoint (the bundle's model.safetensors keeps the encoder).
+constexpr const char* kRtdWeightsFile = "rtd.safetensors";
 
 std::vector<std::pair<std::int64_t, fs::path>> list_checkpoints(const fs::path& dir) {
   std::vector<std::pair<std::int64_t, fs::path>> out;
@@ -377,6 +399,10 @@ void save_checkpoint(Run& r) {
   info.recipe = {{"config_yaml", dump_config(r.cfg)}, {"step", r.step}};
   model::save_bundle(tmp.string(), *r.net, r.cfg.data.tokenizer, info);
   torch::save(*r.opt, (tmp / "optimizer.pt").string());
+  if (r.rtd) {
+    model::save_safetensors((tmp / kRtdWeightsFile).string(), model::model_tensors(*r.rtd),
+                            {{"format", "pt"}});
+  }
   const json state = {
       {"format", kStateFormat},
       {"global_step", r.step},
@@ -387,6 +413,7 @@ void save_checkpoint(Run& r) {
       {"world_size", r.world},
       {"gradient_accumulation_steps", r.cfg.gradient_accumulation_steps},
       {"log_window", r.window.to_json()},
+      {"train_seconds", r.train_seconds},
       {"seed", r.cfg.seed},
       {"data_seed", r.cfg.data_seed}};
   write_file_atomic(tmp / "trainer_state.json", state.dump(2) + "\n");
@@ -428,6 +455,21 @@ void load_checkpoint(Run& r, const std::string& dir) {
   const model::SafetensorsContents weights =
       model::load_safetensors((d / model::kWeightsFile).string());
   model::load_model_tensors(*r.net, weights.tensors, (d / model::kWeightsFile).string());
+  const fs::path rtd_file = d / kRtdWeightsFile;
+  if (r.rtd && !fs::exists(rtd_file)) {
+    throw DataError(rtd_file.string(), "", "loss.language_objective",
+                    "is missing: the checkpoint was made with the mlm objective, and "
+                    "language_objective rtd needs its generator");
+  }
+  if (!r.rtd && fs::exists(rtd_file)) {
+    throw DataError(rtd_file.string(), "", "loss.language_objective",
+                    "the checkpoint was made with the rtd objective; resume it with "
+                    "loss.language_objective=rtd");
+  }
+  if (r.rtd) {
+    model::load_model_tensors(*r.rtd, model::load_safetensors(rtd_file.string()).tensors,
+                              rtd_file.string());
+  }
   // Optimiser state is mapped onto this run's device: a checkpoint resumes on either.
   torch::load(*r.opt, (d / "optimizer.pt").string(), r.device);
   r.step = json_as_int(json_require(state, "global_step", place, ""), place, "global_step");
@@ -439,6 +481,7 @@ void load_checkpoint(Run& r, const std::string& dir) {
                      : json_as_int(json_require(state, "micro_batches_done", place, ""), place,
                                    "micro_batches_done");
   r.window = LogWindow::from_json(state.at("log_window"));
+  r.train_seconds = state.value("train_seconds", 0.0);  // absent in older checkpoints
 }
 
 // Keeps only the metrics lines of steps <= `step` (a resumed run rewrites its future).
@@ -572,6 +615,18 @@ PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<b
   r.net->to(r.device);  // before the optimiser is made, so its state lives there too
   r.net->train();
   r.net->encoder()->set_padding_free(config.padding_free);
+  if (config.loss.language_objective == "rtd") {
+    // After the model: its initialisation draws first, so an rtd run's encoder starts where an
+    // mlm run's does.
+    const std::int64_t layers =
+        model::generator_layers(config.loss.generator_size, r.ecfg.num_hidden_layers);
+    r.rtd = model::ReplacedTokenDetection(r.ecfg, r.net->encoder()->word_embeddings(), layers);
+    r.rtd->to(r.device);
+    r.rtd->train();
+    r.rtd->generator()->set_padding_free(config.padding_free);
+    say(fmt::format("replaced-token detection: a {}-layer generator, discriminator weight {}",
+                    layers, config.loss.discriminator_weight));
+  }
   r.views = view_indices(r.ecfg.projection_views);
 
   const auto t_load = std::chrono::steady_clock::now();
@@ -610,8 +665,8 @@ PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<b
   r.warmup =
       static_cast<std::int64_t>(std::ceil(config.warmup_ratio * static_cast<double>(r.total)));
 
-  r.opt = make_adamw(r.net, config.learning_rate, config.weight_decay, config.adam_beta1,
-                     config.adam_beta2, config.adam_epsilon);
+  r.opt = make_adamw(r.parameters(), config.learning_rate, config.weight_decay,
+                     config.adam_beta1, config.adam_beta2, config.adam_epsilon);
 
   const fs::path out(config.output_dir);
   if (!resume.empty()) {
@@ -626,7 +681,7 @@ PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<b
   }
   // Every rank starts from rank 0's weights (they are equal already when the seed and the
   // checkpoint are; this makes it a guarantee).
-  if (group) group->broadcast_from_rank0(r.net->parameters());
+  if (group) group->broadcast_from_rank0(r.parameters());
   std::ofstream metrics;
   if (writer) {
     fs::create_directories(out);
@@ -692,6 +747,7 @@ PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<b
       text += fmt::format("  {} {:.4f}", key, value);
     }
     rec["eval_seconds"] = secs;
+    rec["train_seconds"] = r.train_seconds;
     metrics << rec.dump() << "\n" << std::flush;
     say(fmt::format("eval at step {}:{}  ({:.1f} s)", r.step, text, secs));
     if (config.metric_for_best_model.empty()) return;
@@ -724,6 +780,9 @@ PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<b
   copt.temperature = config.loss.temperature;
   copt.base_temperature = config.loss.base_temperature;
   copt.shard_size = config.data.contrastive_shard_size;
+  const LanguageObjective language{r.rtd ? r.rtd.get() : nullptr,
+                                   config.loss.discriminator_weight};
+  const std::vector<torch::Tensor> params = r.parameters();
   PretrainResult result;
   const auto run_start = std::chrono::steady_clock::now();
   const std::int64_t first_step = r.step;
@@ -759,10 +818,12 @@ PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<b
     set_lr(*r.opt, config.learning_rate * lr_factor(r.step, r.warmup, r.total));
     r.opt->zero_grad();
     std::int64_t examples = 0;
-    // [total, sup, self, mlm_l, mlm_u], each the mean over micro-batches (and ranks, below),
-    // then [tokens, real tokens] of the batches, summed; then, per rank, its compute seconds
-    // and its collective seconds of this step (each rank fills its own slots).
-    std::vector<double> parts(7 + 2 * static_cast<std::size_t>(r.world), 0.0);
+    // [total, sup, self, mlm_l, mlm_u, generator_mlm, replaced_token], each the mean over
+    // micro-batches (and ranks, below), then [tokens, real tokens] of the batches, summed; then,
+    // per rank, its compute seconds and its collective seconds of this step (each rank fills its
+    // own slots).
+    constexpr std::size_t kMeans = 7, kTokens = 7, kReal = 8, kRanks = 9;
+    std::vector<double> parts(kRanks + 2 * static_cast<std::size_t>(r.world), 0.0);
     for (std::int64_t micro = 0; micro < accum; ++micro) {
       const auto lab_refs = next_batches(r.lab, r.world);
       const auto unl_refs = next_batches(r.unl, r.world);
@@ -776,17 +837,19 @@ PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<b
       if (r.unl.active()) unl = rank_batch(r, r.unl, unl_refs, mask_rng, &examples);
       const losses::Objective o =
           forward_backward(r.net, lab ? &*lab : nullptr, unl ? &*unl : nullptr, weights, copt,
-                           r.bf16, 1.0 / static_cast<double>(accum));
-      const double part[] = {o.total_value, o.sup, o.self, o.mlm_labelled, o.mlm_unlabelled};
-      for (std::size_t k = 0; k < 5; ++k) parts[k] += part[k] / accum;
+                           r.bf16, 1.0 / static_cast<double>(accum), nullptr, language);
+      const double part[kMeans] = {o.total_value,    o.sup,           o.self,
+                                   o.mlm_labelled,   o.mlm_unlabelled, o.generator_mlm,
+                                   o.replaced_token};
+      for (std::size_t k = 0; k < kMeans; ++k) parts[k] += part[k] / accum;
       for (const auto* b : {lab ? &*lab : nullptr, unl ? &*unl : nullptr}) {
         if (b == nullptr) continue;
         // Token rows the encoder's blocks compute: every position when padded, only the real
         // ones padding-free (collate() pads on the right, so the packed path applies).
         const double real = b->inputs.attention_mask.sum().item<double>();
-        parts[5] +=
+        parts[kTokens] +=
             config.padding_free ? real : static_cast<double>(b->inputs.attention_mask.numel());
-        parts[6] += real;
+        parts[kReal] += real;
       }
     }
     r.micro_done += per_step;
@@ -794,21 +857,22 @@ PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<b
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (group) {
       if (!(faulty && fault.skip_collective_at_step == r.step + 1)) {
-        group->average_gradients(r.net->parameters());
+        group->average_gradients(params);
       }
-      parts[7 + static_cast<std::size_t>(r.rank)] = compute_secs;
-      parts[7 + static_cast<std::size_t>(r.world + r.rank)] = group->take_collective_seconds();
+      parts[kRanks + static_cast<std::size_t>(r.rank)] = compute_secs;
+      parts[kRanks + static_cast<std::size_t>(r.world + r.rank)] =
+          group->take_collective_seconds();
       parts = group->sum(parts);
-      for (std::size_t k = 0; k < 5; ++k) parts[k] /= r.world;
+      for (std::size_t k = 0; k < kMeans; ++k) parts[k] /= r.world;
     }
     const double total_loss = parts[0], sup = parts[1], self = parts[2], mlm_l = parts[3],
                  mlm_u = parts[4];
     double grad_norm;
     if (config.max_grad_norm > 0) {
-      grad_norm = torch::nn::utils::clip_grad_norm_(r.net->parameters(), config.max_grad_norm);
+      grad_norm = torch::nn::utils::clip_grad_norm_(params, config.max_grad_norm);
     } else {
       double sq = 0;
-      for (const auto& p : r.net->parameters()) {
+      for (const auto& p : params) {
         if (p.grad().defined()) sq += p.grad().pow(2).sum().item<double>();
       }
       grad_norm = std::sqrt(sq);
@@ -821,18 +885,21 @@ PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<b
     LogWindow& w = r.window;
     w.loss += total_loss, w.sup += sup, w.self += self, w.mlm_l += mlm_l, w.mlm_u += mlm_u;
     w.grad_norm += grad_norm, w.steps += 1, w.examples += examples, w.seconds += secs;
-    w.tokens += parts[5], w.real_tokens += parts[6];
+    w.tokens += parts[kTokens], w.real_tokens += parts[kReal];
+    w.generator_mlm += parts[5], w.replaced_token += parts[6];
+    r.train_seconds += secs;
     if (health) {
       const auto t_health = std::chrono::steady_clock::now();
       const auto world = static_cast<std::size_t>(r.world);
       w.rank_compute.resize(world, 0.0), w.rank_collective.resize(world, 0.0);
       w.rank_wait.resize(world, 0.0);
-      const double slowest = *std::max_element(parts.begin() + 7, parts.begin() + 7 + r.world);
+      const double slowest =
+          *std::max_element(parts.begin() + kRanks, parts.begin() + kRanks + r.world);
       for (std::size_t k = 0; k < world; ++k) {
-        w.rank_compute[k] += parts[7 + k];
-        w.rank_collective[k] += parts[7 + world + k];
+        w.rank_compute[k] += parts[kRanks + k];
+        w.rank_collective[k] += parts[kRanks + world + k];
         // The collective could not finish before the slowest rank's compute did.
-        w.rank_wait[k] += std::min(parts[7 + world + k], slowest - parts[7 + k]);
+        w.rank_wait[k] += std::min(parts[kRanks + world + k], slowest - parts[kRanks + k]);
       }
       recent_steps.push_back(secs);
       if (recent_steps.size() > 20) recent_steps.pop_front();
@@ -864,7 +931,12 @@ PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<b
                   {"learning_rate", lr_used},
                   {"grad_norm", w.grad_norm / nsteps},
                   {"examples_per_second", static_cast<double>(w.examples) / w.seconds},
-                  {"padded_token_fraction", w.tokens > 0 ? 1.0 - w.real_tokens / w.tokens : 0.0}};
+                  {"padded_token_fraction", w.tokens > 0 ? 1.0 - w.real_tokens / w.tokens : 0.0},
+                  {"train_seconds", r.train_seconds}};
+      if (r.rtd) {
+        rec["generator_mlm"] = w.generator_mlm / nsteps;
+        rec["replaced_token"] = w.replaced_token / nsteps;
+      }
       std::string ranks_text;
       if (health && w.rank_compute.size() == static_cast<std::size_t>(r.world)) {
         const auto t_health = std::chrono::steady_clock::now();
@@ -910,11 +982,15 @@ PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<b
       const double elapsed =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
       const double step_secs = elapsed / static_cast<double>(r.step - first_step);
+      const std::string rtd_text =
+          r.rtd ? fmt::format("  generator mlm {:.3f}, replaced-token BCE {:.4f}",
+                              w.generator_mlm / nsteps, w.replaced_token / nsteps)
+                : std::string();
       say(
           fmt::format("step {}/{}  loss {:.4f} (contrastive {:.4f}, self {:.4f}, mlm {:.3f}/{:.3f})"
-                      "  lr {:.2e}  |g| {:.2f}  {:.1f} ex/s  padding {:.0f}%{}  ETA {}",
+                      "{}  lr {:.2e}  |g| {:.2f}  {:.1f} ex/s  padding {:.0f}%{}  ETA {}",
                       r.step, r.total, w.loss / nsteps, w.sup / nsteps, w.self / nsteps,
-                      w.mlm_l / nsteps, w.mlm_u / nsteps, lr_used, w.grad_norm / nsteps,
+                      w.mlm_l / nsteps, w.mlm_u / nsteps, rtd_text, lr_used, w.grad_norm / nsteps,
                       static_cast<double>(w.examples) / w.seconds,
                       w.tokens > 0 ? 100.0 * (1.0 - w.real_tokens / w.tokens) : 0.0, ranks_text,
                       duration_text(step_secs * static_cast<double>(r.total - r.step))));

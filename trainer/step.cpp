@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "losses/mlm.h"
+#include "losses/replaced_token.h"
 
 namespace dialtree::trainer {
 namespace {
@@ -36,11 +37,47 @@ torch::Tensor masked_lm_loss(model::SpaceModel& net, const model::CollatedBatch&
   return losses::mlm_loss(net->mlm_logits(rows), masked.mlm_labels.index({targets}));
 }
 
+StreamLosses replaced_token_detection_loss(model::SpaceModel& net,
+                                           model::ReplacedTokenDetectionImpl& rtd,
+                                           const model::CollatedBatch& masked,
+                                           double discriminator_weight) {
+  const torch::Tensor targets = masked.mlm_labels.ne(model::kIgnoreLabel);
+  StreamLosses out;
+  const torch::Tensor logits = rtd.generator_logits(masked.inputs, targets);  // [N, V]
+  out.generator_mlm = losses::mlm_loss(logits, masked.mlm_labels.index({targets}));
+  torch::Tensor sampled;
+  {
+    torch::NoGradGuard no_grad;
+    sampled = logits.size(0) == 0
+                  ? torch::empty({0}, masked.mlm_labels.options())
+                  : torch::multinomial(torch::softmax(logits.detach().to(torch::kFloat32), -1), 1)
+                        .squeeze(1);
+  }
+  const losses::CorruptedInput corrupted =
+      losses::corrupt_targets(masked.inputs.input_ids, masked.mlm_labels, sampled,
+                              masked.inputs.attention_mask, model::kIgnoreLabel);
+  model::EncoderInputs inputs = masked.inputs;
+  inputs.input_ids = corrupted.input_ids;
+  const torch::Tensor real = masked.inputs.attention_mask.ne(0);
+  // [M, H]: every real token's final state (padding-free: the blocks see real rows only).
+  const torch::Tensor rows = net->forward(inputs, /*prepend_cls=*/false).index({real});
+  out.replaced_token =
+      losses::replaced_token_loss(rtd.discriminator_logits(rows), corrupted.replaced.index({real}));
+  out.mlm = out.generator_mlm + out.replaced_token * discriminator_weight;
+  return out;
+}
+
 std::unique_ptr<torch::optim::AdamW> make_adamw(model::SpaceModel& net, double lr,
                                                 double weight_decay, double beta1, double beta2,
                                                 double eps) {
+  return make_adamw(net->parameters(), lr, weight_decay, beta1, beta2, eps);
+}
+
+std::unique_ptr<torch::optim::AdamW> make_adamw(const std::vector<torch::Tensor>& params,
+                                                double lr, double weight_decay, double beta1,
+                                                double beta2, double eps) {
   std::vector<torch::Tensor> decay, no_decay;
-  for (auto& p : net->parameters()) (p.dim() >= 2 ? decay : no_decay).push_back(p);
+  for (const auto& p : params) (p.dim() >= 2 ? decay : no_decay).push_back(p);
   auto group_options = [&](double wd) {
     auto o = std::make_unique<torch::optim::AdamWOptions>(lr);
     o->betas({beta1, beta2}).eps(eps).weight_decay(wd);
@@ -66,9 +103,16 @@ void set_lr(torch::optim::AdamW& opt, double lr) {
 }
 
 StreamLosses stream_losses(model::SpaceModel& net, const StreamBatch& batch,
-                           const losses::ContrastiveOptions& options, bool contrastive) {
+                           const losses::ContrastiveOptions& options, bool contrastive,
+                           const LanguageObjective& language) {
   const std::int64_t b = batch.inputs.input_ids.size(0);
   StreamLosses out;
+  if (language.rtd != nullptr) {
+    out = replaced_token_detection_loss(net, *language.rtd, batch.masked,
+                                        language.discriminator_weight);
+  } else {
+    out.mlm = masked_lm_loss(net, batch.masked);
+  }
   if (contrastive) {
     // Only the [CLS] row of the last block feeds the loss: forward_cls skips the other rows'
     // queries, output projection and feed-forward there (same values and gradients).
@@ -96,7 +140,6 @@ StreamLosses stream_losses(model::SpaceModel& net, const StreamBatch& batch,
       out.contrastive = out.contrastive * w - out.contrastive.detach() * (w - 1);
     }
   }
-  out.mlm = masked_lm_loss(net, batch.masked);
   return out;
 }
 
@@ -104,28 +147,39 @@ losses::Objective forward_backward(model::SpaceModel& net, const StreamBatch* la
                                    const StreamBatch* unlabelled,
                                    const losses::ObjectiveWeights& weights,
                                    const losses::ContrastiveOptions& options, bool bf16,
-                                   double loss_scale, StepPhases* phases) {
+                                   double loss_scale, StepPhases* phases,
+                                   const LanguageObjective& language) {
   if (labelled == nullptr && unlabelled == nullptr)
     throw std::invalid_argument("forward_backward: no labelled and no unlabelled batch");
   StepPhases local;
   losses::ObjectiveParts parts;
+  StreamLosses streams[2];  // labelled, unlabelled
   {
     model::AutocastScope autocast(bf16, model::module_device(*net).type());
     auto t = std::chrono::steady_clock::now();
     if (labelled != nullptr) {
-      const StreamLosses l = stream_losses(net, *labelled, options, weights.contrastive_weight > 0);
-      parts.sup = l.contrastive, parts.mlm_labelled = l.mlm;
+      streams[0] = stream_losses(net, *labelled, options, weights.contrastive_weight > 0,
+                                 language);
+      parts.sup = streams[0].contrastive, parts.mlm_labelled = streams[0].mlm;
     }
     local.labelled = seconds_since(t);
     t = std::chrono::steady_clock::now();
     if (unlabelled != nullptr) {
-      const StreamLosses u = stream_losses(net, *unlabelled, options, weights.self_weight > 0);
-      parts.self = u.contrastive, parts.mlm_unlabelled = u.mlm;
+      streams[1] = stream_losses(net, *unlabelled, options, weights.self_weight > 0, language);
+      parts.self = streams[1].contrastive, parts.mlm_unlabelled = streams[1].mlm;
     }
     local.unlabelled = seconds_since(t);
   }
   auto t = std::chrono::steady_clock::now();
   losses::Objective obj = losses::combine_objective(parts, weights);
+  if (language.rtd != nullptr) {
+    const double present = (labelled != nullptr ? 1.0 : 0.0) + (unlabelled != nullptr ? 1.0 : 0.0);
+    for (const StreamLosses& s : streams) {
+      if (!s.generator_mlm.defined()) continue;
+      obj.generator_mlm += s.generator_mlm.item<double>() / present;
+      obj.replaced_token += s.replaced_token.item<double>() / present;
+    }
+  }
   local.objective = seconds_since(t);
   t = std::chrono::steady_clock::now();
   (obj.total * loss_scale).backward();

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include <torch/optim/adamw.h>
 
@@ -18,6 +19,7 @@
 #include "model/collate.h"
 #include "model/device.h"
 #include "model/encoder.h"
+#include "model/rtd.h"
 #include "trainer/distributed.h"
 
 namespace dialtree::trainer {
@@ -40,11 +42,36 @@ struct StreamBatch {
 StreamBatch to_device(const StreamBatch& batch, const torch::Device& device,
                       bool non_blocking = false);
 
+/// The language objective of a step (docs/training.md "Replaced-token detection"): masked
+/// language modelling when `rtd` is null (the default), else ELECTRA's replaced-token detection
+/// with that generator and discriminator head.
+struct LanguageObjective {
+  model::ReplacedTokenDetectionImpl* rtd = nullptr;
+  double discriminator_weight = 50.0;  ///< ELECTRA's λ on the discriminator's loss
+};
+
 /// The two losses of one stream's batch (0-d float tensors, differentiable).
 struct StreamLosses {
   torch::Tensor contrastive;  ///< multi_view_supcon_loss of the two dropout views
-  torch::Tensor mlm;          ///< token-mean MLM loss over the masked copy's targets
+  /// The language term: the token-mean MLM loss over the masked copy's targets, or with
+  /// replaced-token detection generator_mlm + discriminator_weight · replaced_token.
+  torch::Tensor mlm;
+  torch::Tensor generator_mlm;   ///< RTD only: the generator's token-mean MLM loss
+  torch::Tensor replaced_token;  ///< RTD only: the discriminator's mean BCE over real tokens
 };
+
+/// ELECTRA's replaced-token detection on one masked batch (Clark et al., ICLR 2020, §2): the
+/// generator's MLM loss on the targets (its last block for the target rows only); an id drawn
+/// for each target from the generator's softmax (temperature 1, torch's global RNG, no
+/// gradient); the encoder (the discriminator; plain, no [CLS], padding-free) on the corrupted
+/// input; its head's per-token BCE over every real token. Returns the loss parts of
+/// StreamLosses (mlm = generator_mlm + discriminator_weight · replaced_token). Runs under the
+/// caller's autocast. @throws std::invalid_argument from the encoder or the losses on
+/// inconsistent shapes.
+StreamLosses replaced_token_detection_loss(model::SpaceModel& net,
+                                           model::ReplacedTokenDetectionImpl& rtd,
+                                           const model::CollatedBatch& masked,
+                                           double discriminator_weight);
 
 /// The contrastive pass (one forward of the batch doubled to 2B, with [CLS], through
 /// forward_cls: the last block computes only the [CLS] rows that the loss reads; projection head
@@ -57,8 +84,10 @@ struct StreamLosses {
 /// With `contrastive` false the contrastive pass is skipped (its loss left undefined, i.e.
 /// absent), e.g. for MLM-only pretraining where its weight is 0.
 /// @throws std::invalid_argument from the encoder or the losses on inconsistent shapes.
+/// The language term is `language`'s (MLM by default).
 StreamLosses stream_losses(model::SpaceModel& net, const StreamBatch& batch,
-                           const losses::ContrastiveOptions& options, bool contrastive = true);
+                           const losses::ContrastiveOptions& options, bool contrastive = true,
+                           const LanguageObjective& language = {});
 
 /// The batch repeated twice along dim 0: int64 [B, L] -> [2B, L] for every tensor of `in` (the
 /// two dropout views of one forward pass: the contrastive pass here, R-Drop in fine-tuning).
@@ -83,17 +112,26 @@ struct StepPhases {
 /// combine_objective(), then backward of total · loss_scale (1 / gradient_accumulation_steps).
 /// Gradients accumulate into the parameters' .grad(); the caller zeroes them, clips and steps the
 /// optimiser.
+/// With replaced-token detection (`language`), the MLM parts of the objective are each
+/// stream's language term, and the returned Objective's generator_mlm and replaced_token are
+/// the means over the present streams.
 /// @param phases if not null, receives the phase times of this call
 /// @throws std::invalid_argument if both batches are null, or as stream_losses().
 losses::Objective forward_backward(model::SpaceModel& net, const StreamBatch* labelled,
                                    const StreamBatch* unlabelled,
                                    const losses::ObjectiveWeights& weights,
                                    const losses::ContrastiveOptions& options, bool bf16,
-                                   double loss_scale, StepPhases* phases = nullptr);
+                                   double loss_scale, StepPhases* phases = nullptr,
+                                   const LanguageObjective& language = {});
 
 /// AdamW as HF's Trainer builds it: weight decay on matrices only (no decay on biases and
 /// LayerNorm gains, i.e. 1-D parameters), betas (beta1, beta2), epsilon `eps`, learning rate
 /// `lr` (the schedule sets it per step).
+std::unique_ptr<torch::optim::AdamW> make_adamw(const std::vector<torch::Tensor>& params,
+                                                double lr, double weight_decay, double beta1,
+                                                double beta2, double eps);
+
+/// make_adamw() over the parameters of `net`.
 std::unique_ptr<torch::optim::AdamW> make_adamw(model::SpaceModel& net, double lr,
                                                 double weight_decay, double beta1, double beta2,
                                                 double eps);

@@ -818,3 +818,112 @@ TEST_F(TinyPretraining, TrainWithEvalStepsLogsTheProbeOnValOfDialoglue) {
 
 }  // namespace
 }  // namespace dialtree::trainer
+
+namespace dialtree::trainer {
+namespace {
+
+// loss.language_objective rtd (docs/training.md "Replaced-token detection"): it logs the
+// generator's MLM and the discriminator's BCE, a run resumed from its checkpoint logs the
+// uninterrupted run's figures and ends with its weights, the checkpoint keeps the generator in
+// rtd.safetensors, final/ holds the encoder alone (a plain bundle), and an mlm run refuses to
+// resume an rtd checkpoint.
+TEST_F(TinyPretraining, ReplacedTokenDetectionResumesExactlyAndSavesTheEncoderAlone) {
+  const std::vector<std::string> rtd = {"loss.language_objective=rtd", "loss.generator_size=1",
+                                        "loss.contrastive_weight=0",
+                                        "loss.self_supervised_weight=0"};
+  const PretrainConfig full = parse_config(yaml(tmp_.file("full"), 6), "full.yaml", rtd);
+  run_pretraining(full, nullptr, {});
+  const auto ref = read_metrics(tmp_.path() / "full" / "metrics.jsonl");
+  ASSERT_EQ(ref.size(), 6u);
+  for (const auto& rec : ref) {
+    const double gen = rec.at("generator_mlm").get<double>();
+    const double bce = rec.at("replaced_token").get<double>();
+    EXPECT_GT(gen, 1.0);
+    EXPECT_GT(bce, 0.0);
+    EXPECT_LT(bce, 2.0);
+    // mlm_weight 0.1 on each stream's language term, generator + 50 x BCE.
+    EXPECT_NEAR(rec.at("loss").get<double>(),
+                0.1 * (rec.at("mlm_labelled").get<double>() +
+                       rec.at("mlm_unlabelled").get<double>()),
+                1e-9);
+    EXPECT_NEAR(rec.at("mlm_labelled").get<double>() + rec.at("mlm_unlabelled").get<double>(),
+                2 * (gen + 50 * bce), 1e-3 * (1 + gen + 50 * bce));
+    EXPECT_GT(rec.at("train_seconds").get<double>(), 0.0);
+  }
+  const fs::path ckpt = tmp_.path() / "full" / "checkpoint-3";
+  EXPECT_TRUE(fs::exists(ckpt / "rtd.safetensors"));
+  EXPECT_FALSE(fs::exists(tmp_.path() / "full" / "final" / "rtd.safetensors"));
+  const model::LoadedBundle bundle = model::load_bundle((tmp_.path() / "full" / "final").string());
+  for (const auto& [name, t] : model::model_tensors(*bundle.model)) {
+    EXPECT_EQ(name.find("generator"), std::string::npos) << name;
+  }
+
+  std::vector<std::string> resume = rtd;
+  resume.push_back("resume_from_checkpoint=" + ckpt.string());
+  run_pretraining(parse_config(yaml(tmp_.file("resumed"), 6), "resumed.yaml", resume), nullptr,
+                  {});
+  const auto got = read_metrics(tmp_.path() / "resumed" / "metrics.jsonl");
+  ASSERT_EQ(got.size(), 3u);
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    for (const char* key : {"step", "loss", "generator_mlm", "replaced_token", "grad_norm"}) {
+      EXPECT_EQ(got[i][key], ref[i + 3][key]) << "line " << i << " key " << key;
+    }
+  }
+  EXPECT_EQ(max_weight_diff(tmp_.path() / "full" / "final" / model::kWeightsFile,
+                            tmp_.path() / "resumed" / "final" / model::kWeightsFile),
+            0.0);
+
+  const PretrainConfig mlm =
+      parse_config(yaml(tmp_.file("mlm"), 6), "mlm.yaml",
+                   {"loss.contrastive_weight=0", "loss.self_supervised_weight=0",
+                    "resume_from_checkpoint=" + ckpt.string()});
+  EXPECT_THROW(
+      {
+        try {
+          run_pretraining(mlm, nullptr, {});
+        } catch (const DataError& e) {
+          EXPECT_THAT(e.what(), ::testing::HasSubstr("loss.language_objective=rtd"));
+          throw;
+        }
+      },
+      DataError);
+}
+
+// Data-parallel replaced-token detection: 2 ranks x accumulation 1 train the encoder and the
+// generator as 1 process x accumulation 2 (the per-micro-batch seeds also drive the
+// generator's samples).
+TEST_F(TinyPretraining, ReplacedTokenDetectionTwoProcessesEqualOneProcessWithTwiceTheAccumulation) {
+  const std::string rtd = "loss.language_objective=rtd loss.generator_size=1";
+  const PretrainConfig one =
+      parse_config(yaml(tmp_.file("one"), 4), "one.yaml",
+                   {"gradient_accumulation_steps=2", "loss.language_objective=rtd",
+                    "loss.generator_size=1"});
+  run_pretraining(one, nullptr, {});
+  {
+    std::ofstream cfg(tmp_.file("ddp.yaml"));
+    cfg << yaml(tmp_.file("two"), 4);
+  }
+  ASSERT_EQ(train_processes(2, tmp_.file("ddp.yaml"), "gradient_accumulation_steps=1 " + rtd,
+                            tmp_.file("two.log")),
+            0)
+      << std::ifstream(tmp_.file("two.log")).rdbuf();
+  EXPECT_LT(max_weight_diff(tmp_.path() / "one" / "final" / model::kWeightsFile,
+                            tmp_.path() / "two" / "final" / model::kWeightsFile),
+            1e-5);
+  EXPECT_LT(max_weight_diff(tmp_.path() / "one" / "checkpoint-3" / "rtd.safetensors",
+                            tmp_.path() / "two" / "checkpoint-3" / "rtd.safetensors"),
+            1e-5);
+  const auto ref = read_metrics(tmp_.path() / "one" / "metrics.jsonl");
+  const auto got = read_metrics(tmp_.path() / "two" / "metrics.jsonl");
+  ASSERT_EQ(got.size(), ref.size());
+  for (std::size_t i = 0; i < ref.size(); ++i) {
+    for (const char* key : {"generator_mlm", "replaced_token"}) {
+      EXPECT_NEAR(got[i][key].get<double>(), ref[i][key].get<double>(),
+                  1e-5 * (1 + std::abs(ref[i][key].get<double>())))
+          << "line " << i << " key " << key;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace dialtree::trainer
