@@ -1,5 +1,6 @@
-// `dialtree plot RUN_DIR... --out DIR [--format png,svg]`: training curves of pretraining runs
-// and score charts of eval folders, drawn with gnuplot (plot/, docs/plotting.md).
+// `dialtree plot RUN_DIR... --out DIR [--format png,svg] [--x steps|minutes]`: training curves of
+// pretraining runs and score charts of eval folders, drawn with gnuplot (plot/,
+// docs/plotting.md).
 #include <filesystem>
 #include <memory>
 #include <sstream>
@@ -20,7 +21,7 @@ namespace {
 
 struct PlotArgs {
   std::vector<std::string> inputs;
-  std::string out, formats = "png,svg";
+  std::string out, formats = "png,svg", x = "steps";
 };
 
 // "png,svg" -> the options; std::invalid_argument (exit 2) for anything else.
@@ -42,10 +43,19 @@ plot::RenderOptions parse_formats(const std::string& list) {
   return o;
 }
 
+// "steps" or "minutes" -> the x axis of the runs' curves; std::invalid_argument (exit 2) for
+// anything else.
+plot::XAxis parse_x_axis(const std::string& x) {
+  if (x == "steps") return plot::XAxis::steps;
+  if (x == "minutes") return plot::XAxis::minutes;
+  throw std::invalid_argument("--x: unknown value '" + x + "' (known: steps, minutes)");
+}
+
 void run_plot(const PlotArgs& a) {
   if (a.out.empty()) throw std::invalid_argument("--out must not be empty");
   const plot::RenderOptions options = parse_formats(a.formats);
-  const plot::Inputs inputs = plot::load_inputs(a.inputs);  // DataError (exit 2) on bad input
+  const plot::XAxis x = parse_x_axis(a.x);
+  const plot::Inputs inputs = plot::load_inputs(a.inputs, x);  // DataError (exit 2) on bad input
   for (const auto& run : inputs.runs) {
     if (run.unfinished_line != 0) {
       fmt::print(stderr, "warning: {}: line {} is unfinished (no newline, not JSON): skipped\n",
@@ -88,6 +98,10 @@ void register_plot(CLI::App& app) {
       ->required();
   cmd->add_option("--out", args->out, "folder for the figures (created)")->required();
   cmd->add_option("--format", args->formats, "png, svg or png,svg")->capture_default_str();
+  cmd->add_option("--x", args->x,
+                  "x axis of the pretraining runs' curves: steps, or minutes (train_seconds / 60: "
+                  "optimisation time, evaluation excluded)")
+      ->capture_default_str();
   cmd->callback([args] { run_plot(*args); });
 }
 

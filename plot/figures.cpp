@@ -59,11 +59,8 @@ PanelText panel_text(const std::string& key) {
 const std::vector<std::string> kLossOrder = {"loss",         "contrastive",    "self_supervised",
                                              "mlm_labelled", "mlm_unlabelled", "grad_norm"};
 const std::set<std::string> kNotLosses = {"epoch", "learning_rate", "examples_per_second",
-                                          "padded_token_fraction"};
+                                          "padded_token_fraction", "train_seconds"};
 
-bool is_eval_key(const std::string& key) {
-  return key.rfind("eval_", 0) == 0;
-}
 // eval_seconds (the time an evaluation took) is logged with the figures but is not one.
 bool is_timing(const std::string& key) {
   return key.size() >= 8 && key.compare(key.size() - 8, 8, "_seconds") == 0;
@@ -194,7 +191,8 @@ Figure panels_figure(const std::string& name, const std::string& title,
   s = preamble();
   const bool rising = name == "eval";  // accuracies rise: keep the key out of their way
   std::size_t longest = 0;             // the longest legend
-  s += "set xlabel 'step'\n";
+  s += fmt::format("set xlabel {}\n",
+                   gnuplot_quote(x_axis_label(runs.empty() ? XAxis::steps : runs.front().x)));
   if (keys.size() > 1) {
     s += fmt::format("set multiplot layout {},{} title {} font ',13'\n", rows, cols,
                      gnuplot_quote(title));

@@ -40,15 +40,17 @@ std::vector<std::string> loss_keys(const std::vector<RunMetrics>& runs);
 /// `eval_seconds` (keys ending in `_seconds`).
 std::vector<std::string> eval_keys(const std::vector<RunMetrics>& runs);
 
-/// One panel per key, each with every run that logged it as one line against step (legend: run
-/// name; run i gets colour i). `title` heads the figure; each panel is titled after its key
+/// One panel per key, each with every run that logged it as one line (legend: run name; run i
+/// gets colour i) against the runs' x: step, or minutes of training, as RunMetrics::x of the
+/// first run says (the runs of one figure share it, as load_inputs reads them; x_axis_label
+/// names the axis). `title` heads the figure; each panel is titled after its key
 /// (docs/training.md's meaning of the known keys). Empty script when `keys` is empty.
 Figure panels_figure(const std::string& name, const std::string& title,
                      const std::vector<RunMetrics>& runs, const std::vector<std::string>& keys);
 
 /// losses.png: panels_figure of loss_keys(). Empty script when no run has such a key.
 Figure losses_figure(const std::vector<RunMetrics>& runs);
-/// learning_rate.png: the learning rate against step, one line per run.
+/// learning_rate.png: the learning rate against the runs' x, one line per run.
 Figure learning_rate_figure(const std::vector<RunMetrics>& runs);
 /// eval.png: one panel per `eval_*` key. Empty script when no run has one.
 Figure eval_figure(const std::vector<RunMetrics>& runs);

@@ -1,6 +1,7 @@
 #include "plot/inputs.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <map>
 #include <utility>
@@ -34,6 +35,10 @@ std::string base_name(const std::string& path) {
 
 }  // namespace
 
+bool is_eval_key(const std::string& key) {
+  return key.rfind("eval_", 0) == 0;
+}
+
 const Series* RunMetrics::find(const std::string& key) const {
   for (const auto& s : series) {
     if (s.key == key) return &s;
@@ -41,10 +46,24 @@ const Series* RunMetrics::find(const std::string& key) const {
   return nullptr;
 }
 
-RunMetrics read_metrics(const std::string& path, const std::string& name) {
-  // key -> step -> value
-  std::map<std::string, std::map<std::int64_t, double>> values;
-  std::size_t records = 0;
+std::string x_axis_label(XAxis x) {
+  return x == XAxis::minutes ? "minutes of training (evaluation excluded)" : "step";
+}
+
+RunMetrics read_metrics(const std::string& path, const std::string& name, XAxis x) {
+  const bool minutes = x == XAxis::minutes;
+  // One record's step, line, own train_seconds (read in minutes only; NaN: none) and whether it
+  // is an evaluation record (one with an `eval_*` key).
+  struct Record {
+    std::int64_t step;
+    std::size_t line;
+    double seconds;
+    bool eval;
+  };
+  std::vector<Record> records;
+  // key -> step -> (value, the record it came from)
+  std::map<std::string, std::map<std::int64_t, std::pair<double, std::size_t>>> values;
+  std::map<std::int64_t, double> training_seconds;  // step -> its training record's seconds
   std::size_t unfinished = 0;
   std::int64_t max_step = -1;
   std::size_t restarts = 0;
@@ -56,29 +75,58 @@ RunMetrics read_metrics(const std::string& path, const std::string& name) {
         json_as_object(rec, place, "");
         const std::int64_t step = json_as_int(json_require(rec, "step", place, ""), place, "step");
         if (step < 0) throw DataError(path, at_line(line), "step", "must be >= 0");
-        ++records;
         if (step < max_step) {
           if (restarts++ == 0) first_restart = step, first_restart_after = max_step;
         }
         max_step = std::max(max_step, step);
+        Record r{step, line, std::nan(""), false};
         for (const auto& [key, v] : rec.items()) {
+          r.eval = r.eval || is_eval_key(key);
           if (key == "step" || !v.is_number()) continue;
-          values[key][step] = v.get<double>();
+          if (minutes && key == "train_seconds") {
+            r.seconds = v.get<double>();
+            continue;
+          }
+          values[key][step] = {v.get<double>(), records.size()};
         }
+        if (!r.eval && !std::isnan(r.seconds)) training_seconds[step] = r.seconds;
+        records.push_back(r);
       },
       &unfinished);
-  if (records == 0) {
+  if (records.empty()) {
     throw DataError(path, "", "",
                     unfinished != 0 ? "no complete logged step (its only line is unfinished)"
                                     : "no logged step (the file is empty)");
   }
+  if (minutes && std::all_of(records.begin(), records.end(),
+                             [](const Record& r) { return std::isnan(r.seconds); })) {
+    throw DataError(path, "", "",
+                    "no record has train_seconds: the run was logged before train_seconds "
+                    "existed, so --x minutes cannot draw it; scripts/add-train-seconds.py RUN_DIR "
+                    "writes RUN_DIR/metrics-with-train-seconds.jsonl with it (plot that file)");
+  }
+  // The x of record i (the one place that decides it).
+  auto x_of = [&](std::size_t i) {
+    const Record& r = records[i];
+    if (!minutes) return static_cast<double>(r.step);
+    if (!std::isnan(r.seconds)) return r.seconds / 60.0;
+    const auto training = training_seconds.find(r.step);
+    if (!r.eval || training == training_seconds.end()) {
+      throw DataError(path, at_line(r.line), "train_seconds",
+                      r.eval ? "is missing, and no training record of step " +
+                                   std::to_string(r.step) + " has it"
+                             : "is missing (other records have it)");
+    }
+    return training->second / 60.0;
+  };
   RunMetrics run{name, path, {}, unfinished};
+  run.x = x;
   run.step_restarts = restarts;
   run.first_restart_step = first_restart;
   run.first_restart_after = first_restart_after;
   for (const auto& [key, by_step] : values) {
     Series s{key, {}};
-    for (const auto& [step, v] : by_step) s.points.push_back({static_cast<double>(step), v});
+    for (const auto& [step, v] : by_step) s.points.push_back({x_of(v.second), v.first});
     run.series.push_back(std::move(s));
   }
   return run;
@@ -179,7 +227,7 @@ ModelScores read_eval_dir(const std::string& dir, const std::string& name) {
   return model;
 }
 
-Inputs load_inputs(const std::vector<std::string>& paths) {
+Inputs load_inputs(const std::vector<std::string>& paths, XAxis x) {
   Inputs in;
   std::vector<std::string> run_paths, model_paths;  // as given, parallel to in.runs / models
   for (const auto& path : paths) {
@@ -197,7 +245,7 @@ Inputs load_inputs(const std::vector<std::string>& paths) {
                         "this folder");
       }
       if (is_run) {
-        in.runs.push_back(read_metrics(metrics.string(), base_name(path)));
+        in.runs.push_back(read_metrics(metrics.string(), base_name(path), x));
         run_paths.push_back(path);
       }
       if (is_eval) {
@@ -207,11 +255,12 @@ Inputs load_inputs(const std::vector<std::string>& paths) {
       continue;
     }
     const fs::path p(path);
-    const bool known_name = p.filename() == "metrics.jsonl" || p.filename() == "results.json";
+    const bool known_name = p.filename() == "metrics.jsonl" || p.filename() == "results.json" ||
+                            p.filename() == "metrics-with-train-seconds.jsonl";
     const std::string name =
         known_name ? base_name(fs::absolute(p).parent_path().string()) : p.stem().string();
     if (p.extension() == ".jsonl") {
-      in.runs.push_back(read_metrics(path, name));
+      in.runs.push_back(read_metrics(path, name, x));
       run_paths.push_back(path);
     } else {
       for (auto& m : read_results_file(path, name)) {

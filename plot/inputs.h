@@ -13,6 +13,9 @@
 
 namespace dialtree::plot {
 
+/// True for a key of an evaluation record (`eval_probe_banking_accuracy`, `eval_seconds`).
+bool is_eval_key(const std::string& key);
+
 /// One point of a curve.
 struct Point {
   double x = 0;
@@ -25,8 +28,19 @@ struct Series {
   std::vector<Point> points;
 };
 
+/// What the x of a pretraining run's curves is (`dialtree plot --x`).
+enum class XAxis {
+  steps,    ///< the record's `step` (the default)
+  minutes,  ///< the record's `train_seconds` / 60: optimisation time, evaluation and saving
+            ///< excluded (docs/plotting.md)
+};
+
+/// The x-axis label of `x`: "step" or "minutes of training (evaluation excluded)".
+std::string x_axis_label(XAxis x);
+
 /// The curves of one pretraining run: one series per numeric key of metrics.jsonl (every key but
-/// `step`) against `step`, sorted by key.
+/// `step`, and `train_seconds` when it gives the x) against the x of its record (read_metrics),
+/// sorted by key.
 struct RunMetrics {
   std::string name;  ///< legend name (the run folder's name)
   std::string path;  ///< the metrics.jsonl it came from
@@ -41,23 +55,31 @@ struct RunMetrics {
   std::size_t step_restarts = 0;
   std::int64_t first_restart_step = -1;   ///< the step the file first went back to
   std::int64_t first_restart_after = -1;  ///< the largest step logged before that record
+  XAxis x = XAxis::steps;                 ///< what the points' x is
 
   /// The series of `key`, or nullptr if the run never logged it.
   const Series* find(const std::string& key) const;
 };
 
 /// Reads a metrics.jsonl file. Each non-blank line must be a JSON object with an integer `step`
-/// (>= 0); every other key whose value is a number becomes a point (step, value) of that key's
+/// (>= 0); every other key whose value is a number becomes a point (x, value) of that key's
 /// series; `null` (a NaN or infinity written by JSON) and non-numeric values are skipped. A key
 /// logged twice for the same step keeps the later value (steps going back are counted in
-/// step_restarts). Keys may appear on some lines only
+/// step_restarts); points are in step order. Keys may appear on some lines only
 /// (e.g. `eval_*` keys at evaluation steps).
+/// The x of a record is its step (XAxis::steps), or its `train_seconds` / 60 in minutes
+/// (XAxis::minutes; `train_seconds` is then no series); an evaluation record (one with an
+/// `eval_*` key) without `train_seconds` takes that of the training record (one without) of its
+/// step.
 /// @param name legend name of the run
 /// An unfinished last line (see RunMetrics::unfinished_line) is skipped, not an error.
 /// @throws DataError naming the file and "line N" for invalid JSON, a line that is not an
-///   object, a missing or non-integer step; naming the file alone if it cannot be read or holds
-///   no record.
-RunMetrics read_metrics(const std::string& path, const std::string& name);
+///   object, a missing or non-integer step, and (minutes) a record left without an x: a training
+///   record without `train_seconds`, or an evaluation record without it whose step has no
+///   training record that has it; naming the file alone if it cannot be read, holds no record,
+///   or (minutes) has no `train_seconds` at all (a run logged before train_seconds existed: the
+///   message points to scripts/add-train-seconds.py).
+RunMetrics read_metrics(const std::string& path, const std::string& name, XAxis x = XAxis::steps);
 
 /// One seed's scores of one task.
 struct SeedRun {
@@ -119,10 +141,12 @@ struct Inputs {
 /// Classifies and reads each path: a folder with `metrics.jsonl` is a pretraining run, a folder
 /// with `results.json` an eval folder (a folder may be both); a `.jsonl` file is a metrics file;
 /// any other file a results file (read_results_file). Legend names are the folder's name (the
-/// file's folder for metrics.jsonl / results.json, else the file's stem); when two inputs of the
-/// same kind would get the same name, both are named by the path as given.
+/// file's folder for metrics.jsonl, results.json and scripts/add-train-seconds.py's
+/// metrics-with-train-seconds.jsonl, else the file's stem); when two inputs of the same kind
+/// would get the same name, both are named by the path as given.
+/// @param x the x of the pretraining runs' curves (read_metrics); the scores ignore it
 /// @throws DataError naming the path when it does not exist, or is a folder with neither file;
 ///   errors of the readers above.
-Inputs load_inputs(const std::vector<std::string>& paths);
+Inputs load_inputs(const std::vector<std::string>& paths, XAxis x = XAxis::steps);
 
 }  // namespace dialtree::plot

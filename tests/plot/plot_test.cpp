@@ -194,6 +194,89 @@ TEST(PlotMetrics, ErrorsNameTheFileAndTheLine) {
               HasSubstr("no logged step"));
 }
 
+// --x minutes: a record's x is its train_seconds / 60; an evaluation record without one takes
+// the training record's of its step; its own wins over that.
+const char* const kTimedMetrics =
+    "{\"step\":0,\"epoch\":0,\"eval_probe_x_accuracy\":0.25,\"eval_seconds\":3,"
+    "\"train_seconds\":0}\n"
+    "{\"step\":100,\"loss\":4,\"learning_rate\":0.5,\"train_seconds\":30}\n"
+    "{\"step\":200,\"loss\":3,\"learning_rate\":1,\"train_seconds\":90}\n"
+    "{\"step\":200,\"eval_probe_x_accuracy\":0.5,\"eval_seconds\":4}\n"
+    "{\"step\":300,\"loss\":2,\"learning_rate\":0.25,\"train_seconds\":150}\n"
+    "{\"step\":300,\"eval_probe_x_accuracy\":0.75,\"eval_seconds\":4,\"train_seconds\":153}\n";
+
+TEST(PlotMetrics, MinutesPutEachRecordAtItsTrainSeconds) {
+  TempDir tmp;
+  spit(tmp.file("metrics.jsonl"), kTimedMetrics);
+  const RunMetrics run = read_metrics(tmp.file("metrics.jsonl"), "t", XAxis::minutes);
+  EXPECT_EQ(run.x, XAxis::minutes);
+  EXPECT_THAT(xs(*run.find("loss")), ElementsAre(0.5, 1.5, 2.5));  // 30, 90, 150 s
+  EXPECT_THAT(ys(*run.find("loss")), ElementsAre(4, 3, 2));
+  // Step 0 has its own 0 s; step 200's evaluation borrows its training record's 90 s; step
+  // 300's has its own 153 s.
+  EXPECT_THAT(xs(*run.find("eval_probe_x_accuracy")), ElementsAre(0, 1.5, 153.0 / 60));
+  EXPECT_THAT(ys(*run.find("eval_probe_x_accuracy")), ElementsAre(0.25, 0.5, 0.75));
+  EXPECT_EQ(run.find("train_seconds"), nullptr);  // the x, not a curve
+
+  // The figures hold those numbers and say what the axis is.
+  const Figure losses = losses_figure({run});
+  EXPECT_EQ(find_data(losses, "losses-0-0.dat")->content, "0.5 4\n1.5 3\n2.5 2\n");
+  EXPECT_THAT(losses.script, HasSubstr("set xlabel 'minutes of training (evaluation excluded)'\n"));
+  EXPECT_THAT(losses.script, Not(HasSubstr("set xlabel 'step'")));
+  const Figure eval = eval_figure({run});
+  EXPECT_EQ(find_data(eval, "eval-0-0.dat")->content, "0 0.25\n1.5 0.5\n2.55 0.75\n");
+  EXPECT_THAT(eval.script, HasSubstr("set xlabel 'minutes of training (evaluation excluded)'\n"));
+  const Figure lr = learning_rate_figure({run});
+  EXPECT_EQ(find_data(lr, "learning_rate-0-0.dat")->content, "0.5 0.5\n1.5 1\n2.5 0.25\n");
+
+  // The default is steps, as before: train_seconds is a curve like any other key.
+  const RunMetrics by_step = read_metrics(tmp.file("metrics.jsonl"), "t");
+  EXPECT_EQ(by_step.x, XAxis::steps);
+  EXPECT_THAT(xs(*by_step.find("loss")), ElementsAre(100, 200, 300));
+  EXPECT_THAT(xs(*by_step.find("eval_probe_x_accuracy")), ElementsAre(0, 200, 300));
+  // (step 300's evaluation record logs it after the training record: the later value wins)
+  EXPECT_THAT(ys(*by_step.find("train_seconds")), ElementsAre(0, 30, 90, 153));
+  EXPECT_THAT(losses_figure({by_step}).script, HasSubstr("set xlabel 'step'\n"));
+
+  // load_inputs reads the runs in minutes; eval folders and results files ignore it. The file
+  // that scripts/add-train-seconds.py writes is named after its folder, as metrics.jsonl is.
+  const Inputs in = load_inputs({tmp.path().string(), fixture("plot/eval-a")}, XAxis::minutes);
+  ASSERT_EQ(in.runs.size(), 1u);
+  EXPECT_THAT(xs(*in.runs[0].find("loss")), ElementsAre(0.5, 1.5, 2.5));
+  EXPECT_EQ(in.models.size(), 1u);
+  fs::create_directory(tmp.path() / "old-run");
+  spit(tmp.path() / "old-run" / "metrics-with-train-seconds.jsonl", kTimedMetrics);
+  const Inputs converted = load_inputs(
+      {(tmp.path() / "old-run" / "metrics-with-train-seconds.jsonl").string()}, XAxis::minutes);
+  EXPECT_EQ(converted.runs.at(0).name, "old-run");
+}
+
+TEST(PlotMetrics, MinutesOfARunWithoutTrainSecondsIsAnError) {
+  // run-a was logged before train_seconds existed.
+  const std::string old = fixture("plot/run-a/metrics.jsonl");
+  EXPECT_EQ(data_error([&] { read_metrics(old, "a", XAxis::minutes); }),
+            old +
+                ": no record has train_seconds: the run was logged before train_seconds existed, "
+                "so --x minutes cannot draw it; scripts/add-train-seconds.py RUN_DIR writes "
+                "RUN_DIR/metrics-with-train-seconds.jsonl with it (plot that file)");
+  EXPECT_THAT(data_error([&] { load_inputs({fixture("plot/run-a")}, XAxis::minutes); }),
+              HasSubstr(old + ": no record has train_seconds"));
+  EXPECT_EQ(data_error([&] { read_metrics(old, "a"); }), "");  // steps need none
+
+  // A record left without an x, in a run that has train_seconds, names its line.
+  TempDir tmp;
+  spit(tmp.file("metrics.jsonl"),
+       "{\"step\":100,\"loss\":4,\"train_seconds\":30}\n{\"step\":200,\"loss\":3}\n");
+  EXPECT_THAT(data_error([&] { read_metrics(tmp.file("metrics.jsonl"), "t", XAxis::minutes); }),
+              HasSubstr(": line 2: field 'train_seconds': is missing (other records have it)"));
+  spit(tmp.file("metrics.jsonl"),
+       "{\"step\":100,\"loss\":4,\"train_seconds\":30}\n{\"step\":150,\"eval_probe_x_accuracy\":1}"
+       "\n");
+  EXPECT_THAT(data_error([&] { read_metrics(tmp.file("metrics.jsonl"), "t", XAxis::minutes); }),
+              HasSubstr(": line 2: field 'train_seconds': is missing, and no training record of "
+                        "step 150 has it"));
+}
+
 TEST(PlotInputs, ClassifiesFoldersAndFilesAndNamesThem) {
   const Inputs in = load_inputs({fixture("plot/run-a"), fixture("plot/run-b/metrics.jsonl"),
                                  fixture("plot/eval-a/"), fixture("plot/tfidf.json")});
