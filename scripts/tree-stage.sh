@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Does SPACE-2's tree help where the tree has branches? (docs/results.md, the section of that
-# name; scripts/tree-table.py prints its tables). From the language stage
+# name; scripts/stage-table.py prints its tables). From the language stage
 # (runs/pretrain-lm/final, `EVAL=0 scripts/run.sh`),
 # run a contrastive stage on the data with real trees (the SGD subset without DSTC8's services,
 # and the train_10 split of all six DialoGLUE tasks; configs/pretrain-small.yaml) in arms that
