@@ -12,31 +12,6 @@ DIR holds what those scripts write: probe-val.json and probe-test.json (`dialtre
 --out`), and eval-few/<task>*/results.json (`dialtree eval dialoglue --out`; several folders of
 one task, e.g. seed 1 and seeds 2-3, are merged by seed). A missing file leaves its cells "–".
 Prints a Markdown table.
-"""The table of scripts/tree-stage.sh (docs/results.md "Does SPACE-2's tree help where the tree
-has branches?"): per row, the frozen-vector probe on val and test (the [CLS] intent probe of
-banking / clinc / hwu and the token-level probe of restaurant8k / dstc8 / TOP) and the fine-tuned
-few-shot test scores (mean ± sample std over fine-tuning seeds, seeds in brackets, val mean after
-the slash).
-
-usage: scripts/stage-table.py NAME=DIR [NAME=DIR ...]
-
-DIR holds what scripts/tree-stage.sh writes: probe-val.json and probe-test.json (`dialtree eval
-probe --out`), and eval-few/<task>*/results.json (`dialtree eval dialoglue --out`; several folders
-of one task, e.g. seed 1 and seeds 2-3, are merged by seed). A missing file leaves its cells "–".
-Prints a Markdown table.
-"""The table of a stage comparison: scripts/tree-stage.sh (docs/results.md "Does SPACE-2's tree
-help where the tree has branches?") and scripts/language-stage.sh (docs/results.md "Which
-language stage teaches the encoder more per CPU-minute?"). Per row, the frozen-vector probe on
-val and test (the [CLS] intent probe of banking / clinc / hwu and the token-level probe of
-restaurant8k / dstc8 / TOP) and the fine-tuned few-shot test scores (mean ± sample std over
-fine-tuning seeds, seeds in brackets, val mean after the slash).
-
-usage: scripts/stage-table.py NAME=DIR [NAME=DIR ...]
-
-DIR holds what those scripts write: probe-val.json and probe-test.json (`dialtree eval probe
---out`), and eval-few/<task>*/results.json (`dialtree eval dialoglue --out`; several folders of
-one task, e.g. seed 1 and seeds 2-3, are merged by seed). A missing file leaves its cells "–".
-Prints a Markdown table.
 """
 
 import glob
@@ -51,33 +26,7 @@ FOLDER = {"dstc8": "dstc8"}  # eval-few/<task> as tree-stage.sh names it
 
 
 def probe(path):
-    """The table of a stage comparison: scripts/tree-stage.sh (docs/results.md "Does SPACE-2's tree
-help where the tree has branches?") and scripts/language-stage.sh (docs/results.md "Which
-language stage teaches the encoder more per CPU-minute?"). Per row, the frozen-vector probe on
-val and test (the [CLS] intent probe of banking / clinc / hwu and the token-level probe of
-restaurant8k / dstc8 / TOP) and the fine-tuned few-shot test scores (mean ± sample std over
-fine-tuning seeds, seeds in brackets, val mean after the slash).
-
-usage: scripts/stage-table.py NAME=DIR [NAME=DIR ...]
-
-DIR holds what those scripts write: probe-val.json and probe-test.json (`dialtree eval probe
---out`), and eval-few/<task>*/results.json (`dialtree eval dialoglue --out`; several folders of
-one task, e.g. seed 1 and seeds 2-3, are merged by seed). A missing file leaves its cells "–".
-Prints a Markdown table.
-"""task -> score (percent) of one probe report, or {} when the file is missing."""The table of a stage comparison: scripts/tree-stage.sh (docs/results.md "Does SPACE-2's tree
-help where the tree has branches?") and scripts/language-stage.sh (docs/results.md "Which
-language stage teaches the encoder more per CPU-minute?"). Per row, the frozen-vector probe on
-val and test (the [CLS] intent probe of banking / clinc / hwu and the token-level probe of
-restaurant8k / dstc8 / TOP) and the fine-tuned few-shot test scores (mean ± sample std over
-fine-tuning seeds, seeds in brackets, val mean after the slash).
-
-usage: scripts/stage-table.py NAME=DIR [NAME=DIR ...]
-
-DIR holds what those scripts write: probe-val.json and probe-test.json (`dialtree eval probe
---out`), and eval-few/<task>*/results.json (`dialtree eval dialoglue --out`; several folders of
-one task, e.g. seed 1 and seeds 2-3, are merged by seed). A missing file leaves its cells "–".
-Prints a Markdown table.
-"""
+    """task -> score (percent) of one probe report, or {} when the file is missing."""
     if not os.path.exists(path):
         return {}
     with open(path, encoding="utf-8") as f:
@@ -88,33 +37,7 @@ Prints a Markdown table.
 
 
 def finetuned(folder, task):
-    """The table of a stage comparison: scripts/tree-stage.sh (docs/results.md "Does SPACE-2's tree
-help where the tree has branches?") and scripts/language-stage.sh (docs/results.md "Which
-language stage teaches the encoder more per CPU-minute?"). Per row, the frozen-vector probe on
-val and test (the [CLS] intent probe of banking / clinc / hwu and the token-level probe of
-restaurant8k / dstc8 / TOP) and the fine-tuned few-shot test scores (mean ± sample std over
-fine-tuning seeds, seeds in brackets, val mean after the slash).
-
-usage: scripts/stage-table.py NAME=DIR [NAME=DIR ...]
-
-DIR holds what those scripts write: probe-val.json and probe-test.json (`dialtree eval probe
---out`), and eval-few/<task>*/results.json (`dialtree eval dialoglue --out`; several folders of
-one task, e.g. seed 1 and seeds 2-3, are merged by seed). A missing file leaves its cells "–".
-Prints a Markdown table.
-"""(test scores by seed, val scores by seed) of every results.json of `task` in `folder`."""The table of a stage comparison: scripts/tree-stage.sh (docs/results.md "Does SPACE-2's tree
-help where the tree has branches?") and scripts/language-stage.sh (docs/results.md "Which
-language stage teaches the encoder more per CPU-minute?"). Per row, the frozen-vector probe on
-val and test (the [CLS] intent probe of banking / clinc / hwu and the token-level probe of
-restaurant8k / dstc8 / TOP) and the fine-tuned few-shot test scores (mean ± sample std over
-fine-tuning seeds, seeds in brackets, val mean after the slash).
-
-usage: scripts/stage-table.py NAME=DIR [NAME=DIR ...]
-
-DIR holds what those scripts write: probe-val.json and probe-test.json (`dialtree eval probe
---out`), and eval-few/<task>*/results.json (`dialtree eval dialoglue --out`; several folders of
-one task, e.g. seed 1 and seeds 2-3, are merged by seed). A missing file leaves its cells "–".
-Prints a Markdown table.
-"""
+    """(test scores by seed, val scores by seed) of every results.json of `task` in `folder`."""
     tests, vals = {}, {}
     for path in sorted(glob.glob(os.path.join(folder, "eval-few", FOLDER.get(task, task) + "*",
                                               "results.json"))):
