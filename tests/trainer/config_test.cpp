@@ -323,10 +323,10 @@ TEST(Config, BadInputsAreErrorsNamingFileLineKeyAndType) {
       in_file("unknown language objective", "loss:\n  language_objective: electra\n", 6,
               "loss.language_objective", {"must be one of 'mlm', 'rtd', got 'electra'"}),
       in_file("generator of no depth", "loss:\n  generator_size: 0\n", 6, "loss.generator_size",
-              {"(0, 1]"}),
+              {"must be in (0.0, 1.0], got 0.0"}),
       in_file("rtd without a language weight",
-              "loss: {language_objective: rtd, mlm_weight: 0}\n", 5, "loss.language_objective",
-              {"needs loss.mlm_weight > 0"}),
+              "loss: {language_objective: rtd, mlm_weight: 0}\n", 5, "loss.mlm_weight",
+              {"loss.language_objective rtd needs loss.mlm_weight > 0"}),
       in_file("unknown role", "  trigger_role: agent\n", 5, "data.trigger_role",
               {"'user', 'system', 'user_system'"}),
       in_file("unknown view", "model:\n  projection_views: [D, X]\n", 6, "model.projection_views",
@@ -515,7 +515,7 @@ TEST(Config, OverridesDefaultsAndResolution) {
         dot == std::string::npos ? node[key] : node[key.substr(0, dot)][key.substr(dot + 1)];
     EXPECT_TRUE(v.IsDefined()) << key;
   }
-  EXPECT_EQ(config_keys().size(), 72u);
+  EXPECT_EQ(config_keys().size(), 75u);
 
   // Paths stay as written (relative to the working directory), and inputs are checked on demand.
   testing::TempDir dir;
