@@ -20,6 +20,7 @@
 #include <fmt/core.h>
 
 #include "cli/commands.h"
+#include "cli/common_options.h"
 #include "common/atomic_file.h"
 #include "common/device_spec.h"
 #include "common/json_util.h"
@@ -253,10 +254,7 @@ void register_dialoglue(CLI::App& eval) {
           "gt_test.json as DialoGLUE does, and print the table (mean ± std over seeds). Writes "
           "<out>/<task>/seed-<s>/test_predictions.json, <out>/results.json and "
           "<out>/results.md.");
-  cmd->add_option("--model", a->model,
-                  "Model bundle folder, e.g. runs/pretrain-intent-pseudo/final")
-      ->required()
-      ->check(existing_folder("model bundle"));
+  add_model_option(cmd, a->model, ModelFolder::Bundle, kBundleExample);
   cmd->add_option("--tasks", a->tasks,
                   "Comma-separated tasks: " +
                       join_dialoglue_task_names(TaskSet::FineTune, TaskSpelling::Folder))
@@ -265,7 +263,8 @@ void register_dialoglue(CLI::App& eval) {
       ->check(CLI::IsMember({"full", "few"}))
       ->capture_default_str();
   cmd->add_option("--seeds", a->seeds, "Comma-separated seeds")->capture_default_str();
-  cmd->add_option("--out", a->out, "Output folder")->required();
+  add_out_option(cmd, a->out, OutputKind::Folder,
+                 "created: <task>/seed-<s>/test_predictions.json, results.json, results.md");
   cmd->add_option("--data-dir", a->data_dir,
                   "DialoGLUE data folder (default: $DIALTREE_DATA, else ../shared/data/dialoglue)");
   a->config_option = cmd->add_option(
@@ -370,10 +369,7 @@ void register_probe(CLI::App& eval) {
           "): the token-level probe, a linear BIO tagger on each word's first sub-word state "
           "(plus TOP's intent on [CLS]) fitted on train_10, slot F1 / exact match by DialoGLUE's "
           "rules. Markdown tables.");
-  cmd->add_option("--model", a->model,
-                  "Model bundle folder, e.g. runs/pretrain-intent-pseudo/final")
-      ->required()
-      ->check(existing_folder("model bundle"));
+  add_model_option(cmd, a->model, ModelFolder::Bundle, kBundleExample);
   cmd->add_option("--tasks", a->tasks,
                   "Comma-separated tasks: " + join_dialoglue_task_names(TaskSet::Intent) +
                       " (intent probe); " + join_dialoglue_task_names(TaskSet::Tagging) +
@@ -406,7 +402,9 @@ void register_probe(CLI::App& eval) {
                   "fine-tuning; about 5x faster on AMX); false: fp32")
       ->capture_default_str();
   cmd->add_flag("--json", a->as_json, "Print the report as one JSON object instead of the table");
-  cmd->add_option("--out", a->out, "Also write the report as JSON to this file");
+  add_out_option(cmd, a->out, OutputKind::File,
+                 "the report as JSON, in addition to what is printed")
+      ->required(false);
   cmd->add_option("--dump-embeddings", a->dump_dir,
                   "Write every embedded split to DIR/<task>/<split>.{json,f32} (float32 rows + a "
                   "JSON header with the labels; bench/reference/probe.py reads them)");
@@ -532,10 +530,10 @@ void register_pseudo_label(CLI::App& eval) {
       "probe's standardized logistic regression, fitted on a bundle's frozen [CLS] vectors of "
       "train_10, labels train.csv's texts (its labels are never used); the most confident "
       "--per-label per predicted intent are written as sts/1 records to DIR/<task>.pseudo.jsonl.");
-  cmd->add_option("--model", a->model,
-                  "Model bundle folder whose frozen vectors the probe's classifier labels from, "
-                  "e.g. runs/pretrain-lm/final (required unless every task has a --teacher)")
-      ->check(existing_folder("model bundle"));
+  add_model_option(cmd, a->model, ModelFolder::Bundle,
+                   "whose frozen vectors the probe's classifier labels from, e.g. "
+                   "runs/pretrain-lm/final; required unless every task has a --teacher")
+      ->required(false);
   cmd->add_option("--teacher", a->teachers,
                   "TASK=DIR: label TASK with the intent head of DIR, a bundle fine-tuned on it "
                   "(`eval dialoglue --save-models`: OUT/TASK/seed-N/model) instead of the probe "

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/common_options.h"
 #include "eval/metrics.h"
 #include "eval/submission.h"
 #include "eval/tag_mapping.h"
@@ -260,7 +261,7 @@ void register_eval_words(CLI::App& eval) {
       ->capture_default_str();
   cmd->add_option("--data,--data-dir", a->data_dir,
                   "DialoGLUE data folder (default: $DIALTREE_DATA, else ../shared/data/dialoglue)");
-  cmd->add_option("--out", a->out, "Output .jsonl, written atomically")->required();
+  add_out_option(cmd, a->out, OutputKind::File, ".jsonl, written atomically");
   cmd->callback([a] { run_words(*a); });
 }
 
