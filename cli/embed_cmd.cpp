@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/common_options.h"
 #include "common/atomic_file.h"
 #include "common/batching.h"
 #include "common/device_spec.h"
@@ -46,7 +47,7 @@ struct EmbedArgs {
   template <class Self, class Visitor>
   static void visit(Self& a, Visitor&& v) {
     const double cpus = std::max(1u, std::thread::hardware_concurrency());
-    v("model", a.model, "Model bundle folder");
+    v("model", a.model, kBundleExample);  // --help: "Model bundle folder (<this>)"
     v("input", a.input, "Input file, one input per line ('-' = stdin)");
     v("output", a.output, "Output JSONL file, one vector per line ('-' = stdout)");
     v("input-format", a.input_format,
@@ -164,9 +165,8 @@ void register_embed(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "embed", "Embed texts or dialogs offline with a model bundle (same vectors as serve)");
   EmbedArgs::visit(*a, [cmd](const char* name, auto& value, const char* help, const auto&...) {
-    add_flag_with_env(cmd, name, value, help);
+    add_visited_flag(cmd, name, value, help);  // --model: add_model_option
   });
-  cmd->get_option("--model")->required()->check(existing_folder("model bundle"));
   cmd->get_option("--input-format")->check(CLI::IsMember({"text", "jsonl"}));
   cmd->callback([a] { run_embed(*a); });
 }

@@ -20,6 +20,7 @@
 #include <fmt/core.h>
 
 #include "cli/commands.h"
+#include "cli/common_options.h"
 #include "common/atomic_file.h"
 #include "common/device_spec.h"
 #include "common/json_util.h"
@@ -34,6 +35,7 @@
 #include "model/bundle.h"
 #include "model/device.h"
 #include "model/encoder.h"
+#include "readers/dialoglue_tasks.h"
 #include "sts/format.h"
 
 namespace dialtree::cli {
@@ -41,6 +43,9 @@ namespace dialtree::cli {
 namespace {
 
 namespace fs = std::filesystem;
+using readers::join_dialoglue_task_names;
+using readers::TaskSet;
+using readers::TaskSpelling;
 
 /// The folders prepare_output_dir() created, outermost first. Unless keep() is called, the
 /// destructor removes them again while they are empty, deepest first, so that a command that
@@ -122,8 +127,13 @@ CreatedFolders prepare_output_dir(const std::string& dir, const std::string& fla
   return created;
 }
 
+/// The default of --tasks: the intent tasks of the task table, comma-separated.
+std::string default_tasks() {
+  return join_dialoglue_task_names(TaskSet::Intent, TaskSpelling::Name, ",");
+}
+
 struct DialoglueArgs {
-  std::string model, tasks = "banking,clinc,hwu", setting = "few", seeds = "1,2,3", out, data_dir,
+  std::string model, tasks = default_tasks(), setting = "few", seeds = "1,2,3", out, data_dir,
                      config;
   std::vector<std::string> overrides;
   std::string device;  // --device / DIALTREE_DEVICE: the recipe's device key, given last
@@ -181,8 +191,10 @@ void run_dialoglue_cmd(const DialoglueArgs& a) {
   eval::DialoglueRun run;
   run.model_dir = a.model;
   run.tasks = split_list(a.tasks);
-  for (auto& t : run.tasks) {
-    if (t == "dstc8") t = "dstc8_sgd";
+  for (auto& t : run.tasks) {  // by data folder ("dstc8" -> "dstc8_sgd"); unknown names stay
+    if (const readers::DialoglueTaskInfo* row = readers::find_dialoglue_task(t)) {
+      t = std::string(row->folder);
+    }
   }
   run.setting = eval::parse_setting(a.setting);
   run.seeds = parse_seeds(a.seeds);
@@ -235,23 +247,24 @@ void register_dialoglue(CLI::App& eval) {
   auto a = std::make_shared<DialoglueArgs>();
   CLI::App* cmd = eval.add_subcommand(
       "dialoglue",
-      "Fine-tune a model bundle on DialoGLUE tasks (intent: banking, clinc, hwu; slot tagging: "
-      "restaurant8k, dstc8_sgd; top) for each seed, select the epoch on val, "
-      "predict test once, score it against gt_test.json as DialoGLUE does, and print the table "
-      "(mean ± std over seeds). Writes <out>/<task>/seed-<s>/test_predictions.json, "
-      "<out>/results.json and <out>/results.md.");
-  cmd->add_option("--model", a->model,
-                  "Model bundle folder, e.g. runs/pretrain-intent-pseudo/final")
-      ->required()
-      ->check(existing_folder("model bundle"));
+      "Fine-tune a model bundle on DialoGLUE tasks (intent: " +
+          join_dialoglue_task_names(TaskSet::Intent) +
+          "; tagging: " + join_dialoglue_task_names(TaskSet::Tagging, TaskSpelling::Folder) +
+          ") for each seed, select the epoch on val, predict test once, score it against "
+          "gt_test.json as DialoGLUE does, and print the table (mean ± std over seeds). Writes "
+          "<out>/<task>/seed-<s>/test_predictions.json, <out>/results.json and "
+          "<out>/results.md.");
+  add_model_option(cmd, a->model, ModelFolder::Bundle, kBundleExample);
   cmd->add_option("--tasks", a->tasks,
-                  "Comma-separated tasks: banking, clinc, hwu, restaurant8k, dstc8_sgd, top")
+                  "Comma-separated tasks: " +
+                      join_dialoglue_task_names(TaskSet::FineTune, TaskSpelling::Folder))
       ->capture_default_str();
   cmd->add_option("--setting", a->setting, "full (train.csv) or few (train_10.csv)")
       ->check(CLI::IsMember({"full", "few"}))
       ->capture_default_str();
   cmd->add_option("--seeds", a->seeds, "Comma-separated seeds")->capture_default_str();
-  cmd->add_option("--out", a->out, "Output folder")->required();
+  add_out_option(cmd, a->out, OutputKind::Folder,
+                 "created: <task>/seed-<s>/test_predictions.json, results.json, results.md");
   cmd->add_option("--data-dir", a->data_dir,
                   "DialoGLUE data folder (default: $DIALTREE_DATA, else ../shared/data/dialoglue)");
   a->config_option = cmd->add_option(
@@ -293,15 +306,17 @@ std::vector<std::string> intent_tasks(const std::string& list, const std::string
   for (const auto& t : tasks) {
     if (!eval::is_intent_task(t) && !(tagging && eval::is_tagging_task(t))) {
       throw std::invalid_argument(
-          "--tasks: unknown task '" + t + "' (" + what + " for the intent tasks: banking, clinc, hwu" +
-          (tagging ? "; and the tagging tasks: restaurant8k, dstc8, top)" : ")"));
+          "--tasks: unknown task '" + t + "' (" + what +
+          " for the intent tasks: " + join_dialoglue_task_names(TaskSet::Intent) +
+          (tagging ? "; and the tagging tasks: " + join_dialoglue_task_names(TaskSet::Tagging) + ")"
+                   : ")"));
     }
   }
   return tasks;
 }
 
 struct ProbeArgs {
-  std::string model, tasks = "banking,clinc,hwu", protocols = "dialoglue-few,mteb", split = "test",
+  std::string model, tasks = default_tasks(), protocols = "dialoglue-few,mteb", split = "test",
                      data_dir, out, dump_dir, pooling = "cls";
   double c = 1.0;
   int max_iter = 100, batch_size = 128, max_utt_len = 64;
@@ -349,16 +364,16 @@ void register_probe(CLI::App& eval) {
       "Intent tasks: [CLS] vectors, logistic regression (scikit-learn's objective, raw and "
       "standardized vectors) and nearest class centroid, fitted on train_10 (dialoglue-few) or "
       "on 10 draws of 8 examples per label from train (mteb); accuracy, macro F1 and the "
-      "effective rank. Tagging tasks (restaurant8k, dstc8, top): the token-level probe, a "
-      "linear BIO tagger on each word's first sub-word state (plus TOP's intent on [CLS]) "
-      "fitted on train_10, slot F1 / exact match by DialoGLUE's rules. Markdown tables.");
-  cmd->add_option("--model", a->model,
-                  "Model bundle folder, e.g. runs/pretrain-intent-pseudo/final")
-      ->required()
-      ->check(existing_folder("model bundle"));
+      "effective rank. Tagging tasks (" +
+          join_dialoglue_task_names(TaskSet::Tagging) +
+          "): the token-level probe, a linear BIO tagger on each word's first sub-word state "
+          "(plus TOP's intent on [CLS]) fitted on train_10, slot F1 / exact match by DialoGLUE's "
+          "rules. Markdown tables.");
+  add_model_option(cmd, a->model, ModelFolder::Bundle, kBundleExample);
   cmd->add_option("--tasks", a->tasks,
-                  "Comma-separated tasks: banking, clinc, hwu (intent probe); restaurant8k, "
-                  "dstc8, top (token-level probe)")
+                  "Comma-separated tasks: " + join_dialoglue_task_names(TaskSet::Intent) +
+                      " (intent probe); " + join_dialoglue_task_names(TaskSet::Tagging) +
+                      " (token-level probe)")
       ->capture_default_str();
   cmd->add_option("--protocols", a->protocols,
                   "Comma-separated protocols of the intent tasks: dialoglue-few, mteb (the tagging "
@@ -387,7 +402,9 @@ void register_probe(CLI::App& eval) {
                   "fine-tuning; about 5x faster on AMX); false: fp32")
       ->capture_default_str();
   cmd->add_flag("--json", a->as_json, "Print the report as one JSON object instead of the table");
-  cmd->add_option("--out", a->out, "Also write the report as JSON to this file");
+  add_out_option(cmd, a->out, OutputKind::File,
+                 "the report as JSON, in addition to what is printed")
+      ->required(false);
   cmd->add_option("--dump-embeddings", a->dump_dir,
                   "Write every embedded split to DIR/<task>/<split>.{json,f32} (float32 rows + a "
                   "JSON header with the labels; bench/reference/probe.py reads them)");
@@ -402,7 +419,7 @@ void register_probe(CLI::App& eval) {
 }
 
 struct PseudoLabelArgs {
-  std::string model, tasks = "banking,clinc,hwu", data_dir, out_dir, device = "auto";
+  std::string model, tasks = default_tasks(), data_dir, out_dir, device = "auto";
   std::vector<std::string> teachers;  ///< "TASK=DIR", as given
   eval::PseudoLabelOptions options;
   bool as_json = false;
@@ -416,9 +433,9 @@ std::map<std::string, std::string> parse_teachers(const std::vector<std::string>
   for (const auto& g : given) {
     const auto eq = g.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == g.size()) {
-      throw std::invalid_argument("--teacher '" + g +
-                                  "': expected TASK=DIR, e.g. "
-                                  "banking=runs/ft/banking/seed-1/model");
+      const std::string example = tasks.empty() ? "TASK" : tasks.front();
+      throw std::invalid_argument("--teacher '" + g + "': expected TASK=DIR, e.g. " + example +
+                                  "=runs/ft/" + example + "/seed-1/model");
     }
     const std::string task = g.substr(0, eq), dir = g.substr(eq + 1);
     if (std::find(tasks.begin(), tasks.end(), task) == tasks.end())
@@ -513,10 +530,10 @@ void register_pseudo_label(CLI::App& eval) {
       "probe's standardized logistic regression, fitted on a bundle's frozen [CLS] vectors of "
       "train_10, labels train.csv's texts (its labels are never used); the most confident "
       "--per-label per predicted intent are written as sts/1 records to DIR/<task>.pseudo.jsonl.");
-  cmd->add_option("--model", a->model,
-                  "Model bundle folder whose frozen vectors the probe's classifier labels from, "
-                  "e.g. runs/pretrain-lm/final (required unless every task has a --teacher)")
-      ->check(existing_folder("model bundle"));
+  add_model_option(cmd, a->model, ModelFolder::Bundle,
+                   "whose frozen vectors the probe's classifier labels from, e.g. "
+                   "runs/pretrain-lm/final; required unless every task has a --teacher")
+      ->required(false);
   cmd->add_option("--teacher", a->teachers,
                   "TASK=DIR: label TASK with the intent head of DIR, a bundle fine-tuned on it "
                   "(`eval dialoglue --save-models`: OUT/TASK/seed-N/model) instead of the probe "
@@ -525,7 +542,8 @@ void register_pseudo_label(CLI::App& eval) {
   cmd->add_option("--out-dir", a->out_dir,
                   "Folder for <task>.pseudo.jsonl and pseudo_label.json (created)")
       ->required();
-  cmd->add_option("--tasks", a->tasks, "Comma-separated intent tasks: banking, clinc, hwu")
+  cmd->add_option("--tasks", a->tasks,
+                  "Comma-separated intent tasks: " + join_dialoglue_task_names(TaskSet::Intent))
       ->capture_default_str();
   cmd->add_option("--data,--data-dir", a->data_dir,
                   "DialoGLUE data folder (default: $DIALTREE_DATA, else ../shared/data/dialoglue)");

@@ -6,6 +6,7 @@
 #include <fmt/core.h>
 
 #include "cli/commands.h"
+#include "cli/common_options.h"
 #include "model/hf_interop.h"
 
 namespace dialtree::cli {
@@ -32,7 +33,7 @@ void register_import_hf(CLI::App& app) {
   cmd->add_option("--from", a->from, "HF model folder")
       ->required()
       ->check(existing_folder("Hugging Face model"));
-  cmd->add_option("--out", a->out, "Bundle folder to write (replaced as a whole)")->required();
+  add_out_option(cmd, a->out, OutputKind::Folder, "the bundle, replaced as a whole");
   cmd->add_flag("--allow-missing", a->options.allow_missing,
                 "Initialise BERT tensors the checkpoint lacks (e.g. the MLM head of a BertModel "
                 "save) instead of failing; each is listed");
@@ -49,13 +50,11 @@ void register_export(CLI::App& app) {
   auto a = std::make_shared<ExportArgs>();
   CLI::App* cmd = app.add_subcommand(
       "export", "Write a bundle as a folder transformers or sentence-transformers can load");
-  cmd->add_option("--model", a->model, "Bundle folder")
-      ->required()
-      ->check(existing_folder("model bundle"));
+  add_model_option(cmd, a->model, ModelFolder::Bundle, "");
   cmd->add_option("--format", a->format,
                   "hf (BertForPreTraining, the default) or sentence-transformers")
       ->check(CLI::IsMember({"hf", "sentence-transformers"}));
-  cmd->add_option("--out", a->out, "Folder to write (replaced as a whole)")->required();
+  add_out_option(cmd, a->out, OutputKind::Folder, "replaced as a whole");
   cmd->add_flag("--weights-only", a->weights_only,
                 "Write no tokenizer files (needed for SentencePiece bundles, which have no "
                 "transformers BERT tokenizer)");

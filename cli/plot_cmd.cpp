@@ -11,6 +11,7 @@
 #include <fmt/core.h>
 
 #include "cli/commands.h"
+#include "cli/common_options.h"
 #include "plot/figures.h"
 #include "plot/inputs.h"
 #include "plot/render.h"
@@ -96,7 +97,7 @@ void register_plot(CLI::App& app) {
                   "run folders (metrics.jsonl), eval folders (results.json), or such files; "
                   "several are drawn together, named by their folder")
       ->required();
-  cmd->add_option("--out", args->out, "folder for the figures (created)")->required();
+  add_out_option(cmd, args->out, OutputKind::Folder, "the figures; created");
   cmd->add_option("--format", args->formats, "png, svg or png,svg")->capture_default_str();
   cmd->add_option("--x", args->x,
                   "x axis of the pretraining runs' curves: steps, or minutes (train_seconds / 60: "

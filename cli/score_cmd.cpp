@@ -5,21 +5,27 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/common_options.h"
 #include "eval/metrics.h"
 #include "eval/submission.h"
 #include "eval/tag_mapping.h"
 #include "eval/tasks.h"
+#include "readers/dialoglue_tasks.h"
 
 namespace dialtree::cli {
 
 namespace {
 
 namespace fs = std::filesystem;
+using readers::join_dialoglue_task_names;
+using readers::TaskSet;
+using readers::TaskSpelling;
 using json = nlohmann::json;
 
 struct ScoreArgs {
@@ -88,8 +94,9 @@ void print_score(const eval::TaskScore& s, const ScoreArgs& a, const std::string
     fmt::print("{}\n", j.dump());
     return;
   }
-  fmt::print("{} {} {:.2f} ({} {})\n", s.task, s.metric, s.value * 100, s.count,
-             s.task == "multiwoz" ? "turns" : "examples");
+  fmt::print(
+      "{} {} {:.2f} ({} {})\n", s.task, s.metric, s.value * 100, s.count,
+      eval::task_kind(eval::parse_task(s.task)) == eval::TaskKind::Dst ? "turns" : "examples");
 }
 
 // A few-shot submission's runs (dump_outputs_fewshot.py): every run, then their mean ± std. The
@@ -123,14 +130,19 @@ void print_runs(const std::vector<eval::TaskScore>& runs, const ScoreArgs& a,
              runs.size() == 1 ? "" : "s", runs[0].count);
 }
 
+// "<why> applies to the tagging tasks (...), not '<task>'": `why` (an option, a command) was
+// given a task that is not a tagging task.
+std::invalid_argument tagging_only(const std::string& why, const std::string& task) {
+  return std::invalid_argument(why + " applies to the tagging tasks (" +
+                               join_dialoglue_task_names(TaskSet::Tagging) + "), not '" + task +
+                               "'");
+}
+
 // The tagging task's examples as DialoGLUE defines them, read from the resolved data folder;
 // `why` names the option that needs a tagging task.
 eval::TaggingTask tagging_task(const std::string& task, const std::string& data_dir,
                                eval::Setting setting, const std::string& why) {
-  if (!eval::is_tagging_task(task)) {
-    throw std::invalid_argument(why + " applies to the tagging tasks (restaurant8k, dstc8, top), "
-                                "not '" + task + "'");
-  }
+  if (!eval::is_tagging_task(task)) throw tagging_only(why, task);
   return eval::load_tagging_task(data_dir, task, setting);
 }
 
@@ -140,10 +152,8 @@ void run_score(const ScoreArgs& a) {
     throw std::invalid_argument("give one of --predictions (a DialoGLUE prediction file) and "
                                 "--word-tags (word-level tags as JSON lines)");
   }
-  if (!a.word_tags.empty() && !eval::is_tagging_task(a.task)) {
-    throw std::invalid_argument("--word-tags applies to the tagging tasks (restaurant8k, dstc8, "
-                                "top), not '" + a.task + "'");
-  }
+  if (!a.word_tags.empty() && !eval::is_tagging_task(a.task))
+    throw tagging_only("--word-tags", a.task);
   if (!a.data_dir.empty() && a.word_tags.empty()) {
     throw std::invalid_argument("--data-dir applies with --word-tags only (the words of the test "
                                 "examples); --predictions files are scored as they are");
@@ -216,6 +226,23 @@ void run_words(const WordsArgs& a) {
   fmt::print("{} {}: {} examples -> {}\n", a.task, a.split, xs.size(), a.out);
 }
 
+// "accuracy (banking, clinc, hwu), slot F1 (restaurant8k, dstc8), ...": each metric of the task
+// table with its tasks (rows of one metric are adjacent there).
+std::string metrics_by_task() {
+  const std::vector<readers::DialoglueTaskInfo>& rows = readers::dialoglue_tasks();
+  std::string out;
+  for (std::size_t i = 0; i < rows.size();) {
+    std::vector<std::string> names;
+    std::size_t j = i;
+    for (; j < rows.size() && rows[j].metric == rows[i].metric; ++j)
+      names.emplace_back(rows[j].name);
+    out += (out.empty() ? "" : ", ") + std::string(rows[i].metric) + " (" +
+           readers::join_names(names) + ")";
+    i = j;
+  }
+  return out;
+}
+
 }  // namespace
 
 void register_eval_words(CLI::App& eval) {
@@ -226,13 +253,15 @@ void register_eval_words(CLI::App& eval) {
       "\"tags\"} (top: plus \"intent\") per example, in file order; slot tasks carry the "
       "requested slot names in front, as DialoGLUE builds them (docs/dialoglue.md §4). A tagger "
       "outside dialtree trains on these and is scored with `eval score --word-tags`.");
-  cmd->add_option("--task", a->task, "restaurant8k, dstc8 (or dstc8_sgd), top")->required();
+  cmd->add_option("--task", a->task,
+                  join_dialoglue_task_names(TaskSet::Tagging, TaskSpelling::NameOrFolder))
+      ->required();
   cmd->add_option("--split", a->split, "train_10, train, val or test")
       ->check(CLI::IsMember({"train_10", "train", "val", "test"}))
       ->capture_default_str();
   cmd->add_option("--data,--data-dir", a->data_dir,
                   "DialoGLUE data folder (default: $DIALTREE_DATA, else ../shared/data/dialoglue)");
-  cmd->add_option("--out", a->out, "Output .jsonl, written atomically")->required();
+  add_out_option(cmd, a->out, OutputKind::File, ".jsonl, written atomically");
   cmd->callback([a] { run_words(*a); });
 }
 
@@ -240,12 +269,12 @@ void register_eval_score(CLI::App& eval) {
   auto a = std::make_shared<ScoreArgs>();
   CLI::App* cmd = eval.add_subcommand(
       "score",
-      "Score a DialoGLUE prediction file exactly as DialoGLUE's evaluate.py does: accuracy "
-      "(banking, clinc, hwu), slot F1 (restaurant8k, dstc8), exact match (top), TripPy joint goal "
-      "accuracy (multiwoz). Prints '<task> <metric> <score x100, 2 decimals> (<n> examples)'.");
+      "Score a DialoGLUE prediction file exactly as DialoGLUE's evaluate.py does (multiwoz: as "
+      "TripPy does): " +
+          metrics_by_task() +
+          ". Prints '<task> <metric> <score x100, 2 decimals> (<n> examples)'.");
   cmd->add_option("--task", a->task,
-                  "Task: banking, clinc, hwu, restaurant8k, dstc8 (or dstc8_sgd), "
-                  "top, multiwoz")
+                  "Task: " + join_dialoglue_task_names(TaskSet::All, TaskSpelling::NameOrFolder))
       ->required()
       ->check(CLI::IsMember(eval::task_names()));
   cmd->add_option("--predictions", a->predictions,

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/common_options.h"
 #include "common/malloc_info.h"
 #include "model/config.h"
 #include "model/device.h"
@@ -57,9 +58,8 @@ void register_serve(CLI::App& app) {
       "serve", "Serve embeddings, intents and tokens over HTTP (OpenAI / TEI compatible)");
   serve::ServerOptions::visit(
       *o, [cmd](const char* name, auto& value, const char* help, const auto&...) {
-        add_flag_with_env(cmd, name, value, help);
+        add_visited_flag(cmd, name, value, help);  // --model: add_model_option
       });
-  cmd->get_option("--model")->required()->check(existing_folder("model bundle"));
   const CLI::Option* api_key = cmd->get_option("--api-key");
   cmd->callback([o, api_key] {
     log_to_stderr(/*timestamps=*/true);

@@ -9,6 +9,7 @@
 #include <fmt/core.h>
 
 #include "cli/commands.h"
+#include "cli/common_options.h"
 #include "common/atomic_file.h"
 #include "common/error.h"
 #include "common/json_util.h"
@@ -128,10 +129,9 @@ void register_sts(CLI::App& app) {
       ->required()
       ->check(CLI::IsMember(sts::source_format_names()));
   conv->add_option("--input", args->input, "Source file (sgd: a file or a directory)")->required();
-  conv->add_option("--out", args->out,
-                   "Output .jsonl, written atomically; a symbolic link is followed, a device, "
-                   "FIFO or folder is refused, and it must not be one of the inputs")
-      ->required();
+  add_out_option(conv, args->out, OutputKind::File,
+                 ".jsonl, written atomically; a symbolic link is followed, a device, FIFO or "
+                 "folder is refused, and it must not be one of the inputs");
   CLI::Option* source = conv->add_option(
       "--source", args->source,
       "Dataset name for ids and `source`, not empty. Default: intent-csv, slot-json, top: the "

@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/commands.h"
+#include "cli/common_options.h"
 #include "common/atomic_file.h"
 #include "data/sentencepiece_tokenizer.h"
 #include "data/tokenizer_factory.h"
@@ -72,11 +73,9 @@ void register_tokenizer(CLI::App& app) {
                    "Pieces, the 9 special tokens included, in [16, 1048576]; at most what the "
                    "corpus supports")
       ->check(CLI::Range(data::kMinSentencePieceVocab, data::kMaxSentencePieceVocab));
-  train
-      ->add_option("--out", t->out_dir,
-                   "Output folder (spm.model, spm.vocab, tokenizer.json), written as a whole on "
-                   "success; an existing one is replaced and may hold only an earlier bundle")
-      ->required();
+  add_out_option(train, t->out_dir, OutputKind::Folder,
+                 "spm.model, spm.vocab, tokenizer.json; written as a whole on success; an "
+                 "existing one is replaced and may hold only an earlier bundle");
   train->add_option("--model-type", t->model_type, "unigram or bpe")
       ->check(CLI::IsMember({"unigram", "bpe"}));
   train->add_option("--normalization", t->normalization,
@@ -108,9 +107,7 @@ void register_tokenizer(CLI::App& app) {
 
   auto e = std::make_shared<EncodeArgs>();
   CLI::App* enc = tok->add_subcommand("encode", "Print the ids (and pieces) of a text");
-  enc->add_option("--model", e->model, "Tokenizer directory (with tokenizer.json)")
-      ->required()
-      ->check(existing_folder("tokenizer"));
+  add_model_option(enc, e->model, ModelFolder::Tokenizer, "with tokenizer.json");
   enc->add_option("--text", e->text, "Text to encode")->required();
   enc->add_flag("--pieces", e->pieces, "Also print the pieces");
   enc->callback([e] {
@@ -121,9 +118,7 @@ void register_tokenizer(CLI::App& app) {
 
   auto d = std::make_shared<DecodeArgs>();
   CLI::App* dec = tok->add_subcommand("decode", "Print the text of a list of ids");
-  dec->add_option("--model", d->model, "Tokenizer directory (with tokenizer.json)")
-      ->required()
-      ->check(existing_folder("tokenizer"));
+  add_model_option(dec, d->model, ModelFolder::Tokenizer, "with tokenizer.json");
   dec->add_option("ids", d->ids, "Token ids")->required();
   dec->callback([d] {
     const auto tk = data::load_tokenizer(d->model);

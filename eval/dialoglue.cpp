@@ -16,6 +16,7 @@
 #include "eval/submission.h"
 #include "eval/tag_mapping.h"
 #include "model/device.h"
+#include "readers/dialoglue_tasks.h"
 
 namespace dialtree::eval {
 
@@ -31,23 +32,31 @@ void write_json(const fs::path& path, const json& j) {
 // The tasks this command fine-tunes, checked before anything trains: an unknown name lists them
 // (multiwoz, which `eval score` scores, is not among them); multiwoz is refused with the reason.
 void check_dialoglue_tasks(const std::vector<std::string>& tasks) {
+  using readers::TaskSet;
   for (const auto& t : tasks) {
-    const std::vector<std::string> known = task_names();
-    if (std::find(known.begin(), known.end(), t) == known.end()) {
-      // The tasks this command fine-tunes (multiwoz is scored by `eval score` only).
-      std::string names;
-      for (const auto& n : known) {
-        if (n != task_key(Task::Multiwoz)) names += (names.empty() ? "" : ", ") + n;
+    const readers::DialoglueTaskInfo* row = readers::find_dialoglue_task(t);
+    if (row == nullptr) {
+      // The tasks this command fine-tunes, by every accepted spelling, and which spellings are
+      // one task (the name and the data folder).
+      std::string aliases;
+      for (const auto& r : readers::dialoglue_tasks()) {
+        if (!readers::in_task_set(r, TaskSet::FineTune) || r.name == r.folder) continue;
+        aliases += std::string(aliases.empty() ? " (" : "; ") + std::string(r.name) + " and " +
+                   std::string(r.folder) + " are one task";
       }
       throw std::invalid_argument("eval dialoglue: unknown task '" + t + "'; it fine-tunes " +
-                                  names + " (dstc8 and dstc8_sgd are one task)");
+                                  readers::join_dialoglue_task_names(
+                                      TaskSet::FineTune, readers::TaskSpelling::NameAndFolder) +
+                                  aliases + (aliases.empty() ? "" : ")"));
     }
-    if (parse_task(t) == Task::Multiwoz) {
-      throw std::invalid_argument(
-          "eval dialoglue: multiwoz is not supported (no DST head yet; MultiWOZ is also absent "
-          "from ../shared/data); `dialtree eval score --task multiwoz` scores TripPy output");
+    if (!row->fine_tune) {  // multiwoz, the one task without a head (the table's comment)
+      const std::string name(row->name);
+      throw std::invalid_argument("eval dialoglue: " + name +
+                                  " is not supported (no DST head yet; MultiWOZ is also "
+                                  "absent from ../shared/data); `dialtree eval score --task " +
+                                  name + "` scores TripPy output");
     }
-}
+  }
 }
 
 }  // namespace

@@ -21,6 +21,7 @@
 #include "model/collate.h"
 #include "model/device.h"
 #include "model/encoder.h"
+#include "readers/dialoglue_tasks.h"
 
 namespace dialtree::eval {
 namespace {
@@ -70,10 +71,11 @@ void dump(const ProbeOptions& o, const std::string& task, const std::string& nam
 void check_tasks(const std::vector<std::string>& tasks) {
   if (tasks.empty()) throw std::invalid_argument("probe: no task given");
   for (const auto& t : tasks) {
-    if (!is_intent_task(t) && !is_tagging_task(t)) {
-      throw std::invalid_argument("probe: unknown task '" + t +
-                                  "' (the probe runs on the intent tasks banking, clinc, hwu and "
-                                  "the tagging tasks restaurant8k, dstc8, top)");
+    if (!readers::is_dialoglue_task(t, readers::TaskSet::Probe)) {
+      throw std::invalid_argument(
+          "probe: unknown task '" + t + "' (the probe runs on the intent tasks " +
+          readers::join_dialoglue_task_names(readers::TaskSet::Intent) + " and the tagging tasks " +
+          readers::join_dialoglue_task_names(readers::TaskSet::Tagging) + ")");
     }
   }
 }

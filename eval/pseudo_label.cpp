@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "common/error.h"
+#include "readers/dialoglue_tasks.h"
 #include "sts/tree.h"
 
 namespace dialtree::eval {
@@ -279,8 +280,9 @@ IntentSplit read_pseudo_labels(const std::string& path,
 
 PseudoLabelData load_pseudo_label_data(const std::string& data_dir, const std::string& task) {
   if (!is_intent_task(task)) {
-    throw std::invalid_argument("pseudo-labels are for the intent tasks (banking, clinc, hwu), "
-                                "not '" + task + "'");
+    throw std::invalid_argument("pseudo-labels are for the intent tasks (" +
+                                readers::join_dialoglue_task_names(readers::TaskSet::Intent) +
+                                "), not '" + task + "'");
   }
   IntentTask few = load_intent_task(data_dir, task, Setting::Few);
   const std::string folder = data_dir + "/" + task + "/";

@@ -9,36 +9,11 @@
 #include <vector>
 
 #include "common/atomic_file.h"
-#include "common/check.h"
 #include "common/error.h"
 
 namespace dialtree::eval {
 
 namespace {
-
-struct TaskInfo {
-  Task task;
-  const char* key;
-  TaskKind kind;
-  const char* metric;
-};
-
-const TaskInfo kTasks[] = {
-    {Task::Banking, "banking", TaskKind::Intent, "accuracy"},
-    {Task::Clinc, "clinc", TaskKind::Intent, "accuracy"},
-    {Task::Hwu, "hwu", TaskKind::Intent, "accuracy"},
-    {Task::Restaurant8k, "restaurant8k", TaskKind::Slot, "slot F1"},
-    {Task::Dstc8, "dstc8", TaskKind::Slot, "slot F1"},
-    {Task::Top, "top", TaskKind::Top, "exact match"},
-    {Task::Multiwoz, "multiwoz", TaskKind::Dst, "joint goal accuracy"},
-};
-
-const TaskInfo& info(Task task) {
-  for (const auto& t : kTasks) {
-    if (t.task == task) return t;
-  }
-  DIALTREE_UNREACHABLE("unknown eval::Task " + std::to_string(static_cast<int>(task)));
-}
 
 // "must be <expected>, got <type>" for entry `index` of a submission list.
 [[noreturn]] void bad_entry(const std::string& file, std::size_t index, const std::string& field,
@@ -91,28 +66,25 @@ void check_counts(std::size_t predicted, std::size_t gold, Task task,
 }  // namespace
 
 Task parse_task(std::string_view name) {
-  if (name == "dstc8_sgd") return Task::Dstc8;
-  for (const auto& t : kTasks) {
-    if (name == t.key) return t.task;
-  }
-  std::string names;
-  for (const auto& n : task_names()) names += (names.empty() ? "" : ", ") + n;
+  if (const readers::DialoglueTaskInfo* row = readers::find_dialoglue_task(name)) return row->task;
   throw std::invalid_argument("unknown DialoGLUE task " + quote_for_message(name) +
-                              "; expected one of " + names);
+                              "; expected one of " +
+                              readers::join_dialoglue_task_names(
+                                  readers::TaskSet::All, readers::TaskSpelling::NameAndFolder));
 }
 
 std::vector<std::string> task_names() {
-  return {"banking", "clinc", "hwu", "restaurant8k", "dstc8", "dstc8_sgd", "top", "multiwoz"};
+  return readers::dialoglue_task_names(readers::TaskSet::All, readers::TaskSpelling::NameAndFolder);
 }
 
 std::string task_key(Task task) {
-  return info(task).key;
+  return std::string(readers::dialoglue_task(task).name);
 }
 TaskKind task_kind(Task task) {
-  return info(task).kind;
+  return readers::dialoglue_task(task).family;
 }
 std::string metric_name(Task task) {
-  return info(task).metric;
+  return std::string(readers::dialoglue_task(task).metric);
 }
 
 const json& task_list(const json& root, Task task, const std::string& file) {

@@ -18,25 +18,23 @@
 
 #include "common/json_util.h"
 #include "eval/metrics.h"
+#include "readers/dialoglue_tasks.h"
 
 namespace dialtree::eval {
 
-/// The seven DialoGLUE tasks.
-enum class Task { Banking, Clinc, Hwu, Restaurant8k, Dstc8, Top, Multiwoz };
+/// The seven DialoGLUE tasks (their table: readers/dialoglue_tasks.h).
+using Task = readers::DialoglueTask;
 
-/// What a task's submission holds, which decides its metric.
-enum class TaskKind {
-  Intent,  ///< label strings, intent_accuracy
-  Slot,    ///< span-string lists, slot_f1
-  Top,     ///< [intent, [tags]] pairs, top_exact_match
-  Dst      ///< TripPy records, trippy_joint_goal_accuracy
-};
+/// What a task's submission holds, which decides its metric: Intent (label strings,
+/// intent_accuracy), Slot (span-string lists, slot_f1), Top ([intent, [tags]] pairs,
+/// top_exact_match), Dst (TripPy records, trippy_joint_goal_accuracy).
+using TaskKind = readers::TaskFamily;
 
-/// Parses a task name: "banking", "clinc", "hwu", "restaurant8k", "dstc8" (also "dstc8_sgd", the
-/// name of its data folder), "top", "multiwoz".
+/// Parses a task name or data folder of the task table: "banking", "clinc", "hwu",
+/// "restaurant8k", "dstc8" (also "dstc8_sgd", the name of its data folder), "top", "multiwoz".
 /// @throws std::invalid_argument naming the accepted names.
 Task parse_task(std::string_view name);
-/// The accepted task names of parse_task, aliases included.
+/// The accepted task names of parse_task, aliases included (from the task table).
 std::vector<std::string> task_names();
 /// The task's key in gt_test.json and in a DialoGLUE submission object ("dstc8" for Dstc8).
 std::string task_key(Task task);

@@ -6,6 +6,7 @@
 
 #include "common/error.h"
 #include "data/dialoglue_labels.h"
+#include "readers/dialoglue_tasks.h"
 #include "readers/intent_csv.h"
 #include "readers/slot_json.h"
 #include "readers/top.h"
@@ -25,8 +26,10 @@ namespace {
 bool looks_like_dialoglue(const fs::path& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return false;
-  for (const char* entry : {"gt_test.json", "banking", "clinc", "hwu", "restaurant8k", "top"}) {
-    if (fs::exists(dir / entry, ec)) return true;
+  if (fs::exists(dir / "gt_test.json", ec)) return true;
+  for (const auto& folder :
+       readers::dialoglue_task_names(readers::TaskSet::FineTune, readers::TaskSpelling::Folder)) {
+    if (fs::exists(dir / folder, ec)) return true;
   }
   return false;
 }
@@ -36,9 +39,12 @@ bool looks_like_dialoglue(const fs::path& dir) {
 std::string resolve_data_dir(const std::string& given) {
   if (!given.empty()) {
     if (!looks_like_dialoglue(given)) {
-      throw std::invalid_argument("--data-dir " + given +
-                                  ": not a DialoGLUE data folder (no gt_test.json and no task "
-                                  "folder such as banking/ or top/)");
+      throw std::invalid_argument(
+          "--data-dir " + given +
+          ": not a DialoGLUE data folder (no gt_test.json and no task folder: " +
+          readers::join_dialoglue_task_names(readers::TaskSet::FineTune,
+                                             readers::TaskSpelling::Folder, "/, ") +
+          "/)");
     }
     return given;
   }
@@ -56,22 +62,27 @@ std::string resolve_data_dir(const std::string& given) {
 }
 
 bool is_intent_task(const std::string& task) {
-  return task == "banking" || task == "clinc" || task == "hwu";
+  return readers::is_dialoglue_task(task, readers::TaskSet::Intent);
 }
 
 bool is_tagging_task(const std::string& task) {
-  return task == "restaurant8k" || task == "dstc8_sgd" || task == "dstc8" || task == "top";
+  return readers::is_dialoglue_task(task, readers::TaskSet::Tagging);
 }
 
 std::string tagging_task_folder(const std::string& task) {
-  return task == "dstc8" ? "dstc8_sgd" : task;
+  const readers::DialoglueTaskInfo* row = readers::find_dialoglue_task(task);
+  return row != nullptr && readers::in_task_set(*row, readers::TaskSet::Tagging)
+             ? std::string(row->folder)
+             : task;
 }
 
 TaggingTask load_tagging_task(const std::string& data_dir, const std::string& task,
                               Setting setting) {
   if (!is_tagging_task(task)) {
-    throw std::invalid_argument("'" + task +
-                                "' is not a tagging task (restaurant8k, dstc8_sgd, top)");
+    throw std::invalid_argument("'" + task + "' is not a tagging task (" +
+                                readers::join_dialoglue_task_names(readers::TaskSet::Tagging,
+                                                                   readers::TaskSpelling::Folder) +
+                                ")");
   }
   TaggingTask t;
   t.name = tagging_task_folder(task);
@@ -131,7 +142,8 @@ TaggingTask load_tagging_task(const std::string& data_dir, const std::string& ta
 
 IntentTask load_intent_task(const std::string& data_dir, const std::string& task, Setting setting) {
   if (!is_intent_task(task)) {
-    throw std::invalid_argument("'" + task + "' is not an intent task (banking, clinc, hwu)");
+    throw std::invalid_argument("'" + task + "' is not an intent task (" +
+                                readers::join_dialoglue_task_names(readers::TaskSet::Intent) + ")");
   }
   const fs::path dir = fs::path(data_dir) / task;
   const readers::LabelMap labels =

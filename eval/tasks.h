@@ -16,7 +16,7 @@ Setting parse_setting(const std::string& name);
 
 /// The DialoGLUE data folder: `given` when non-empty, else $DIALTREE_DATA, else
 /// ../shared/data/dialoglue relative to the working directory. The folder must hold
-/// `gt_test.json` or at least one task folder.
+/// `gt_test.json` or at least one data folder of a fine-tunable task (readers/dialoglue_tasks.h).
 /// @throws std::invalid_argument saying where it looked and how to get DialoGLUE
 ///   (github.com/alexa/dialoglue, data_utils/download_data.sh).
 std::string resolve_data_dir(const std::string& given);
@@ -40,13 +40,15 @@ struct IntentTask {
 ///   file, line and field for bad data (an unknown label, a malformed row, a missing file).
 IntentTask load_intent_task(const std::string& data_dir, const std::string& task, Setting setting);
 
-/// True for banking, clinc and hwu.
+/// True for the intent tasks of the task table (readers/dialoglue_tasks.h): banking, clinc, hwu.
 bool is_intent_task(const std::string& task);
 
-/// True for restaurant8k, dstc8_sgd (alias dstc8) and top.
+/// True for the tagging tasks of the task table, by name or data folder: restaurant8k, dstc8
+/// (alias dstc8_sgd) and top.
 bool is_tagging_task(const std::string& task);
 
-/// The data folder of a tagging task: "dstc8_sgd" for the alias "dstc8", else the name itself.
+/// The data folder of a tagging task (the task table's): "dstc8_sgd" for "dstc8"; any other
+/// string is returned as it is.
 std::string tagging_task_folder(const std::string& task);
 
 /// One example of a tagging task at DialoGLUE's word level: the words the gold labels are

@@ -49,7 +49,8 @@ struct ServerOptions {
   template <class Self, class Visitor>
   static void visit(Self& o, Visitor&& v) {
     const double cpus = std::max(1u, std::thread::hardware_concurrency());
-    v("model", o.model_dir, "Model bundle folder (e.g. runs/pretrain-intent-pseudo/final)");
+    // --help: "Model bundle folder (<this>)", the words of cli/common_options.h's --model.
+    v("model", o.model_dir, "e.g. runs/pretrain-intent-pseudo/final");
     v("served-model-name", o.served_model_name,
       "Name echoed as the OpenAI `model` (default: the bundle folder's name)");
     v("host", o.host, "Address to bind (0.0.0.0 exposes the server to the network)");

@@ -29,6 +29,7 @@
 #include "common/text_distance.h"
 #include "common/utf8.h"
 #include "common/value_range.h"
+#include "readers/dialoglue_tasks.h"
 
 namespace dialtree::trainer {
 namespace {
@@ -428,7 +429,9 @@ void Validator::top_level() const {
   required("output_dir", c_.output_dir, "the run directory");
   ranges("");
   one_of("lr_scheduler_type", c_.lr_scheduler_type, {"linear"});
-  for (const auto& t : c_.eval_tasks) one_of("eval_tasks", t, {"banking", "clinc", "hwu", "restaurant8k", "dstc8", "top"});
+  const std::vector<std::string> probe_tasks =
+      readers::dialoglue_task_names(readers::TaskSet::Probe);
+  for (const auto& t : c_.eval_tasks) one_of("eval_tasks", t, probe_tasks);
   if (c_.eval_steps > 0 && c_.eval_tasks.empty()) {
     fail_at(blame("eval_steps", "eval_tasks"), "eval_steps > 0 needs at least one eval task");
   }

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "model/config.h"
+#include "readers/dialoglue_tasks.h"
 #include "sts/views.h"
 
 namespace dialtree::trainer {
@@ -152,11 +153,11 @@ struct PretrainConfig {
   /// end; its figures go to metrics.jsonl as eval_probe_<task>_accuracy (fit on train_10,
   /// scored on val: never test). 0 = no evaluation during pretraining.
   std::int64_t eval_steps = 0;
-  /// Tasks the probe scores: intent tasks (banking, clinc, hwu; their mean is
-  /// eval_probe_mean_accuracy) and tagging tasks under the token-level probe (restaurant8k,
-  /// dstc8, top: eval_probe_<task>_slot_f1 / eval_probe_top_exact_match, their mean
-  /// eval_probe_mean_tagging).
-  std::vector<std::string> eval_tasks = {"banking", "clinc", "hwu"};
+  /// Tasks the probe scores, by name (readers/dialoglue_tasks.h, TaskSet::Probe): intent tasks
+  /// (banking, clinc, hwu; their mean is eval_probe_mean_accuracy) and tagging tasks under the
+  /// token-level probe (restaurant8k, dstc8, top: eval_probe_<task>_slot_f1 /
+  /// eval_probe_top_exact_match, their mean eval_probe_mean_tagging). Default: the intent tasks.
+  std::vector<std::string> eval_tasks = readers::dialoglue_task_names(readers::TaskSet::Intent);
   /// DialoGLUE data folder for eval_tasks; empty = $DIALTREE_DATA, else
   /// ../shared/data/dialoglue relative to the working directory.
   std::string eval_data_dir;

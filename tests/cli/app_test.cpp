@@ -11,6 +11,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/app.h"
+#include "cli/common_options.h"
 #include "common/check.h"
 #include "common/error.h"
 
@@ -44,6 +45,35 @@ TEST(RunCli, ExitStatusPerKindOfError) {
   EXPECT_NE(err.find("check '1 > 2' failed: heads differ (a bug in dialtree"), std::string::npos)
       << err;
   EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+}
+
+// cli/common_options.h: --model and --out, declared once for every command. The help text is the
+// kind's words plus the detail; both are required unless the caller says otherwise; --model's
+// folder is checked at parse time.
+TEST(CommonOptions, ModelAndOut) {
+  CLI::App app("test");
+  std::string model, out, tokenizer, report;
+  CLI::App* a = app.add_subcommand("a");
+  const CLI::Option* m = add_model_option(a, model, ModelFolder::Bundle, kBundleExample);
+  const CLI::Option* o = add_out_option(a, out, OutputKind::Folder, "created");
+  EXPECT_EQ(m->get_description(), "Model bundle folder (e.g. runs/pretrain-intent-pseudo/final)");
+  EXPECT_EQ(o->get_description(), "Output folder (created)");
+  EXPECT_TRUE(m->get_required());
+  EXPECT_TRUE(o->get_required());
+  CLI::App* b = app.add_subcommand("b");
+  EXPECT_EQ(add_model_option(b, tokenizer, ModelFolder::Tokenizer, "")->get_description(),
+            "Tokenizer folder");
+  EXPECT_FALSE(add_out_option(b, report, OutputKind::File, "")->required(false)->get_required());
+  EXPECT_EQ(b->get_option("--out")->get_description(), "Output file");
+
+  std::vector<std::string> args = {"prog", "b", "--model", "/nonexistent/tokenizer"};
+  std::vector<char*> argv;
+  for (auto& x : args) argv.push_back(x.data());
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(run_cli(app, static_cast<int>(argv.size()), argv.data(), {}), 2);
+  EXPECT_NE(::testing::internal::GetCapturedStderr().find(
+                "no tokenizer folder at '/nonexistent/tokenizer'"),
+            std::string::npos);
 }
 
 }  // namespace

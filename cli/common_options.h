@@ -1,0 +1,63 @@
+// The options that several commands share, each declared in one place: `--model` (the model
+// bundle or tokenizer folder a command reads) and `--out` (the file or folder it writes). Each
+// command gives a short detail; the helper builds the help text around it. Torch-free.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/commands.h"
+
+namespace dialtree::cli {
+
+/// The example of a model bundle folder that help texts give (add_model_option's detail).
+inline constexpr const char* kBundleExample = "e.g. runs/pretrain-intent-pseudo/final";
+
+/// What a `--model` folder holds: it starts the help text and names the folder in errors.
+enum class ModelFolder {
+  Bundle,     ///< "Model bundle folder"; a missing one: "no model bundle folder at 'X'"
+  Tokenizer,  ///< "Tokenizer folder"; a missing one: "no tokenizer folder at 'X'"
+};
+
+/// Declares `--model` on `cmd`, bound to `folder`: required (call required(false) on the result
+/// where another flag can stand in for it) and checked at parse time by existing_folder(), so a
+/// missing folder is bad usage (status 2) before anything loads. Help: the kind's words ("Model
+/// bundle folder"), then `detail` in parentheses when not empty, e.g. detail "e.g.
+/// runs/pretrain-intent-pseudo/final". @returns the option, for further settings (an
+/// environment twin, required(false)). Throws only as CLI::App::add_option does (a flag
+/// declared twice: CLI::OptionAlreadyAdded).
+CLI::Option* add_model_option(CLI::App* cmd, std::string& folder, ModelFolder kind,
+                              const std::string& detail);
+
+/// What a command writes under `--out`: it starts the help text.
+enum class OutputKind {
+  File,    ///< "Output file"
+  Folder,  ///< "Output folder"
+};
+
+/// Declares `--out` on `cmd`, bound to `path`: required (call required(false) on the result
+/// where the output is optional). Help: "Output file" or "Output folder", then `detail` in
+/// parentheses when not empty (how it is written, what it holds), e.g. detail ".jsonl, written
+/// atomically". The checks of the path (not an input, a writable folder) stay with each command,
+/// which knows its inputs. @returns the option. Throws only as CLI::App::add_option does.
+CLI::Option* add_out_option(CLI::App* cmd, std::string& path, OutputKind kind,
+                            const std::string& detail);
+
+/// Declares one entry of an options struct's visit() list (serve::ServerOptions, embed's
+/// EmbedArgs) as add_flag_with_env() does, except the entry `model`: add_model_option() declares
+/// it (a required model bundle folder, the entry's help as its detail) with its DIALTREE_MODEL
+/// environment twin. @returns the option. Throws only as CLI::App::add_option does.
+template <class T>
+CLI::Option* add_visited_flag(CLI::App* cmd, const char* name, T& value, const char* help) {
+  if constexpr (std::is_same_v<T, std::string>) {
+    if (std::string_view(name) == "model") {
+      return add_model_option(cmd, value, ModelFolder::Bundle, help)->envname(env_twin(name));
+    }
+  }
+  return add_flag_with_env(cmd, name, value, help);
+}
+
+}  // namespace dialtree::cli
