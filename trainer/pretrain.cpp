@@ -32,8 +32,8 @@
 #include "trainer/batching.h"
 #include "trainer/distributed.h"
 #include "trainer/health.h"
-#include "trainer/launcher.h"
 #include "trainer/pretrain_data.h"
+#include "trainer/run_dir.h"
 #include "trainer/step.h"
 
 namespace dialtree::trainer {
@@ -42,11 +42,6 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
-
-constexpr const char* kStateFormat = "dialtree-trainer-state/2";
-// Version 1 kept one masking RNG stream and the dropout generator's state; version 2 derives both
-// from the micro-batch index (micro_seed), so a checkpoint resumes under any world size.
-constexpr const char* kStateFormatV1 = "dialtree-trainer-state/1";
 
 // Tags that make the masking and the dropout seeds of a micro-batch independent streams.
 constexpr std::uint64_t kMaskTag = 0x6d61736bull;     // "mask"
@@ -301,13 +296,6 @@ struct LogWindow {
   }
 };
 
-json position_json(const StreamPosition& p) {
-  return {{"epoch", p.epoch}, {"next_batch", p.next_batch}};
-}
-StreamPosition position_from(const json& j) {
-  return {j.at("epoch").get<std::uint64_t>(), j.at("next_batch").get<std::size_t>()};
-}
-
 struct Run {
   const PretrainConfig& cfg;
   std::unique_ptr<data::Tokenizer> tok;
@@ -343,115 +331,52 @@ struct Run {
 // The RTD module's file in a checkpoint (the bundle's model.safetensors keeps the encoder).
 constexpr const char* kRtdWeightsFile = "rtd.safetensors";
 
-std::vector<std::pair<std::int64_t, fs::path>> list_checkpoints(const fs::path& dir) {
-  std::vector<std::pair<std::int64_t, fs::path>> out;
-  if (!fs::is_directory(dir)) return out;
-  for (const auto& e : fs::directory_iterator(dir)) {
-    const std::string name = e.path().filename().string();
-    if (e.is_directory() && name.rfind("checkpoint-", 0) == 0 &&
-        name.find_first_not_of("0123456789", 11) == std::string::npos && name.size() > 11) {
-      out.emplace_back(std::stoll(name.substr(11)), e.path());
-    }
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
-// True for the name of something a save left behind when the process was killed mid-way:
-// the checkpoint's staging folder ".checkpoint-<step>.tmp", and the temporaries of atomic
-// writes, "<target>.tmp.<pid>.<n>" (common/atomic_file.h).
-bool is_stale_temporary(const std::string& name) {
-  if (name.rfind(".checkpoint-", 0) == 0 && name.find(".tmp") != std::string::npos) return true;
-  const auto tmp = name.rfind(".tmp.");
-  if (tmp == std::string::npos) return false;
-  const std::string rest = name.substr(tmp + 5);  // "<pid>.<n>"
-  const auto dot = rest.find('.');
-  auto digits = [](const std::string& s) {
-    return !s.empty() &&
-           std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
-  };
-  return dot != std::string::npos && digits(rest.substr(0, dot)) && digits(rest.substr(dot + 1));
-}
-
-// Removes the stale temporaries (is_stale_temporary) directly inside `out` and returns their
-// names, sorted. Nothing else in `out` is touched.
-std::vector<std::string> remove_stale_temporaries(const fs::path& out) {
-  std::vector<std::string> removed;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(out, ec)) {
-    const std::string name = e.path().filename().string();
-    if (!is_stale_temporary(name)) continue;
-    std::error_code rm;
-    fs::remove_all(e.path(), rm);
-    if (!rm) removed.push_back(name);
-  }
-  std::sort(removed.begin(), removed.end());
-  return removed;
-}
-
+// Saves checkpoint-<step> of the run (trainer/run_dir.h: staging folder, sync, rename, pruning):
+// the model bundle, optimizer.pt, the RTD module and trainer_state.json.
 void save_checkpoint(Run& r) {
-  const fs::path out = fs::path(r.cfg.output_dir);
-  const fs::path final_dir = out / ("checkpoint-" + std::to_string(r.step));
-  const fs::path tmp = out / (".checkpoint-" + std::to_string(r.step) + ".tmp");
-  std::error_code ec;
-  fs::remove_all(tmp, ec);
-  model::BundleInfo info;
-  info.recipe = {{"config_yaml", dump_config(r.cfg)}, {"step", r.step}};
-  model::save_bundle(tmp.string(), *r.net, r.cfg.data.tokenizer, info);
-  torch::save(*r.opt, (tmp / "optimizer.pt").string());
-  if (r.rtd) {
-    model::save_safetensors((tmp / kRtdWeightsFile).string(), model::model_tensors(*r.rtd),
-                            {{"format", "pt"}});
-  }
-  const json state = {
-      {"format", kStateFormat},
-      {"global_step", r.step},
-      {"total_steps", r.total},
-      {"labelled_position", r.lab.active() ? position_json(r.lab.batches->position()) : json()},
-      {"unlabelled_position", r.unl.active() ? position_json(r.unl.batches->position()) : json()},
-      {"micro_batches_done", r.micro_done},
-      {"world_size", r.world},
-      {"gradient_accumulation_steps", r.cfg.gradient_accumulation_steps},
-      {"log_window", r.window.to_json()},
-      {"train_seconds", r.train_seconds},
-      {"seed", r.cfg.seed},
-      {"data_seed", r.cfg.data_seed}};
-  write_file_atomic(tmp / "trainer_state.json", state.dump(2) + "\n");
-  sync_tree(tmp);  // every file, before the rename publishes the checkpoint
-  fs::remove_all(final_dir, ec);
-  fs::rename(tmp, final_dir);
-  sync_path(out);
-  r.last_checkpoint = final_dir.string();
-  if (r.cfg.save_total_limit > 0) {
-    auto all = list_checkpoints(out);
-    // Checkpoints beyond this step are not this run's (an earlier run in the same output_dir):
-    // they are neither counted nor pruned, so they can never push out the one just saved.
-    all.erase(
-        std::remove_if(all.begin(), all.end(), [&](const auto& c) { return c.first > r.step; }),
-        all.end());
-    while (all.size() > static_cast<std::size_t>(r.cfg.save_total_limit)) {
-      fs::remove_all(all.front().second, ec);
-      all.erase(all.begin());
+  TrainerState s;
+  s.global_step = r.step;
+  s.total_steps = r.total;
+  if (r.lab.active()) s.labelled_position = r.lab.batches->position();
+  if (r.unl.active()) s.unlabelled_position = r.unl.batches->position();
+  s.micro_batches_done = r.micro_done;
+  s.world_size = r.world;
+  s.gradient_accumulation_steps = r.cfg.gradient_accumulation_steps;
+  s.log_window = r.window.to_json();
+  s.train_seconds = r.train_seconds;
+  s.seed = r.cfg.seed;
+  s.data_seed = r.cfg.data_seed;
+  const auto write_files = [&](const fs::path& tmp) {
+    model::BundleInfo info;
+    info.recipe = {{"config_yaml", dump_config(r.cfg)}, {"step", r.step}};
+    model::save_bundle(tmp.string(), *r.net, r.cfg.data.tokenizer, info);
+    torch::save(*r.opt, (tmp / "optimizer.pt").string());
+    if (r.rtd) {
+      model::save_safetensors((tmp / kRtdWeightsFile).string(), model::model_tensors(*r.rtd),
+                              {{"format", "pt"}});
     }
-  }
+  };
+  r.last_checkpoint =
+      write_checkpoint(r.cfg.output_dir, s, write_files, r.cfg.save_total_limit).string();
 }
 
+// Puts stream `s` at the checkpoint's position (`key` of its trainer_state.json `state_file`).
+void seek_stream(Stream& s, const std::optional<StreamPosition>& position,
+                 const fs::path& state_file, const char* key) {
+  if (!s.active()) return;
+  if (!position) {
+    throw DataError(state_file.string(), "", key,
+                    "is null: the checkpoint was made without this stream");
+  }
+  s.batches->seek(*position);
+}
+
+// Restores the run from checkpoint folder `dir`: weights, RTD module, optimiser state (mapped
+// onto this run's device), step, stream positions, micro-batch count and logging window.
 void load_checkpoint(Run& r, const std::string& dir) {
   const fs::path d(dir);
-  const std::string state_path = (d / "trainer_state.json").string();
-  const json state = json_parse_file(state_path);
-  const JsonPlace place{state_path, ""};
-  const std::string format =
-      json_as_string(json_require(state, "format", place, ""), place, "format");
-  if (format != kStateFormat && format != kStateFormatV1) {
-    throw DataError(state_path, "", "format", "unsupported trainer state '" + format + "'");
-  }
-  if (json_as_int(json_require(state, "data_seed", place, ""), place, "data_seed") !=
-      r.cfg.data_seed) {
-    throw DataError(state_path, "", "data_seed",
-                    "the checkpoint was made with another data_seed; resuming would change the "
-                    "batch order (docs/failure-cases.md C34)");
-  }
+  const TrainerState state =
+      read_trainer_state(d, r.cfg.data_seed, r.cfg.gradient_accumulation_steps);
   const model::SafetensorsContents weights =
       model::load_safetensors((d / model::kWeightsFile).string());
   model::load_model_tensors(*r.net, weights.tensors, (d / model::kWeightsFile).string());
@@ -472,16 +397,12 @@ void load_checkpoint(Run& r, const std::string& dir) {
   }
   // Optimiser state is mapped onto this run's device: a checkpoint resumes on either.
   torch::load(*r.opt, (d / "optimizer.pt").string(), r.device);
-  r.step = json_as_int(json_require(state, "global_step", place, ""), place, "global_step");
-  if (r.lab.active()) r.lab.batches->seek(position_from(state.at("labelled_position")));
-  if (r.unl.active()) r.unl.batches->seek(position_from(state.at("unlabelled_position")));
-  // A version-1 state was written by a single process: its micro-batches were step x accum.
-  r.micro_done = format == kStateFormatV1
-                     ? r.step * r.cfg.gradient_accumulation_steps
-                     : json_as_int(json_require(state, "micro_batches_done", place, ""), place,
-                                   "micro_batches_done");
-  r.window = LogWindow::from_json(state.at("log_window"));
-  r.train_seconds = state.value("train_seconds", 0.0);  // absent in older checkpoints
+  r.step = state.global_step;
+  seek_stream(r.lab, state.labelled_position, d / kTrainerStateFile, "labelled_position");
+  seek_stream(r.unl, state.unlabelled_position, d / kTrainerStateFile, "unlabelled_position");
+  r.micro_done = state.micro_batches_done;
+  r.window = LogWindow::from_json(state.log_window);
+  r.train_seconds = state.train_seconds;
 }
 
 // Keeps only the metrics lines of steps <= `step` (a resumed run rewrites its future).
@@ -689,12 +610,12 @@ PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<b
       say("removed " + (out / name).string() + ", left by an interrupted save");
     }
     if (resume.empty()) {
-      for (const auto& [step, path] : list_checkpoints(out)) {
+      for (const CheckpointDir& c : list_checkpoints(out)) {
         say(
             fmt::format("warning: {} is from an earlier run in this output_dir: this run starts "
                         "at step 0, overwrites the checkpoints of the steps it saves, and never "
                         "resumes from or prunes one beyond its own step",
-                        path.string()));
+                        c.path.string()));
       }
     }
     write_file_atomic(out / "config.yaml", dump_config(config));
@@ -1003,13 +924,13 @@ PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<b
     if (config.save_steps > 0 && r.step % config.save_steps == 0 && r.step < r.total) {
       phase(PhaseKind::Exempt, fmt::format("checkpoint of step {}", r.step));
       if (writer) save_checkpoint(r);
-      r.last_checkpoint = (out / ("checkpoint-" + std::to_string(r.step))).string();
+      r.last_checkpoint = (out / checkpoint_name(r.step)).string();
       say("saved " + r.last_checkpoint);
     }
   }
   result.steps_done = r.step;
   phase(PhaseKind::Exempt, "the end of training (final save)");
-  const std::string step_checkpoint = (out / ("checkpoint-" + std::to_string(r.step))).string();
+  const std::string step_checkpoint = (out / checkpoint_name(r.step)).string();
   if (result.interrupted) {
     if (r.last_checkpoint != step_checkpoint) {
       if (writer) save_checkpoint(r);
