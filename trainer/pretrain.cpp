@@ -35,6 +35,7 @@
 #include "trainer/pretrain_data.h"
 #include "trainer/run_dir.h"
 #include "trainer/step.h"
+#include "trainer/step_stats.h"
 
 namespace dialtree::trainer {
 
@@ -739,12 +740,7 @@ PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<b
     set_lr(*r.opt, config.learning_rate * lr_factor(r.step, r.warmup, r.total));
     r.opt->zero_grad();
     std::int64_t examples = 0;
-    // [total, sup, self, mlm_l, mlm_u, generator_mlm, replaced_token], each the mean over
-    // micro-batches (and ranks, below), then [tokens, real tokens] of the batches, summed; then,
-    // per rank, its compute seconds and its collective seconds of this step (each rank fills its
-    // own slots).
-    constexpr std::size_t kMeans = 7, kTokens = 7, kReal = 8, kRanks = 9;
-    std::vector<double> parts(kRanks + 2 * static_cast<std::size_t>(r.world), 0.0);
+    StepStats stats(r.world);
     for (std::int64_t micro = 0; micro < accum; ++micro) {
       const auto lab_refs = next_batches(r.lab, r.world);
       const auto unl_refs = next_batches(r.unl, r.world);
@@ -759,18 +755,17 @@ PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<b
       const losses::Objective o =
           forward_backward(r.net, lab ? &*lab : nullptr, unl ? &*unl : nullptr, weights, copt,
                            r.bf16, 1.0 / static_cast<double>(accum), nullptr, language);
-      const double part[kMeans] = {o.total_value,    o.sup,           o.self,
-                                   o.mlm_labelled,   o.mlm_unlabelled, o.generator_mlm,
-                                   o.replaced_token};
-      for (std::size_t k = 0; k < kMeans; ++k) parts[k] += part[k] / accum;
+      stats.add_micro_batch({o.total_value, o.sup, o.self, o.mlm_labelled, o.mlm_unlabelled,
+                             o.generator_mlm, o.replaced_token},
+                            accum);
       for (const auto* b : {lab ? &*lab : nullptr, unl ? &*unl : nullptr}) {
         if (b == nullptr) continue;
         // Token rows the encoder's blocks compute: every position when padded, only the real
         // ones padding-free (collate() pads on the right, so the packed path applies).
         const double real = b->inputs.attention_mask.sum().item<double>();
-        parts[kTokens] +=
+        stats.tokens +=
             config.padding_free ? real : static_cast<double>(b->inputs.attention_mask.numel());
-        parts[kReal] += real;
+        stats.real_tokens += real;
       }
     }
     r.micro_done += per_step;
@@ -780,14 +775,13 @@ PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<b
       if (!(faulty && fault.skip_collective_at_step == r.step + 1)) {
         group->average_gradients(params);
       }
-      parts[kRanks + static_cast<std::size_t>(r.rank)] = compute_secs;
-      parts[kRanks + static_cast<std::size_t>(r.world + r.rank)] =
-          group->take_collective_seconds();
-      parts = group->sum(parts);
-      for (std::size_t k = 0; k < kMeans; ++k) parts[k] /= r.world;
+      // The per-rank seconds ride along in the sum of the logged figures.
+      stats.set_rank_seconds(r.rank, compute_secs, group->take_collective_seconds());
+      stats = StepStats::from_vector(group->sum(stats.to_vector()), r.world);
+      stats.average_losses_over_ranks();
     }
-    const double total_loss = parts[0], sup = parts[1], self = parts[2], mlm_l = parts[3],
-                 mlm_u = parts[4];
+    const StepLosses& l = stats.losses;
+    const double total_loss = l.total;
     double grad_norm;
     if (config.max_grad_norm > 0) {
       grad_norm = torch::nn::utils::clip_grad_norm_(params, config.max_grad_norm);
@@ -804,23 +798,22 @@ PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<b
     const double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     LogWindow& w = r.window;
-    w.loss += total_loss, w.sup += sup, w.self += self, w.mlm_l += mlm_l, w.mlm_u += mlm_u;
+    w.loss += l.total, w.sup += l.sup, w.self += l.self, w.mlm_l += l.mlm_l, w.mlm_u += l.mlm_u;
     w.grad_norm += grad_norm, w.steps += 1, w.examples += examples, w.seconds += secs;
-    w.tokens += parts[kTokens], w.real_tokens += parts[kReal];
-    w.generator_mlm += parts[5], w.replaced_token += parts[6];
+    w.tokens += stats.tokens, w.real_tokens += stats.real_tokens;
+    w.generator_mlm += l.generator_mlm, w.replaced_token += l.replaced_token;
     r.train_seconds += secs;
     if (health) {
       const auto t_health = std::chrono::steady_clock::now();
       const auto world = static_cast<std::size_t>(r.world);
       w.rank_compute.resize(world, 0.0), w.rank_collective.resize(world, 0.0);
       w.rank_wait.resize(world, 0.0);
-      const double slowest =
-          *std::max_element(parts.begin() + kRanks, parts.begin() + kRanks + r.world);
+      const double slowest = stats.slowest_compute();
       for (std::size_t k = 0; k < world; ++k) {
-        w.rank_compute[k] += parts[kRanks + k];
-        w.rank_collective[k] += parts[kRanks + world + k];
+        w.rank_compute[k] += stats.rank_compute[k];
+        w.rank_collective[k] += stats.rank_collective[k];
         // The collective could not finish before the slowest rank's compute did.
-        w.rank_wait[k] += std::min(parts[kRanks + world + k], slowest - parts[kRanks + k]);
+        w.rank_wait[k] += std::min(stats.rank_collective[k], slowest - stats.rank_compute[k]);
       }
       recent_steps.push_back(secs);
       if (recent_steps.size() > 20) recent_steps.pop_front();
