@@ -3,14 +3,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <csignal>
-#include <deque>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <optional>
 #include <random>
 #include <set>
-#include <thread>
+#include <utility>
 
 #include <fmt/core.h>
 #include <fmt/format.h>
@@ -31,7 +30,11 @@
 #include "model/encoder.h"
 #include "trainer/batching.h"
 #include "trainer/distributed.h"
+#include "trainer/fault_injection.h"
 #include "trainer/health.h"
+#include "trainer/health_monitor.h"
+#include "trainer/log_window.h"
+#include "trainer/observer.h"
 #include "trainer/pretrain_data.h"
 #include "trainer/run_dir.h"
 #include "trainer/step.h"
@@ -242,61 +245,6 @@ std::vector<const PretrainExample*> resolve(const Stream& s, const BatchRef& r) 
 // ---------------------------------------------------------------------------------------------
 // Schedule, logging window, state
 
-// Sums of the logged quantities since the last log line (saved in checkpoints, so a resumed
-// run logs the same means).
-struct LogWindow {
-  double loss = 0, sup = 0, self = 0, mlm_l = 0, mlm_u = 0, grad_norm = 0;
-  double generator_mlm = 0, replaced_token = 0;  // replaced-token detection only
-  std::int64_t steps = 0, examples = 0;
-  double seconds = 0;
-  // Token rows the encoder's blocks computed (padding included unless padding_free) and real
-  // tokens of the batches, all ranks (docs/training.md, padded_token_fraction).
-  double tokens = 0, real_tokens = 0;
-  // Per rank (data-parallel health checks, docs/training.md): seconds summed over the window's
-  // steps of compute (forward and backward), collectives, and the part of the collectives spent
-  // waiting for the slowest rank's compute. Empty in a single process.
-  std::vector<double> rank_compute, rank_collective, rank_wait;
-  // Seconds this rank spent on the health checks themselves (bookkeeping and watchdog CPU).
-  double health = 0;
-
-  json to_json() const {
-    return {{"health", health},
-            {"rank_compute", rank_compute},
-            {"rank_collective", rank_collective},
-            {"rank_wait", rank_wait},
-            {"loss", loss},
-            {"sup", sup},
-            {"self", self},
-            {"mlm_l", mlm_l},
-            {"mlm_u", mlm_u},
-            {"generator_mlm", generator_mlm},
-            {"replaced_token", replaced_token},
-            {"grad_norm", grad_norm},
-            {"steps", steps},
-            {"examples", examples},
-            {"seconds", seconds},
-            {"tokens", tokens},
-            {"real_tokens", real_tokens}};
-  }
-  static LogWindow from_json(const json& j) {
-    LogWindow w;
-    w.loss = j.at("loss"), w.sup = j.at("sup"), w.self = j.at("self");
-    w.mlm_l = j.at("mlm_l"), w.mlm_u = j.at("mlm_u"), w.grad_norm = j.at("grad_norm");
-    w.steps = j.at("steps"), w.examples = j.at("examples"), w.seconds = j.at("seconds");
-    // Absent in checkpoints written before the padding count existed.
-    w.tokens = j.value("tokens", 0.0), w.real_tokens = j.value("real_tokens", 0.0);
-    // Absent in checkpoints written before replaced-token detection existed.
-    w.generator_mlm = j.value("generator_mlm", 0.0);
-    w.replaced_token = j.value("replaced_token", 0.0);
-    // Absent in checkpoints written before the health checks existed.
-    w.rank_compute = j.value("rank_compute", std::vector<double>{});
-    w.rank_collective = j.value("rank_collective", std::vector<double>{});
-    w.rank_wait = j.value("rank_wait", std::vector<double>{});
-    w.health = j.value("health", 0.0);
-    return w;
-  }
-};
-
 struct Run {
   const PretrainConfig& cfg;
   std::unique_ptr<data::Tokenizer> tok;
@@ -314,7 +262,7 @@ struct Run {
   int rank = 0, world = 1;
   std::int64_t micro_done = 0;  // global micro-batches consumed (micro_seed's n)
   std::int64_t step = 0, total = 0, warmup = 0, steps_per_epoch = 0;
-  LogWindow window;
+  LogWindow window;  // saved in checkpoints (trainer/log_window.h)
   std::string last_checkpoint;
   torch::Device device{torch::kCPU};  // config device, resolved (model/device.h)
   bool bf16 = false;  // config bf16, where the device has native bf16 (model::effective_bf16)
@@ -436,12 +384,6 @@ void write_env(const Run& r) {
   write_file_atomic(fs::path(r.cfg.output_dir) / "env.json", env.dump(2) + "\n");
 }
 
-std::string duration_text(double s) {
-  const auto t = static_cast<long>(s);
-  return t >= 3600 ? fmt::format("{}h{:02}m", t / 3600, (t % 3600) / 60)
-                   : fmt::format("{}m{:02}s", t / 60, t % 60);
-}
-
 // The batches of one micro-step of a stream: one per rank, in rank order (all ranks draw all
 // of them, so every rank's stream stays at the same position).
 std::vector<BatchRef> next_batches(Stream& s, int world) {
@@ -479,6 +421,100 @@ StreamBatch rank_batch(Run& r, const Stream& s, const std::vector<BatchRef>& ref
   }
   return b;
 }
+
+// What the forward and backward of every micro-batch needs besides the batches.
+struct StepObjective {
+  losses::ObjectiveWeights weights;
+  losses::ContrastiveOptions contrastive;
+  LanguageObjective language;
+};
+
+StepObjective step_objective(Run& r) {
+  const PretrainConfig& c = r.cfg;
+  StepObjective o;
+  o.weights = {c.loss.contrastive_weight, c.loss.mlm_weight, c.loss.self_supervised_weight};
+  o.contrastive.temperature = c.loss.temperature;
+  o.contrastive.base_temperature = c.loss.base_temperature;
+  o.contrastive.shard_size = c.data.contrastive_shard_size;
+  o.language = {r.rtd ? r.rtd.get() : nullptr, c.loss.discriminator_weight};
+  return o;
+}
+
+// Micro-batch `micro` of the current step on this rank: draws every rank's batches of both
+// streams, seeds the masking and the dropout by the micro-batch's global index (within it the
+// labelled batch draws first), runs forward and backward (the loss scaled by 1 / accumulation)
+// and adds its losses, tokens and examples (all ranks') to `stats` and `examples`.
+void run_micro_batch(Run& r, const StepObjective& objective, std::int64_t micro, StepStats& stats,
+                     std::int64_t& examples) {
+  const PretrainConfig& config = r.cfg;
+  const std::int64_t accum = config.gradient_accumulation_steps;
+  const auto lab_refs = next_batches(r.lab, r.world);
+  const auto unl_refs = next_batches(r.unl, r.world);
+  const std::int64_t n = r.micro_done + micro * r.world + r.rank;
+  std::mt19937_64 mask_rng(micro_seed(config.seed, kMaskTag, n));
+  torch::manual_seed(micro_seed(config.seed, kDropoutTag, n));
+  std::optional<StreamBatch> lab, unl;
+  if (r.lab.active()) lab = rank_batch(r, r.lab, lab_refs, mask_rng, &examples);
+  if (r.unl.active()) unl = rank_batch(r, r.unl, unl_refs, mask_rng, &examples);
+  const losses::Objective o = forward_backward(
+      r.net, lab ? &*lab : nullptr, unl ? &*unl : nullptr, objective.weights, objective.contrastive,
+      r.bf16, 1.0 / static_cast<double>(accum), nullptr, objective.language);
+  stats.add_micro_batch({o.total_value, o.sup, o.self, o.mlm_labelled, o.mlm_unlabelled,
+                         o.generator_mlm, o.replaced_token},
+                        accum);
+  for (const auto* b : {lab ? &*lab : nullptr, unl ? &*unl : nullptr}) {
+    if (b == nullptr) continue;
+    // Token rows the encoder's blocks compute: every position when padded, only the real ones
+    // padding-free (collate() pads on the right, so the packed path applies).
+    const double real = b->inputs.attention_mask.sum().item<double>();
+    stats.tokens +=
+        config.padding_free ? real : static_cast<double>(b->inputs.attention_mask.numel());
+    stats.real_tokens += real;
+  }
+}
+
+// The gradient norm of `params` (before clipping), clipped to `max_norm` when it is > 0.
+double clip_gradients(const std::vector<torch::Tensor>& params, double max_norm) {
+  if (max_norm > 0) return torch::nn::utils::clip_grad_norm_(params, max_norm);
+  double sq = 0;
+  for (const auto& p : params) {
+    if (p.grad().defined()) sq += p.grad().pow(2).sum().item<double>();
+  }
+  return std::sqrt(sq);
+}
+
+// Whether to stop before the next step. Every rank stops at the same step: the stop request
+// of any rank counts.
+bool stop_requested(const std::atomic<bool>* stop, DataParallelGroup* group) {
+  const bool here = stop != nullptr && stop->load();
+  return group != nullptr ? group->sum({here ? 1.0 : 0.0})[0] > 0 : here;
+}
+
+// Starts a phase of the hang watchdog (a single process has none).
+void enter_phase(DataParallelGroup* group, PhaseKind kind, const std::string& label) {
+  if (group != nullptr) group->begin_phase(kind, label);
+}
+
+// Calls on_step after every step (rank 0's progress bar) with the step's loss and throughput
+// and the time left at the pace so far.
+class Progress final : public TrainingObserver {
+ public:
+  Progress(std::function<void(const StepInfo&)> on_step, std::int64_t first_step)
+      : on_step_(std::move(on_step)), first_step_(first_step) {}
+  void after_step(const StepEvent& e) override {
+    if (!on_step_) return;
+    const double elapsed = seconds_elapsed(start_);
+    on_step_(StepInfo{e.step, e.total, e.stats->losses.total, e.learning_rate,
+                      static_cast<double>(e.examples) / e.seconds,
+                      elapsed / static_cast<double>(e.step - first_step_) *
+                          static_cast<double>(e.total - e.step)});
+  }
+
+ private:
+  std::function<void(const StepInfo&)> on_step_;
+  std::int64_t first_step_;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
 
 }  // namespace
 
@@ -696,233 +732,66 @@ PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<b
   };
   if (evaluating && r.step == 0) run_evaluation();
 
-  const losses::ObjectiveWeights weights{config.loss.contrastive_weight, config.loss.mlm_weight,
-                                         config.loss.self_supervised_weight};
-  losses::ContrastiveOptions copt;
-  copt.temperature = config.loss.temperature;
-  copt.base_temperature = config.loss.base_temperature;
-  copt.shard_size = config.data.contrastive_shard_size;
-  const LanguageObjective language{r.rtd ? r.rtd.get() : nullptr,
-                                   config.loss.discriminator_weight};
+  // The loop: one optimiser step per iteration; the observers log, check and inject faults.
   const std::vector<torch::Tensor> params = r.parameters();
-  PretrainResult result;
-  const auto run_start = std::chrono::steady_clock::now();
-  const std::int64_t first_step = r.step;
-  // Data-parallel health checks (docs/training.md "Health checks").
-  const bool health = group != nullptr && r.world > 1 && config.ddp_health_checks;
-  StragglerDetector stragglers(r.world, config.ddp_straggler_ratio, config.ddp_straggler_windows);
-  std::deque<double> recent_steps;  // seconds of the last steps, for the hang timeout
-  const FaultPlan fault = fault_plan_from_env();
-  check_fault_rank(fault, r.world);
-  const bool faulty = fault.applies_to(r.rank);
+  const StepObjective objective = step_objective(r);
+  FaultInjector faults = FaultInjector::from_env(r.rank, r.world);
   // Every faulty rank says so (not only rank 0, whose lines are the run's log).
-  if (faulty && log) log(fmt::format("fault injection ({}) armed for rank {}", kFaultEnv, r.rank));
-  auto phase = [&](PhaseKind kind, const std::string& label) {
-    if (group != nullptr) group->begin_phase(kind, label);
-  };
+  if (faults.armed() && log) {
+    log(fmt::format("fault injection ({}) armed for rank {}", kFaultEnv, r.rank));
+  }
+  HealthMonitor health(config, group, r.window, say);
+  Progress progress(writer ? on_step : std::function<void(const StepInfo&)>(), r.step);
+  MetricsLog metrics_log(
+      r.window, writer ? &metrics : nullptr, say,
+      {config.logging_steps, r.steps_per_epoch, static_cast<bool>(r.rtd), r.step}, &health);
+  TrainingObserver* const observers[] = {&faults, &health, &progress, &metrics_log};
+  PretrainResult result;
   while (r.step < r.total) {
-    // Every rank stops at the same step: the stop request of any rank counts.
-    const bool stop_here = stop && stop->load();
-    if (group ? group->sum({stop_here ? 1.0 : 0.0})[0] > 0 : stop_here) {
+    if (stop_requested(stop, group)) {
       result.interrupted = true;
       break;
     }
     const auto t0 = std::chrono::steady_clock::now();
-    phase(PhaseKind::Compute, fmt::format("step {}", r.step + 1));
-    if (faulty) {
-      if (fault.kill_at_step == r.step + 1) std::raise(SIGKILL);
-      if (fault.hang_at_step == r.step + 1) {
-        for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
-      }
-      if (fault.slow_ms > 0)
-        std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(fault.slow_ms));
-    }
-    set_lr(*r.opt, config.learning_rate * lr_factor(r.step, r.warmup, r.total));
+    enter_phase(group, PhaseKind::Compute, fmt::format("step {}", r.step + 1));
+    for (TrainingObserver* o : observers) o->before_step(r.step + 1);
+    const double lr = config.learning_rate * lr_factor(r.step, r.warmup, r.total);
+    set_lr(*r.opt, lr);
     r.opt->zero_grad();
-    std::int64_t examples = 0;
     StepStats stats(r.world);
-    for (std::int64_t micro = 0; micro < accum; ++micro) {
-      const auto lab_refs = next_batches(r.lab, r.world);
-      const auto unl_refs = next_batches(r.unl, r.world);
-      // Masking and dropout of this rank's micro-batch are seeded by its global index; within
-      // it the labelled batch draws first, then the unlabelled one.
-      const std::int64_t n = r.micro_done + micro * r.world + r.rank;
-      std::mt19937_64 mask_rng(micro_seed(config.seed, kMaskTag, n));
-      torch::manual_seed(micro_seed(config.seed, kDropoutTag, n));
-      std::optional<StreamBatch> lab, unl;
-      if (r.lab.active()) lab = rank_batch(r, r.lab, lab_refs, mask_rng, &examples);
-      if (r.unl.active()) unl = rank_batch(r, r.unl, unl_refs, mask_rng, &examples);
-      const losses::Objective o =
-          forward_backward(r.net, lab ? &*lab : nullptr, unl ? &*unl : nullptr, weights, copt,
-                           r.bf16, 1.0 / static_cast<double>(accum), nullptr, language);
-      stats.add_micro_batch({o.total_value, o.sup, o.self, o.mlm_labelled, o.mlm_unlabelled,
-                             o.generator_mlm, o.replaced_token},
-                            accum);
-      for (const auto* b : {lab ? &*lab : nullptr, unl ? &*unl : nullptr}) {
-        if (b == nullptr) continue;
-        // Token rows the encoder's blocks compute: every position when padded, only the real
-        // ones padding-free (collate() pads on the right, so the packed path applies).
-        const double real = b->inputs.attention_mask.sum().item<double>();
-        stats.tokens +=
-            config.padding_free ? real : static_cast<double>(b->inputs.attention_mask.numel());
-        stats.real_tokens += real;
-      }
+    std::int64_t examples = 0;
+    for (std::int64_t micro = 0; micro < config.gradient_accumulation_steps; ++micro) {
+      run_micro_batch(r, objective, micro, stats, examples);
     }
     r.micro_done += per_step;
-    const double compute_secs =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double compute_secs = seconds_elapsed(t0);
     if (group) {
-      if (!(faulty && fault.skip_collective_at_step == r.step + 1)) {
-        group->average_gradients(params);
-      }
+      if (!faults.skips_collective(r.step + 1)) group->average_gradients(params);
       // The per-rank seconds ride along in the sum of the logged figures.
       stats.set_rank_seconds(r.rank, compute_secs, group->take_collective_seconds());
       stats = StepStats::from_vector(group->sum(stats.to_vector()), r.world);
       stats.average_losses_over_ranks();
     }
-    const StepLosses& l = stats.losses;
-    const double total_loss = l.total;
-    double grad_norm;
-    if (config.max_grad_norm > 0) {
-      grad_norm = torch::nn::utils::clip_grad_norm_(params, config.max_grad_norm);
-    } else {
-      double sq = 0;
-      for (const auto& p : params) {
-        if (p.grad().defined()) sq += p.grad().pow(2).sum().item<double>();
-      }
-      grad_norm = std::sqrt(sq);
-    }
-    const double lr_used = config.learning_rate * lr_factor(r.step, r.warmup, r.total);
+    const double grad_norm = clip_gradients(params, config.max_grad_norm);
     r.opt->step();
     ++r.step;
-    const double secs =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    LogWindow& w = r.window;
-    w.loss += l.total, w.sup += l.sup, w.self += l.self, w.mlm_l += l.mlm_l, w.mlm_u += l.mlm_u;
-    w.grad_norm += grad_norm, w.steps += 1, w.examples += examples, w.seconds += secs;
-    w.tokens += stats.tokens, w.real_tokens += stats.real_tokens;
-    w.generator_mlm += l.generator_mlm, w.replaced_token += l.replaced_token;
+    const double secs = seconds_elapsed(t0);
     r.train_seconds += secs;
-    if (health) {
-      const auto t_health = std::chrono::steady_clock::now();
-      const auto world = static_cast<std::size_t>(r.world);
-      w.rank_compute.resize(world, 0.0), w.rank_collective.resize(world, 0.0);
-      w.rank_wait.resize(world, 0.0);
-      const double slowest = stats.slowest_compute();
-      for (std::size_t k = 0; k < world; ++k) {
-        w.rank_compute[k] += stats.rank_compute[k];
-        w.rank_collective[k] += stats.rank_collective[k];
-        // The collective could not finish before the slowest rank's compute did.
-        w.rank_wait[k] += std::min(stats.rank_collective[k], slowest - stats.rank_compute[k]);
-      }
-      recent_steps.push_back(secs);
-      if (recent_steps.size() > 20) recent_steps.pop_front();
-      group->set_hang_timeout(hang_timeout_seconds(
-          median_of(std::vector<double>(recent_steps.begin(), recent_steps.end())),
-          config.ddp_hang_timeout_factor, config.ddp_hang_timeout_min,
-          static_cast<double>(config.ddp_timeout)));
-      w.health +=
-          group->take_health_seconds() +
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - t_health).count();
-    }
-
-    if (on_step && writer) {
-      const double elapsed =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
-      on_step(StepInfo{r.step, r.total, total_loss, lr_used, static_cast<double>(examples) / secs,
-                       elapsed / static_cast<double>(r.step - first_step) *
-                           static_cast<double>(r.total - r.step)});
-    }
-    if (r.step % config.logging_steps == 0 || r.step == r.total) {
-      const double nsteps = static_cast<double>(w.steps);
-      json rec = {{"step", r.step},
-                  {"epoch", static_cast<double>(r.step) / static_cast<double>(r.steps_per_epoch)},
-                  {"loss", w.loss / nsteps},
-                  {"contrastive", w.sup / nsteps},
-                  {"self_supervised", w.self / nsteps},
-                  {"mlm_labelled", w.mlm_l / nsteps},
-                  {"mlm_unlabelled", w.mlm_u / nsteps},
-                  {"learning_rate", lr_used},
-                  {"grad_norm", w.grad_norm / nsteps},
-                  {"examples_per_second", static_cast<double>(w.examples) / w.seconds},
-                  {"padded_token_fraction", w.tokens > 0 ? 1.0 - w.real_tokens / w.tokens : 0.0},
-                  {"train_seconds", r.train_seconds}};
-      if (r.rtd) {
-        rec["generator_mlm"] = w.generator_mlm / nsteps;
-        rec["replaced_token"] = w.replaced_token / nsteps;
-      }
-      std::string ranks_text;
-      if (health && w.rank_compute.size() == static_cast<std::size_t>(r.world)) {
-        const auto t_health = std::chrono::steady_clock::now();
-        auto per_step = [&](const std::vector<double>& v) {
-          std::vector<double> out;
-          for (double x : v) out.push_back(x / nsteps);
-          return out;
-        };
-        const std::vector<double> compute = per_step(w.rank_compute);
-        const auto slowest =
-            static_cast<int>(std::max_element(compute.begin(), compute.end()) - compute.begin());
-        const auto [lo, hi] = std::minmax_element(compute.begin(), compute.end());
-        rec["rank_compute_seconds"] = compute;
-        rec["rank_collective_seconds"] = per_step(w.rank_collective);
-        rec["rank_wait_seconds"] = per_step(w.rank_wait);
-        rec["rank_compute_seconds_min"] = *lo;
-        rec["rank_compute_seconds_median"] = median_of(compute);
-        rec["rank_compute_seconds_max"] = *hi;
-        rec["slowest_rank"] = slowest;
-        ranks_text = fmt::format("  ranks {:.3f}-{:.3f} s (slowest {})", *lo, *hi, slowest);
-        json found = json::array();
-        for (const Straggler& s : stragglers.update(compute)) {
-          const std::string host = group->host(s.rank);
-          found.push_back({{"rank", s.rank},
-                           {"host", host},
-                           {"seconds", s.seconds},
-                           {"peer_seconds", s.peer_seconds},
-                           {"ratio", s.ratio},
-                           {"windows", s.windows}});
-          say(
-              fmt::format("warning: straggler: rank {} on {} computes a step in {:.3f} s, {:.1f}x "
-                          "the median of its peers ({:.3f} s), for {} logging windows in a row",
-                          s.rank, host, s.seconds, s.ratio, s.peer_seconds, s.windows));
-        }
-        if (!found.empty()) rec["stragglers"] = found;
-        // This rank's cost of the checks over the window (the time of this block included).
-        const double cost =
-            w.health +
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - t_health).count();
-        rec["health_overhead_fraction"] = w.seconds > 0 ? cost / w.seconds : 0.0;
-      }
-      if (writer) metrics << rec.dump() << "\n" << std::flush;
-      const double elapsed =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
-      const double step_secs = elapsed / static_cast<double>(r.step - first_step);
-      const std::string rtd_text =
-          r.rtd ? fmt::format("  generator mlm {:.3f}, replaced-token BCE {:.4f}",
-                              w.generator_mlm / nsteps, w.replaced_token / nsteps)
-                : std::string();
-      say(
-          fmt::format("step {}/{}  loss {:.4f} (contrastive {:.4f}, self {:.4f}, mlm {:.3f}/{:.3f})"
-                      "{}  lr {:.2e}  |g| {:.2f}  {:.1f} ex/s  padding {:.0f}%{}  ETA {}",
-                      r.step, r.total, w.loss / nsteps, w.sup / nsteps, w.self / nsteps,
-                      w.mlm_l / nsteps, w.mlm_u / nsteps, rtd_text, lr_used, w.grad_norm / nsteps,
-                      static_cast<double>(w.examples) / w.seconds,
-                      w.tokens > 0 ? 100.0 * (1.0 - w.real_tokens / w.tokens) : 0.0, ranks_text,
-                      duration_text(step_secs * static_cast<double>(r.total - r.step))));
-      w = LogWindow{};
-    }
+    const StepEvent event{r.step, r.total, &stats, examples, grad_norm, lr, secs, r.train_seconds};
+    for (TrainingObserver* o : observers) o->after_step(event);
     if (evaluating && (r.step % config.eval_steps == 0 || r.step == r.total)) {
-      phase(PhaseKind::Exempt, fmt::format("evaluation after step {}", r.step));
+      enter_phase(group, PhaseKind::Exempt, fmt::format("evaluation after step {}", r.step));
       run_evaluation();
     }
     if (config.save_steps > 0 && r.step % config.save_steps == 0 && r.step < r.total) {
-      phase(PhaseKind::Exempt, fmt::format("checkpoint of step {}", r.step));
+      enter_phase(group, PhaseKind::Exempt, fmt::format("checkpoint of step {}", r.step));
       if (writer) save_checkpoint(r);
       r.last_checkpoint = (out / checkpoint_name(r.step)).string();
       say("saved " + r.last_checkpoint);
     }
   }
   result.steps_done = r.step;
-  phase(PhaseKind::Exempt, "the end of training (final save)");
+  enter_phase(group, PhaseKind::Exempt, "the end of training (final save)");
   const std::string step_checkpoint = (out / checkpoint_name(r.step)).string();
   if (result.interrupted) {
     if (r.last_checkpoint != step_checkpoint) {
