@@ -243,7 +243,7 @@ std::vector<const PretrainExample*> resolve(const Stream& s, const BatchRef& r) 
 }
 
 // ---------------------------------------------------------------------------------------------
-// Schedule, logging window, state
+// The run and its checkpoints
 
 struct Run {
   const PretrainConfig& cfg;
@@ -261,6 +261,7 @@ struct Run {
   DataParallelGroup* group = nullptr;  // null: a single process
   int rank = 0, world = 1;
   std::int64_t micro_done = 0;  // global micro-batches consumed (micro_seed's n)
+  std::int64_t per_step = 1;    // micro-batches per optimiser step: accumulation x world
   std::int64_t step = 0, total = 0, warmup = 0, steps_per_epoch = 0;
   LogWindow window;  // saved in checkpoints (trainer/log_window.h)
   std::string last_checkpoint;
@@ -370,6 +371,8 @@ void truncate_metrics(const fs::path& path, std::int64_t step) {
   write_file_atomic(path, kept);
 }
 
+// env.json: the host environment (model::host_environment), world size, device, bf16 and the
+// parameter count.
 void write_env(const Run& r) {
   json env = model::host_environment();
   env.update({{"world_size", r.world},
@@ -383,6 +386,290 @@ void write_env(const Run& r) {
                }()}});
   write_file_atomic(fs::path(r.cfg.output_dir) / "env.json", env.dump(2) + "\n");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Set-up
+
+// resume_from_checkpoint, with "latest" resolved to the newest complete checkpoint of
+// output_dir, or none (what the launcher's restarts and torchrun's use, docs/training.md
+// "Health checks"). Empty: a fresh run.
+std::string resume_point(const PretrainConfig& config, const LogSink& say) {
+  std::string resume = config.resume_from_checkpoint;
+  if (resume == "latest") {
+    resume = newest_checkpoint(config.output_dir);
+    say(resume.empty() ? "resume_from_checkpoint=latest: no checkpoint in " + config.output_dir +
+                             " yet; starting at step 0"
+                       : "resume_from_checkpoint=latest: " + resume);
+  }
+  // A fresh run does not replace a finished run's final/ unless told to (HF's
+  // overwrite_output_dir; docs/failure-cases.md B12).
+  if (resume.empty() && !config.overwrite_output_dir &&
+      fs::exists(fs::path(config.output_dir) / "final" / model::kWeightsFile)) {
+    throw DataError(config.output_dir, "", "overwrite_output_dir",
+                    "holds a finished run (final/), which a fresh run would replace; set "
+                    "overwrite_output_dir=true to train over it, resume_from_checkpoint to "
+                    "continue it, or choose another output_dir");
+  }
+  return resume;
+}
+
+// The device first: a GPU that is not there stops the run before any input is checked. Then the
+// inputs, the threads, the seed and bf16.
+void prepare_device(Run& r, const LogSink& say) {
+  const PretrainConfig& config = r.cfg;
+  r.device = model::resolve_device(config.device, "device");
+  if (r.device.is_cuda() && r.world > 1) {
+    throw DataError("device", "", "",
+                    fmt::format("\"{}\" with {} data-parallel processes: data-parallel training "
+                                "runs on the CPU (Gloo) only in this version; NCCL across GPUs is "
+                                "not built yet (docs/gpu.md). Use device: cpu, or one process",
+                                config.device, r.world));
+  }
+  check_inputs_exist(config);
+  at::set_num_threads(config.threads);
+  torch::manual_seed(static_cast<std::uint64_t>(config.seed));
+  std::string bf16_note;
+  r.bf16 = model::effective_bf16(r.device, config.bf16, &bf16_note);
+  if (!bf16_note.empty()) say("warning: " + bf16_note);
+}
+
+// The tokenizer, the model (from model_name_or_path on a fresh run) and, with
+// language_objective rtd, the generator and discriminator head, on the run's device.
+void build_model(Run& r, bool fresh, const LogSink& say) {
+  const PretrainConfig& config = r.cfg;
+  r.tok = data::load_tokenizer(config.data.tokenizer);
+  r.ecfg = encoder_config(config, *r.tok);
+  r.net = model::SpaceModel(r.ecfg);
+  if (!config.model_name_or_path.empty() && fresh) {
+    const std::size_t n = init_from_bundle(*r.net, r.ecfg, config.model_name_or_path);
+    say(fmt::format("initialised {} tensors from {}", n, config.model_name_or_path));
+  }
+  r.net->to(r.device);  // before the optimiser is made, so its state lives there too
+  r.net->train();
+  r.net->encoder()->set_padding_free(config.padding_free);
+  if (config.loss.language_objective == "rtd") {
+    // After the model: its initialisation draws first, so an rtd run's encoder starts where an
+    // mlm run's does.
+    const std::int64_t layers =
+        model::generator_layers(config.loss.generator_size, r.ecfg.num_hidden_layers);
+    r.rtd = model::ReplacedTokenDetection(r.ecfg, r.net->encoder()->word_embeddings(), layers);
+    r.rtd->to(r.device);
+    r.rtd->train();
+    r.rtd->generator()->set_padding_free(config.padding_free);
+    say(fmt::format("replaced-token detection: a {}-layer generator, discriminator weight {}",
+                    layers, config.loss.discriminator_weight));
+  }
+  r.views = view_indices(r.ecfg.projection_views);
+}
+
+// Both batch streams, and a log line of what they hold and left out.
+void load_streams(Run& r, const LogSink& say) {
+  const PretrainConfig& config = r.cfg;
+  const auto t_load = std::chrono::steady_clock::now();
+  const data::SerializeOptions sopt = serialize_options(config.data);
+  const auto data_seed = static_cast<std::uint64_t>(config.data_seed);
+  r.lab = make_stream(config.data.labelled, true, config.per_device_train_batch_size, data_seed,
+                      *r.tok, sopt);
+  r.unl = make_stream(config.data.unlabelled, false, config.unlabelled_batch_size,
+                      splitmix64(data_seed), *r.tok, sopt);
+  auto count = [](const Stream& s) {
+    std::size_t n = 0;
+    for (const auto& d : s.datasets) n += d.examples.size();
+    return n;
+  };
+  say(fmt::format("data: {} labelled examples in {} datasets, {} unlabelled in {} ({:.1f} s)",
+                  count(r.lab), r.lab.datasets.size(), count(r.unl), r.unl.datasets.size(),
+                  seconds_elapsed(t_load)));
+  using Named = std::pair<const Stream*, const char*>;
+  for (const auto& [stream, key] :
+       {Named{&r.lab, "data.labelled"}, Named{&r.unl, "data.unlabelled"}}) {
+    if (stream->skipped.turns > 0 || stream->skipped.dialogs > 0) {
+      say(
+          fmt::format("warning: {}: left out {} turn(s) with empty text and {} dialog(s) with no "
+                      "turn left (docs/failure-cases.md B13)",
+                      key, stream->skipped.turns, stream->skipped.dialogs));
+    }
+  }
+}
+
+// The schedule: one optimiser step consumes accum x world batches of each stream
+// (docs/method.md §4.5 epoch); the total steps and the warm-up follow.
+void plan_steps(Run& r) {
+  const PretrainConfig& config = r.cfg;
+  r.per_step = static_cast<std::int64_t>(config.gradient_accumulation_steps) * r.world;
+  const std::size_t batches = std::max(r.lab.active() ? r.lab.batches->batches_per_epoch() : 0,
+                                       r.unl.active() ? r.unl.batches->batches_per_epoch() : 0);
+  r.steps_per_epoch =
+      std::max<std::int64_t>(1, (static_cast<std::int64_t>(batches) + r.per_step - 1) / r.per_step);
+  r.total = config.max_steps > 0 ? config.max_steps : config.num_train_epochs * r.steps_per_epoch;
+  r.warmup =
+      static_cast<std::int64_t>(std::ceil(config.warmup_ratio * static_cast<double>(r.total)));
+}
+
+// Continues the run from checkpoint folder `dir`. @throws DataError for a checkpoint beyond the
+// run's steps.
+void resume_from(Run& r, const std::string& dir, const LogSink& say) {
+  load_checkpoint(r, dir);
+  if (r.step > r.total) {
+    throw DataError(dir, "", "resume_from_checkpoint",
+                    fmt::format("the checkpoint is at step {}, beyond this run's {} steps (a "
+                                "checkpoint of another run?)",
+                                r.step, r.total));
+  }
+  say(fmt::format("resumed from {} at step {}", dir, r.step));
+}
+
+// Rank 0's start in the run directory: removes what an interrupted save left, warns about an
+// earlier run's checkpoints (fresh runs), writes config.yaml and env.json, and opens
+// metrics.jsonl for appending after the lines of the steps done.
+void open_run_dir(const Run& r, bool fresh, const LogSink& say, std::ofstream& metrics) {
+  const fs::path out(r.cfg.output_dir);
+  fs::create_directories(out);
+  for (const std::string& name : remove_stale_temporaries(out)) {
+    say("removed " + (out / name).string() + ", left by an interrupted save");
+  }
+  if (fresh) {
+    for (const CheckpointDir& c : list_checkpoints(out)) {
+      say(
+          fmt::format("warning: {} is from an earlier run in this output_dir: this run starts "
+                      "at step 0, overwrites the checkpoints of the steps it saves, and never "
+                      "resumes from or prunes one beyond its own step",
+                      c.path.string()));
+    }
+  }
+  write_file_atomic(out / "config.yaml", dump_config(r.cfg));
+  write_env(r);
+  const fs::path metrics_path = out / "metrics.jsonl";
+  truncate_metrics(metrics_path, r.step);
+  metrics.open(metrics_path, std::ios::app);
+}
+
+// The start-up lines: the model and the schedule, and the BLAS kernels.
+void log_start(const Run& r, const LogSink& say) {
+  say(
+      fmt::format("model: {} layers x {} hidden, vocab {}; {} steps ({} per epoch), warm-up {}, "
+                  "{} threads, device {}, bf16 {}, {} process{}",
+                  r.ecfg.num_hidden_layers, r.ecfg.hidden_size, r.ecfg.vocab_size, r.total,
+                  r.steps_per_epoch, r.warmup, at::get_num_threads(), r.device.str(),
+                  r.bf16 ? "on" : "off", r.world, r.world == 1 ? "" : "es"));
+  if (const BlasRuntime blas = inspect_loaded_blas(); blas.openblas) {
+    const char* choice = std::getenv(kBlasDecisionEnv);
+    say(fmt::format(
+        "BLAS: OpenBLAS kernels {}, {} threads; {}", blas.corename, blas.num_threads,
+        choice != nullptr ? choice : "no kernel choice made (not started by dialtree)"));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Evaluation and the best model
+
+// Evaluation during pretraining on rank 0 (docs/training.md "Evaluation during pretraining"):
+// a metrics.jsonl record and a log line per evaluation and, with metric_for_best_model, the
+// best model so far as the bundle best/.
+class Evaluation {
+ public:
+  // Takes over best/ when this run made it (same metric, a step already done); otherwise
+  // removes it.
+  Evaluation(const Run& r, const Evaluator& evaluate, bool writer, std::ostream& metrics,
+             LogSink say)
+      : config_(r.cfg),
+        evaluate_(evaluate),
+        active_(writer && evaluate && r.cfg.eval_steps > 0),
+        best_dir_(fs::path(r.cfg.output_dir) / "best"),
+        metrics_(metrics),
+        say_(std::move(say)) {
+    if (!active_ || config_.metric_for_best_model.empty() || !fs::is_directory(best_dir_)) return;
+    const nlohmann::json recipe = model::load_bundle(best_dir_.string()).info.recipe;
+    const std::int64_t best_step = recipe.value("step", std::int64_t{-1});
+    if (recipe.value("metric", std::string()) == config_.metric_for_best_model && best_step >= 0 &&
+        best_step <= r.step && r.step > 0) {
+      best_value_ = recipe.at("value").get<double>();
+      say_(fmt::format("best so far: {} = {:.4f} at step {} ({})", config_.metric_for_best_model,
+                       *best_value_, best_step, best_dir_.string()));
+    } else {
+      fs::remove_all(best_dir_);  // from another run, metric, or a step this run will redo
+    }
+  }
+
+  bool active() const { return active_; }
+
+  // Whether to evaluate after step `step` of `total`: every eval_steps and at the end.
+  bool due(std::int64_t step, std::int64_t total) const {
+    return active_ && (step % config_.eval_steps == 0 || step == total);
+  }
+
+  // Evaluates the model (in eval mode, then back to train mode), records and logs the figures,
+  // and keeps the model as best/ when it is the best so far.
+  // @throws DataError when the evaluation does not report metric_for_best_model.
+  void run(Run& r) {
+    const auto t_eval = std::chrono::steady_clock::now();
+    r.net->eval();
+    const std::vector<std::pair<std::string, double>> figures = evaluate_(*r.net);
+    r.net->train();
+    const double secs = seconds_elapsed(t_eval);
+    json rec = {{"step", r.step},
+                {"epoch", static_cast<double>(r.step) / static_cast<double>(r.steps_per_epoch)}};
+    std::string text;
+    for (const auto& [key, value] : figures) {
+      rec[key] = value;
+      text += fmt::format("  {} {:.4f}", key, value);
+    }
+    rec["eval_seconds"] = secs;
+    rec["train_seconds"] = r.train_seconds;
+    metrics_ << rec.dump() << "\n" << std::flush;
+    say_(fmt::format("eval at step {}:{}  ({:.1f} s)", r.step, text, secs));
+    keep_if_best(r, figures);
+  }
+
+  // With load_best_model_at_end and a best model: loads best/'s weights into the model and
+  // notes its step and value in the final bundle's `recipe`.
+  void load_best(Run& r, nlohmann::json& recipe) const {
+    if (!config_.load_best_model_at_end || !best_value_ || !fs::is_directory(best_dir_)) return;
+    init_from_bundle(*r.net, r.ecfg, best_dir_.string());
+    const nlohmann::json best = model::load_bundle(best_dir_.string()).info.recipe;
+    recipe["best_step"] = best.at("step");
+    recipe[config_.metric_for_best_model] = best.at("value");
+    say_(fmt::format("final/ holds the best model: {} = {:.4f} at step {}",
+                     config_.metric_for_best_model, best.at("value").get<double>(),
+                     best.at("step").get<std::int64_t>()));
+  }
+
+ private:
+  void keep_if_best(const Run& r, const std::vector<std::pair<std::string, double>>& figures) {
+    if (config_.metric_for_best_model.empty()) return;
+    const auto it = std::find_if(figures.begin(), figures.end(), [&](const auto& f) {
+      return f.first == config_.metric_for_best_model;
+    });
+    if (it == figures.end()) {
+      std::string names;
+      for (const auto& f : figures) names += (names.empty() ? "" : ", ") + f.first;
+      throw DataError("", "", "metric_for_best_model",
+                      fmt::format("the evaluation reports no '{}'; it reports: {}",
+                                  config_.metric_for_best_model, names));
+    }
+    const bool better = !best_value_ || (config_.greater_is_better ? it->second > *best_value_
+                                                                   : it->second < *best_value_);
+    if (!better) return;
+    best_value_ = it->second;
+    model::BundleInfo info;
+    info.recipe = {{"config_yaml", dump_config(config_)},
+                   {"step", r.step},
+                   {"metric", config_.metric_for_best_model},
+                   {"value", it->second}};
+    model::save_bundle(best_dir_.string(), *r.net, config_.data.tokenizer, info);
+  }
+
+  const PretrainConfig& config_;
+  const Evaluator& evaluate_;
+  const bool active_;
+  const fs::path best_dir_;
+  std::optional<double> best_value_;
+  std::ostream& metrics_;
+  LogSink say_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// One optimiser step
 
 // The batches of one micro-step of a stream: one per rank, in rank order (all ranks draw all
 // of them, so every rank's stream stays at the same position).
@@ -516,6 +803,40 @@ class Progress final : public TrainingObserver {
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 
+// The end of the run: after a stop, a checkpoint of the step reached (unless one was just
+// saved); otherwise the final/ bundle (best/'s weights with load_best_model_at_end). The other
+// ranks return only once rank 0's save is complete.
+PretrainResult finish_run(Run& r, PretrainResult result, const Evaluation& eval, bool writer,
+                          const LogSink& say) {
+  result.steps_done = r.step;
+  enter_phase(r.group, PhaseKind::Exempt, "the end of training (final save)");
+  const fs::path out(r.cfg.output_dir);
+  const std::string step_checkpoint = (out / checkpoint_name(r.step)).string();
+  if (result.interrupted) {
+    if (r.last_checkpoint != step_checkpoint) {
+      if (writer) save_checkpoint(r);
+      r.last_checkpoint = step_checkpoint;
+    }
+    if (r.group) r.group->barrier();
+    result.last_checkpoint = r.last_checkpoint;
+    say(fmt::format("stopped at step {}; resume with resume_from_checkpoint={}", r.step,
+                    r.last_checkpoint));
+    return result;
+  }
+  r.net->eval();
+  result.final_dir = (out / "final").string();
+  if (writer) {
+    model::BundleInfo info;
+    info.recipe = {{"config_yaml", dump_config(r.cfg)}, {"steps", r.step}};
+    eval.load_best(r, info.recipe);
+    model::save_bundle(result.final_dir, *r.net, r.cfg.data.tokenizer, info);
+  }
+  if (r.group) r.group->barrier();
+  result.last_checkpoint = r.last_checkpoint;
+  say("saved " + result.final_dir);
+  return result;
+}
+
 }  // namespace
 
 PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<bool>* stop,
@@ -527,210 +848,25 @@ PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<b
   r.rank = group ? group->rank() : 0;
   r.world = group ? group->world_size() : 1;
   const bool writer = r.rank == 0;  // only rank 0 touches the run directory and logs
-  auto say = [&](const std::string& s) {
+  const LogSink say = [&](const std::string& s) {
     if (log && writer) log(s);
   };
-  // resume_from_checkpoint=latest: the newest complete checkpoint of output_dir, or none (what
-  // the launcher's restarts and torchrun's use, docs/training.md "Health checks").
-  std::string resume = config.resume_from_checkpoint;
-  if (resume == "latest") {
-    resume = newest_checkpoint(config.output_dir);
-    say(resume.empty() ? "resume_from_checkpoint=latest: no checkpoint in " + config.output_dir +
-                             " yet; starting at step 0"
-                       : "resume_from_checkpoint=latest: " + resume);
-  }
-  // A fresh run does not replace a finished run's final/ unless told to (HF's
-  // overwrite_output_dir; docs/failure-cases.md B12).
-  if (resume.empty() && !config.overwrite_output_dir &&
-      fs::exists(fs::path(config.output_dir) / "final" / model::kWeightsFile)) {
-    throw DataError(config.output_dir, "", "overwrite_output_dir",
-                    "holds a finished run (final/), which a fresh run would replace; set "
-                    "overwrite_output_dir=true to train over it, resume_from_checkpoint to "
-                    "continue it, or choose another output_dir");
-  }
-  // The device first: a GPU that is not there stops the run before any input is checked.
-  r.device = model::resolve_device(config.device, "device");
-  if (r.device.is_cuda() && r.world > 1) {
-    throw DataError("device", "", "",
-                    fmt::format("\"{}\" with {} data-parallel processes: data-parallel training "
-                                "runs on the CPU (Gloo) only in this version; NCCL across GPUs is "
-                                "not built yet (docs/gpu.md). Use device: cpu, or one process",
-                                config.device, r.world));
-  }
-  check_inputs_exist(config);
-  at::set_num_threads(config.threads);
-  torch::manual_seed(static_cast<std::uint64_t>(config.seed));
-  std::string bf16_note;
-  r.bf16 = model::effective_bf16(r.device, config.bf16, &bf16_note);
-  if (!bf16_note.empty()) say("warning: " + bf16_note);
-  r.tok = data::load_tokenizer(config.data.tokenizer);
-  r.ecfg = encoder_config(config, *r.tok);
-  r.net = model::SpaceModel(r.ecfg);
-  if (!config.model_name_or_path.empty() && resume.empty()) {
-    const std::size_t n = init_from_bundle(*r.net, r.ecfg, config.model_name_or_path);
-    say(fmt::format("initialised {} tensors from {}", n, config.model_name_or_path));
-  }
-  r.net->to(r.device);  // before the optimiser is made, so its state lives there too
-  r.net->train();
-  r.net->encoder()->set_padding_free(config.padding_free);
-  if (config.loss.language_objective == "rtd") {
-    // After the model: its initialisation draws first, so an rtd run's encoder starts where an
-    // mlm run's does.
-    const std::int64_t layers =
-        model::generator_layers(config.loss.generator_size, r.ecfg.num_hidden_layers);
-    r.rtd = model::ReplacedTokenDetection(r.ecfg, r.net->encoder()->word_embeddings(), layers);
-    r.rtd->to(r.device);
-    r.rtd->train();
-    r.rtd->generator()->set_padding_free(config.padding_free);
-    say(fmt::format("replaced-token detection: a {}-layer generator, discriminator weight {}",
-                    layers, config.loss.discriminator_weight));
-  }
-  r.views = view_indices(r.ecfg.projection_views);
-
-  const auto t_load = std::chrono::steady_clock::now();
-  const data::SerializeOptions sopt = serialize_options(config.data);
-  const auto data_seed = static_cast<std::uint64_t>(config.data_seed);
-  r.lab = make_stream(config.data.labelled, true, config.per_device_train_batch_size, data_seed,
-                      *r.tok, sopt);
-  r.unl = make_stream(config.data.unlabelled, false, config.unlabelled_batch_size,
-                      splitmix64(data_seed), *r.tok, sopt);
-  auto count = [](const Stream& s) {
-    std::size_t n = 0;
-    for (const auto& d : s.datasets) n += d.examples.size();
-    return n;
-  };
-  say(fmt::format(
-      "data: {} labelled examples in {} datasets, {} unlabelled in {} ({:.1f} s)", count(r.lab),
-      r.lab.datasets.size(), count(r.unl), r.unl.datasets.size(),
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t_load).count()));
-  using Named = std::pair<const Stream*, const char*>;
-  for (const auto& [stream, key] : {Named{&r.lab, "data.labelled"}, Named{&r.unl, "data.unlabelled"}}) {
-    if (stream->skipped.turns > 0 || stream->skipped.dialogs > 0) {
-      say(fmt::format("warning: {}: left out {} turn(s) with empty text and {} dialog(s) with no "
-                      "turn left (docs/failure-cases.md B13)",
-                      key, stream->skipped.turns, stream->skipped.dialogs));
-    }
-  }
-
-  // One optimiser step consumes accum x world batches of each stream (docs/method.md §4.5 epoch).
-  const std::int64_t accum = config.gradient_accumulation_steps;
-  const std::int64_t per_step = accum * r.world;
-  const std::size_t batches = std::max(r.lab.active() ? r.lab.batches->batches_per_epoch() : 0,
-                                       r.unl.active() ? r.unl.batches->batches_per_epoch() : 0);
-  r.steps_per_epoch =
-      std::max<std::int64_t>(1, (static_cast<std::int64_t>(batches) + per_step - 1) / per_step);
-  r.total = config.max_steps > 0 ? config.max_steps : config.num_train_epochs * r.steps_per_epoch;
-  r.warmup =
-      static_cast<std::int64_t>(std::ceil(config.warmup_ratio * static_cast<double>(r.total)));
-
-  r.opt = make_adamw(r.parameters(), config.learning_rate, config.weight_decay,
-                     config.adam_beta1, config.adam_beta2, config.adam_epsilon);
-
-  const fs::path out(config.output_dir);
-  if (!resume.empty()) {
-    load_checkpoint(r, resume);
-    if (r.step > r.total) {
-      throw DataError(resume, "", "resume_from_checkpoint",
-                      fmt::format("the checkpoint is at step {}, beyond this run's {} steps (a "
-                                  "checkpoint of another run?)",
-                                  r.step, r.total));
-    }
-    say(fmt::format("resumed from {} at step {}", resume, r.step));
-  }
+  const std::string resume = resume_point(config, say);
+  prepare_device(r, say);
+  build_model(r, resume.empty(), say);
+  load_streams(r, say);
+  plan_steps(r);
+  r.opt = make_adamw(r.parameters(), config.learning_rate, config.weight_decay, config.adam_beta1,
+                     config.adam_beta2, config.adam_epsilon);
+  if (!resume.empty()) resume_from(r, resume, say);
   // Every rank starts from rank 0's weights (they are equal already when the seed and the
   // checkpoint are; this makes it a guarantee).
   if (group) group->broadcast_from_rank0(r.parameters());
   std::ofstream metrics;
-  if (writer) {
-    fs::create_directories(out);
-    for (const std::string& name : remove_stale_temporaries(out)) {
-      say("removed " + (out / name).string() + ", left by an interrupted save");
-    }
-    if (resume.empty()) {
-      for (const CheckpointDir& c : list_checkpoints(out)) {
-        say(
-            fmt::format("warning: {} is from an earlier run in this output_dir: this run starts "
-                        "at step 0, overwrites the checkpoints of the steps it saves, and never "
-                        "resumes from or prunes one beyond its own step",
-                        c.path.string()));
-      }
-    }
-    write_file_atomic(out / "config.yaml", dump_config(config));
-    write_env(r);
-    const fs::path metrics_path = out / "metrics.jsonl";
-    truncate_metrics(metrics_path, r.step);
-    metrics.open(metrics_path, std::ios::app);
-  }
-  say(
-      fmt::format("model: {} layers x {} hidden, vocab {}; {} steps ({} per epoch), warm-up {}, "
-                  "{} threads, device {}, bf16 {}, {} process{}",
-                  r.ecfg.num_hidden_layers, r.ecfg.hidden_size, r.ecfg.vocab_size, r.total,
-                  r.steps_per_epoch, r.warmup, at::get_num_threads(), r.device.str(),
-                  r.bf16 ? "on" : "off", r.world, r.world == 1 ? "" : "es"));
-  if (const BlasRuntime blas = inspect_loaded_blas(); blas.openblas) {
-    const char* choice = std::getenv(kBlasDecisionEnv);
-    say(fmt::format(
-        "BLAS: OpenBLAS kernels {}, {} threads; {}", blas.corename, blas.num_threads,
-        choice != nullptr ? choice : "no kernel choice made (not started by dialtree)"));
-  }
-
-  // Evaluation during pretraining (rank 0) and the best model so far (best/, docs/training.md).
-  const bool evaluating = writer && evaluate && config.eval_steps > 0;
-  const fs::path best_dir = out / "best";
-  std::optional<double> best_value;
-  if (evaluating && !config.metric_for_best_model.empty() && fs::is_directory(best_dir)) {
-    const nlohmann::json recipe = model::load_bundle(best_dir.string()).info.recipe;
-    const std::int64_t best_step = recipe.value("step", std::int64_t{-1});
-    if (recipe.value("metric", std::string()) == config.metric_for_best_model && best_step >= 0 &&
-        best_step <= r.step && r.step > 0) {
-      best_value = recipe.at("value").get<double>();
-      say(fmt::format("best so far: {} = {:.4f} at step {} ({})", config.metric_for_best_model,
-                      *best_value, best_step, best_dir.string()));
-    } else {
-      fs::remove_all(best_dir);  // from another run, metric, or a step this run will redo
-    }
-  }
-  auto run_evaluation = [&] {
-    const auto t_eval = std::chrono::steady_clock::now();
-    r.net->eval();
-    const std::vector<std::pair<std::string, double>> figures = evaluate(*r.net);
-    r.net->train();
-    const double secs =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t_eval).count();
-    json rec = {{"step", r.step},
-                {"epoch", static_cast<double>(r.step) / static_cast<double>(r.steps_per_epoch)}};
-    std::string text;
-    for (const auto& [key, value] : figures) {
-      rec[key] = value;
-      text += fmt::format("  {} {:.4f}", key, value);
-    }
-    rec["eval_seconds"] = secs;
-    rec["train_seconds"] = r.train_seconds;
-    metrics << rec.dump() << "\n" << std::flush;
-    say(fmt::format("eval at step {}:{}  ({:.1f} s)", r.step, text, secs));
-    if (config.metric_for_best_model.empty()) return;
-    const auto it = std::find_if(figures.begin(), figures.end(), [&](const auto& f) {
-      return f.first == config.metric_for_best_model;
-    });
-    if (it == figures.end()) {
-      std::string names;
-      for (const auto& f : figures) names += (names.empty() ? "" : ", ") + f.first;
-      throw DataError("", "", "metric_for_best_model",
-                      fmt::format("the evaluation reports no '{}'; it reports: {}",
-                                  config.metric_for_best_model, names));
-    }
-    const bool better = !best_value || (config.greater_is_better ? it->second > *best_value
-                                                                 : it->second < *best_value);
-    if (!better) return;
-    best_value = it->second;
-    model::BundleInfo info;
-    info.recipe = {{"config_yaml", dump_config(config)},
-                   {"step", r.step},
-                   {"metric", config.metric_for_best_model},
-                   {"value", it->second}};
-    model::save_bundle(best_dir.string(), *r.net, config.data.tokenizer, info);
-  };
-  if (evaluating && r.step == 0) run_evaluation();
+  if (writer) open_run_dir(r, resume.empty(), say, metrics);
+  log_start(r, say);
+  Evaluation evaluation(r, evaluate, writer, metrics, say);
+  if (evaluation.active() && r.step == 0) evaluation.run(r);
 
   // The loop: one optimiser step per iteration; the observers log, check and inject faults.
   const std::vector<torch::Tensor> params = r.parameters();
@@ -763,7 +899,7 @@ PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<b
     for (std::int64_t micro = 0; micro < config.gradient_accumulation_steps; ++micro) {
       run_micro_batch(r, objective, micro, stats, examples);
     }
-    r.micro_done += per_step;
+    r.micro_done += r.per_step;
     const double compute_secs = seconds_elapsed(t0);
     if (group) {
       if (!faults.skips_collective(r.step + 1)) group->average_gradients(params);
@@ -779,52 +915,18 @@ PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<b
     r.train_seconds += secs;
     const StepEvent event{r.step, r.total, &stats, examples, grad_norm, lr, secs, r.train_seconds};
     for (TrainingObserver* o : observers) o->after_step(event);
-    if (evaluating && (r.step % config.eval_steps == 0 || r.step == r.total)) {
+    if (evaluation.due(r.step, r.total)) {
       enter_phase(group, PhaseKind::Exempt, fmt::format("evaluation after step {}", r.step));
-      run_evaluation();
+      evaluation.run(r);
     }
     if (config.save_steps > 0 && r.step % config.save_steps == 0 && r.step < r.total) {
       enter_phase(group, PhaseKind::Exempt, fmt::format("checkpoint of step {}", r.step));
       if (writer) save_checkpoint(r);
-      r.last_checkpoint = (out / checkpoint_name(r.step)).string();
+      r.last_checkpoint = (fs::path(config.output_dir) / checkpoint_name(r.step)).string();
       say("saved " + r.last_checkpoint);
     }
   }
-  result.steps_done = r.step;
-  enter_phase(group, PhaseKind::Exempt, "the end of training (final save)");
-  const std::string step_checkpoint = (out / checkpoint_name(r.step)).string();
-  if (result.interrupted) {
-    if (r.last_checkpoint != step_checkpoint) {
-      if (writer) save_checkpoint(r);
-      r.last_checkpoint = step_checkpoint;
-    }
-    // Other ranks return only once rank 0's checkpoint is complete.
-    if (group) group->barrier();
-    result.last_checkpoint = r.last_checkpoint;
-    say(fmt::format("stopped at step {}; resume with resume_from_checkpoint={}", r.step,
-                    r.last_checkpoint));
-    return result;
-  }
-  r.net->eval();
-  result.final_dir = (out / "final").string();
-  if (writer) {
-    model::BundleInfo info;
-    info.recipe = {{"config_yaml", dump_config(config)}, {"steps", r.step}};
-    if (config.load_best_model_at_end && best_value && fs::is_directory(best_dir)) {
-      init_from_bundle(*r.net, r.ecfg, best_dir.string());
-      const nlohmann::json best = model::load_bundle(best_dir.string()).info.recipe;
-      info.recipe["best_step"] = best.at("step");
-      info.recipe[config.metric_for_best_model] = best.at("value");
-      say(fmt::format("final/ holds the best model: {} = {:.4f} at step {}",
-                      config.metric_for_best_model, best.at("value").get<double>(),
-                      best.at("step").get<std::int64_t>()));
-    }
-    model::save_bundle(result.final_dir, *r.net, config.data.tokenizer, info);
-  }
-  if (group) group->barrier();
-  result.last_checkpoint = r.last_checkpoint;
-  say("saved " + result.final_dir);
-  return result;
+  return finish_run(r, result, evaluation, writer, say);
 }
 
 }  // namespace dialtree::trainer
