@@ -19,6 +19,7 @@
 #include <fmt/core.h>
 
 #include "trainer/health.h"
+#include "trainer/run_dir.h"  // newest_checkpoint
 
 namespace dialtree::trainer {
 
@@ -40,31 +41,6 @@ int free_loopback_port() {
   }
   ::close(fd);
   return ntohs(addr.sin_port);
-}
-
-std::string newest_checkpoint(const std::string& output_dir,
-                              std::optional<fs::file_time_type> not_before) {
-  std::error_code ec;
-  if (output_dir.empty() || !fs::is_directory(output_dir, ec)) return {};
-  long long best = -1;
-  std::string best_path;
-  for (const auto& entry : fs::directory_iterator(output_dir, ec)) {
-    const std::string name = entry.path().filename().string();
-    constexpr const char* kPrefix = "checkpoint-";
-    if (name.rfind(kPrefix, 0) != 0) continue;
-    const std::string digits = name.substr(std::strlen(kPrefix));
-    if (digits.empty() || digits.size() > 18 ||
-        digits.find_first_not_of("0123456789") != std::string::npos)
-      continue;
-    const long long step = std::stoll(digits);
-    const fs::path state = entry.path() / "trainer_state.json";
-    if (step > best && fs::is_regular_file(state, ec) &&
-        (!not_before || fs::last_write_time(state, ec) >= *not_before)) {
-      best = step;
-      best_path = entry.path().string();
-    }
-  }
-  return best_path;
 }
 
 std::string describe_exit(int status) {

@@ -1,12 +1,11 @@
 // The local launcher of data-parallel runs (`dialtree train --nproc-per-node N`, docs/training.md
 // "Data-parallel" and "Health checks"): it starts N ranks on 127.0.0.1, forwards a stop signal
-// to them, stops the others when one fails, and restarts the job from its newest checkpoint up
-// to --max-restarts times. Torch-free (fork/exec and waitpid only).
+// to them, stops the others when one fails, and restarts the job from its newest checkpoint
+// (newest_checkpoint(), trainer/run_dir.h) up to --max-restarts times. Torch-free (fork/exec and
+// waitpid only).
 #pragma once
 
-#include <filesystem>
 #include <functional>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,15 +14,6 @@ namespace dialtree::trainer {
 /// A free TCP port on 127.0.0.1 at the time of the call (bound to port 0, then released), for
 /// launching local workers. @throws std::runtime_error if no socket can be bound.
 int free_loopback_port();
-
-/// The newest complete checkpoint of a run: output_dir/checkpoint-N with the largest N that
-/// holds a trainer_state.json (checkpoints are renamed into place only when complete, so a
-/// killed save leaves no such folder), written at or after `not_before` when given (so a
-/// restart never picks up an older run's checkpoint). Empty when there is none or output_dir
-/// is missing.
-std::string newest_checkpoint(
-    const std::string& output_dir,
-    std::optional<std::filesystem::file_time_type> not_before = std::nullopt);
 
 /// How a child process ended, from its waitpid() status, in words: "exited with status 1",
 /// "exited with status 75 (its hang watchdog fired)", "was killed by signal 9 (SIGKILL)".

@@ -3,14 +3,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <csignal>
-#include <deque>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <optional>
 #include <random>
 #include <set>
-#include <thread>
+#include <utility>
 
 #include <fmt/core.h>
 #include <fmt/format.h>
@@ -31,10 +30,15 @@
 #include "model/encoder.h"
 #include "trainer/batching.h"
 #include "trainer/distributed.h"
+#include "trainer/fault_injection.h"
 #include "trainer/health.h"
-#include "trainer/launcher.h"
+#include "trainer/health_monitor.h"
+#include "trainer/log_window.h"
+#include "trainer/observer.h"
 #include "trainer/pretrain_data.h"
+#include "trainer/run_dir.h"
 #include "trainer/step.h"
+#include "trainer/step_stats.h"
 
 namespace dialtree::trainer {
 
@@ -42,11 +46,6 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
-
-constexpr const char* kStateFormat = "dialtree-trainer-state/2";
-// Version 1 kept one masking RNG stream and the dropout generator's state; version 2 derives both
-// from the micro-batch index (micro_seed), so a checkpoint resumes under any world size.
-constexpr const char* kStateFormatV1 = "dialtree-trainer-state/1";
 
 // Tags that make the masking and the dropout seeds of a micro-batch independent streams.
 constexpr std::uint64_t kMaskTag = 0x6d61736bull;     // "mask"
@@ -244,69 +243,7 @@ std::vector<const PretrainExample*> resolve(const Stream& s, const BatchRef& r) 
 }
 
 // ---------------------------------------------------------------------------------------------
-// Schedule, logging window, state
-
-// Sums of the logged quantities since the last log line (saved in checkpoints, so a resumed
-// run logs the same means).
-struct LogWindow {
-  double loss = 0, sup = 0, self = 0, mlm_l = 0, mlm_u = 0, grad_norm = 0;
-  double generator_mlm = 0, replaced_token = 0;  // replaced-token detection only
-  std::int64_t steps = 0, examples = 0;
-  double seconds = 0;
-  // Token rows the encoder's blocks computed (padding included unless padding_free) and real
-  // tokens of the batches, all ranks (docs/training.md, padded_token_fraction).
-  double tokens = 0, real_tokens = 0;
-  // Per rank (data-parallel health checks, docs/training.md): seconds summed over the window's
-  // steps of compute (forward and backward), collectives, and the part of the collectives spent
-  // waiting for the slowest rank's compute. Empty in a single process.
-  std::vector<double> rank_compute, rank_collective, rank_wait;
-  // Seconds this rank spent on the health checks themselves (bookkeeping and watchdog CPU).
-  double health = 0;
-
-  json to_json() const {
-    return {{"health", health},
-            {"rank_compute", rank_compute},
-            {"rank_collective", rank_collective},
-            {"rank_wait", rank_wait},
-            {"loss", loss},
-            {"sup", sup},
-            {"self", self},
-            {"mlm_l", mlm_l},
-            {"mlm_u", mlm_u},
-            {"generator_mlm", generator_mlm},
-            {"replaced_token", replaced_token},
-            {"grad_norm", grad_norm},
-            {"steps", steps},
-            {"examples", examples},
-            {"seconds", seconds},
-            {"tokens", tokens},
-            {"real_tokens", real_tokens}};
-  }
-  static LogWindow from_json(const json& j) {
-    LogWindow w;
-    w.loss = j.at("loss"), w.sup = j.at("sup"), w.self = j.at("self");
-    w.mlm_l = j.at("mlm_l"), w.mlm_u = j.at("mlm_u"), w.grad_norm = j.at("grad_norm");
-    w.steps = j.at("steps"), w.examples = j.at("examples"), w.seconds = j.at("seconds");
-    // Absent in checkpoints written before the padding count existed.
-    w.tokens = j.value("tokens", 0.0), w.real_tokens = j.value("real_tokens", 0.0);
-    // Absent in checkpoints written before replaced-token detection existed.
-    w.generator_mlm = j.value("generator_mlm", 0.0);
-    w.replaced_token = j.value("replaced_token", 0.0);
-    // Absent in checkpoints written before the health checks existed.
-    w.rank_compute = j.value("rank_compute", std::vector<double>{});
-    w.rank_collective = j.value("rank_collective", std::vector<double>{});
-    w.rank_wait = j.value("rank_wait", std::vector<double>{});
-    w.health = j.value("health", 0.0);
-    return w;
-  }
-};
-
-json position_json(const StreamPosition& p) {
-  return {{"epoch", p.epoch}, {"next_batch", p.next_batch}};
-}
-StreamPosition position_from(const json& j) {
-  return {j.at("epoch").get<std::uint64_t>(), j.at("next_batch").get<std::size_t>()};
-}
+// The run and its checkpoints
 
 struct Run {
   const PretrainConfig& cfg;
@@ -324,8 +261,9 @@ struct Run {
   DataParallelGroup* group = nullptr;  // null: a single process
   int rank = 0, world = 1;
   std::int64_t micro_done = 0;  // global micro-batches consumed (micro_seed's n)
+  std::int64_t per_step = 1;    // micro-batches per optimiser step: accumulation x world
   std::int64_t step = 0, total = 0, warmup = 0, steps_per_epoch = 0;
-  LogWindow window;
+  LogWindow window;  // saved in checkpoints (trainer/log_window.h)
   std::string last_checkpoint;
   torch::Device device{torch::kCPU};  // config device, resolved (model/device.h)
   bool bf16 = false;  // config bf16, where the device has native bf16 (model::effective_bf16)
@@ -343,115 +281,52 @@ struct Run {
 // The RTD module's file in a checkpoint (the bundle's model.safetensors keeps the encoder).
 constexpr const char* kRtdWeightsFile = "rtd.safetensors";
 
-std::vector<std::pair<std::int64_t, fs::path>> list_checkpoints(const fs::path& dir) {
-  std::vector<std::pair<std::int64_t, fs::path>> out;
-  if (!fs::is_directory(dir)) return out;
-  for (const auto& e : fs::directory_iterator(dir)) {
-    const std::string name = e.path().filename().string();
-    if (e.is_directory() && name.rfind("checkpoint-", 0) == 0 &&
-        name.find_first_not_of("0123456789", 11) == std::string::npos && name.size() > 11) {
-      out.emplace_back(std::stoll(name.substr(11)), e.path());
-    }
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
-// True for the name of something a save left behind when the process was killed mid-way:
-// the checkpoint's staging folder ".checkpoint-<step>.tmp", and the temporaries of atomic
-// writes, "<target>.tmp.<pid>.<n>" (common/atomic_file.h).
-bool is_stale_temporary(const std::string& name) {
-  if (name.rfind(".checkpoint-", 0) == 0 && name.find(".tmp") != std::string::npos) return true;
-  const auto tmp = name.rfind(".tmp.");
-  if (tmp == std::string::npos) return false;
-  const std::string rest = name.substr(tmp + 5);  // "<pid>.<n>"
-  const auto dot = rest.find('.');
-  auto digits = [](const std::string& s) {
-    return !s.empty() &&
-           std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
-  };
-  return dot != std::string::npos && digits(rest.substr(0, dot)) && digits(rest.substr(dot + 1));
-}
-
-// Removes the stale temporaries (is_stale_temporary) directly inside `out` and returns their
-// names, sorted. Nothing else in `out` is touched.
-std::vector<std::string> remove_stale_temporaries(const fs::path& out) {
-  std::vector<std::string> removed;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(out, ec)) {
-    const std::string name = e.path().filename().string();
-    if (!is_stale_temporary(name)) continue;
-    std::error_code rm;
-    fs::remove_all(e.path(), rm);
-    if (!rm) removed.push_back(name);
-  }
-  std::sort(removed.begin(), removed.end());
-  return removed;
-}
-
+// Saves checkpoint-<step> of the run (trainer/run_dir.h: staging folder, sync, rename, pruning):
+// the model bundle, optimizer.pt, the RTD module and trainer_state.json.
 void save_checkpoint(Run& r) {
-  const fs::path out = fs::path(r.cfg.output_dir);
-  const fs::path final_dir = out / ("checkpoint-" + std::to_string(r.step));
-  const fs::path tmp = out / (".checkpoint-" + std::to_string(r.step) + ".tmp");
-  std::error_code ec;
-  fs::remove_all(tmp, ec);
-  model::BundleInfo info;
-  info.recipe = {{"config_yaml", dump_config(r.cfg)}, {"step", r.step}};
-  model::save_bundle(tmp.string(), *r.net, r.cfg.data.tokenizer, info);
-  torch::save(*r.opt, (tmp / "optimizer.pt").string());
-  if (r.rtd) {
-    model::save_safetensors((tmp / kRtdWeightsFile).string(), model::model_tensors(*r.rtd),
-                            {{"format", "pt"}});
-  }
-  const json state = {
-      {"format", kStateFormat},
-      {"global_step", r.step},
-      {"total_steps", r.total},
-      {"labelled_position", r.lab.active() ? position_json(r.lab.batches->position()) : json()},
-      {"unlabelled_position", r.unl.active() ? position_json(r.unl.batches->position()) : json()},
-      {"micro_batches_done", r.micro_done},
-      {"world_size", r.world},
-      {"gradient_accumulation_steps", r.cfg.gradient_accumulation_steps},
-      {"log_window", r.window.to_json()},
-      {"train_seconds", r.train_seconds},
-      {"seed", r.cfg.seed},
-      {"data_seed", r.cfg.data_seed}};
-  write_file_atomic(tmp / "trainer_state.json", state.dump(2) + "\n");
-  sync_tree(tmp);  // every file, before the rename publishes the checkpoint
-  fs::remove_all(final_dir, ec);
-  fs::rename(tmp, final_dir);
-  sync_path(out);
-  r.last_checkpoint = final_dir.string();
-  if (r.cfg.save_total_limit > 0) {
-    auto all = list_checkpoints(out);
-    // Checkpoints beyond this step are not this run's (an earlier run in the same output_dir):
-    // they are neither counted nor pruned, so they can never push out the one just saved.
-    all.erase(
-        std::remove_if(all.begin(), all.end(), [&](const auto& c) { return c.first > r.step; }),
-        all.end());
-    while (all.size() > static_cast<std::size_t>(r.cfg.save_total_limit)) {
-      fs::remove_all(all.front().second, ec);
-      all.erase(all.begin());
+  TrainerState s;
+  s.global_step = r.step;
+  s.total_steps = r.total;
+  if (r.lab.active()) s.labelled_position = r.lab.batches->position();
+  if (r.unl.active()) s.unlabelled_position = r.unl.batches->position();
+  s.micro_batches_done = r.micro_done;
+  s.world_size = r.world;
+  s.gradient_accumulation_steps = r.cfg.gradient_accumulation_steps;
+  s.log_window = r.window.to_json();
+  s.train_seconds = r.train_seconds;
+  s.seed = r.cfg.seed;
+  s.data_seed = r.cfg.data_seed;
+  const auto write_files = [&](const fs::path& tmp) {
+    model::BundleInfo info;
+    info.recipe = {{"config_yaml", dump_config(r.cfg)}, {"step", r.step}};
+    model::save_bundle(tmp.string(), *r.net, r.cfg.data.tokenizer, info);
+    torch::save(*r.opt, (tmp / "optimizer.pt").string());
+    if (r.rtd) {
+      model::save_safetensors((tmp / kRtdWeightsFile).string(), model::model_tensors(*r.rtd),
+                              {{"format", "pt"}});
     }
-  }
+  };
+  r.last_checkpoint =
+      write_checkpoint(r.cfg.output_dir, s, write_files, r.cfg.save_total_limit).string();
 }
 
+// Puts stream `s` at the checkpoint's position (`key` of its trainer_state.json `state_file`).
+void seek_stream(Stream& s, const std::optional<StreamPosition>& position,
+                 const fs::path& state_file, const char* key) {
+  if (!s.active()) return;
+  if (!position) {
+    throw DataError(state_file.string(), "", key,
+                    "is null: the checkpoint was made without this stream");
+  }
+  s.batches->seek(*position);
+}
+
+// Restores the run from checkpoint folder `dir`: weights, RTD module, optimiser state (mapped
+// onto this run's device), step, stream positions, micro-batch count and logging window.
 void load_checkpoint(Run& r, const std::string& dir) {
   const fs::path d(dir);
-  const std::string state_path = (d / "trainer_state.json").string();
-  const json state = json_parse_file(state_path);
-  const JsonPlace place{state_path, ""};
-  const std::string format =
-      json_as_string(json_require(state, "format", place, ""), place, "format");
-  if (format != kStateFormat && format != kStateFormatV1) {
-    throw DataError(state_path, "", "format", "unsupported trainer state '" + format + "'");
-  }
-  if (json_as_int(json_require(state, "data_seed", place, ""), place, "data_seed") !=
-      r.cfg.data_seed) {
-    throw DataError(state_path, "", "data_seed",
-                    "the checkpoint was made with another data_seed; resuming would change the "
-                    "batch order (docs/failure-cases.md C34)");
-  }
+  const TrainerState state =
+      read_trainer_state(d, r.cfg.data_seed, r.cfg.gradient_accumulation_steps);
   const model::SafetensorsContents weights =
       model::load_safetensors((d / model::kWeightsFile).string());
   model::load_model_tensors(*r.net, weights.tensors, (d / model::kWeightsFile).string());
@@ -472,16 +347,12 @@ void load_checkpoint(Run& r, const std::string& dir) {
   }
   // Optimiser state is mapped onto this run's device: a checkpoint resumes on either.
   torch::load(*r.opt, (d / "optimizer.pt").string(), r.device);
-  r.step = json_as_int(json_require(state, "global_step", place, ""), place, "global_step");
-  if (r.lab.active()) r.lab.batches->seek(position_from(state.at("labelled_position")));
-  if (r.unl.active()) r.unl.batches->seek(position_from(state.at("unlabelled_position")));
-  // A version-1 state was written by a single process: its micro-batches were step x accum.
-  r.micro_done = format == kStateFormatV1
-                     ? r.step * r.cfg.gradient_accumulation_steps
-                     : json_as_int(json_require(state, "micro_batches_done", place, ""), place,
-                                   "micro_batches_done");
-  r.window = LogWindow::from_json(state.at("log_window"));
-  r.train_seconds = state.value("train_seconds", 0.0);  // absent in older checkpoints
+  r.step = state.global_step;
+  seek_stream(r.lab, state.labelled_position, d / kTrainerStateFile, "labelled_position");
+  seek_stream(r.unl, state.unlabelled_position, d / kTrainerStateFile, "unlabelled_position");
+  r.micro_done = state.micro_batches_done;
+  r.window = LogWindow::from_json(state.log_window);
+  r.train_seconds = state.train_seconds;
 }
 
 // Keeps only the metrics lines of steps <= `step` (a resumed run rewrites its future).
@@ -500,6 +371,8 @@ void truncate_metrics(const fs::path& path, std::int64_t step) {
   write_file_atomic(path, kept);
 }
 
+// env.json: the host environment (model::host_environment), world size, device, bf16 and the
+// parameter count.
 void write_env(const Run& r) {
   json env = model::host_environment();
   env.update({{"world_size", r.world},
@@ -514,11 +387,289 @@ void write_env(const Run& r) {
   write_file_atomic(fs::path(r.cfg.output_dir) / "env.json", env.dump(2) + "\n");
 }
 
-std::string duration_text(double s) {
-  const auto t = static_cast<long>(s);
-  return t >= 3600 ? fmt::format("{}h{:02}m", t / 3600, (t % 3600) / 60)
-                   : fmt::format("{}m{:02}s", t / 60, t % 60);
+// ---------------------------------------------------------------------------------------------
+// Set-up
+
+// resume_from_checkpoint, with "latest" resolved to the newest complete checkpoint of
+// output_dir, or none (what the launcher's restarts and torchrun's use, docs/training.md
+// "Health checks"). Empty: a fresh run.
+std::string resume_point(const PretrainConfig& config, const LogSink& say) {
+  std::string resume = config.resume_from_checkpoint;
+  if (resume == "latest") {
+    resume = newest_checkpoint(config.output_dir);
+    say(resume.empty() ? "resume_from_checkpoint=latest: no checkpoint in " + config.output_dir +
+                             " yet; starting at step 0"
+                       : "resume_from_checkpoint=latest: " + resume);
+  }
+  // A fresh run does not replace a finished run's final/ unless told to (HF's
+  // overwrite_output_dir; docs/failure-cases.md B12).
+  if (resume.empty() && !config.overwrite_output_dir &&
+      fs::exists(fs::path(config.output_dir) / "final" / model::kWeightsFile)) {
+    throw DataError(config.output_dir, "", "overwrite_output_dir",
+                    "holds a finished run (final/), which a fresh run would replace; set "
+                    "overwrite_output_dir=true to train over it, resume_from_checkpoint to "
+                    "continue it, or choose another output_dir");
+  }
+  return resume;
 }
+
+// The device first: a GPU that is not there stops the run before any input is checked. Then the
+// inputs, the threads, the seed and bf16.
+void prepare_device(Run& r, const LogSink& say) {
+  const PretrainConfig& config = r.cfg;
+  r.device = model::resolve_device(config.device, "device");
+  if (r.device.is_cuda() && r.world > 1) {
+    throw DataError("device", "", "",
+                    fmt::format("\"{}\" with {} data-parallel processes: data-parallel training "
+                                "runs on the CPU (Gloo) only in this version; NCCL across GPUs is "
+                                "not built yet (docs/gpu.md). Use device: cpu, or one process",
+                                config.device, r.world));
+  }
+  check_inputs_exist(config);
+  at::set_num_threads(config.threads);
+  torch::manual_seed(static_cast<std::uint64_t>(config.seed));
+  std::string bf16_note;
+  r.bf16 = model::effective_bf16(r.device, config.bf16, &bf16_note);
+  if (!bf16_note.empty()) say("warning: " + bf16_note);
+}
+
+// The tokenizer, the model (from model_name_or_path on a fresh run) and, with
+// language_objective rtd, the generator and discriminator head, on the run's device.
+void build_model(Run& r, bool fresh, const LogSink& say) {
+  const PretrainConfig& config = r.cfg;
+  r.tok = data::load_tokenizer(config.data.tokenizer);
+  r.ecfg = encoder_config(config, *r.tok);
+  r.net = model::SpaceModel(r.ecfg);
+  if (!config.model_name_or_path.empty() && fresh) {
+    const std::size_t n = init_from_bundle(*r.net, r.ecfg, config.model_name_or_path);
+    say(fmt::format("initialised {} tensors from {}", n, config.model_name_or_path));
+  }
+  r.net->to(r.device);  // before the optimiser is made, so its state lives there too
+  r.net->train();
+  r.net->encoder()->set_padding_free(config.padding_free);
+  if (config.loss.language_objective == "rtd") {
+    // After the model: its initialisation draws first, so an rtd run's encoder starts where an
+    // mlm run's does.
+    const std::int64_t layers =
+        model::generator_layers(config.loss.generator_size, r.ecfg.num_hidden_layers);
+    r.rtd = model::ReplacedTokenDetection(r.ecfg, r.net->encoder()->word_embeddings(), layers);
+    r.rtd->to(r.device);
+    r.rtd->train();
+    r.rtd->generator()->set_padding_free(config.padding_free);
+    say(fmt::format("replaced-token detection: a {}-layer generator, discriminator weight {}",
+                    layers, config.loss.discriminator_weight));
+  }
+  r.views = view_indices(r.ecfg.projection_views);
+}
+
+// Both batch streams, and a log line of what they hold and left out.
+void load_streams(Run& r, const LogSink& say) {
+  const PretrainConfig& config = r.cfg;
+  const auto t_load = std::chrono::steady_clock::now();
+  const data::SerializeOptions sopt = serialize_options(config.data);
+  const auto data_seed = static_cast<std::uint64_t>(config.data_seed);
+  r.lab = make_stream(config.data.labelled, true, config.per_device_train_batch_size, data_seed,
+                      *r.tok, sopt);
+  r.unl = make_stream(config.data.unlabelled, false, config.unlabelled_batch_size,
+                      splitmix64(data_seed), *r.tok, sopt);
+  auto count = [](const Stream& s) {
+    std::size_t n = 0;
+    for (const auto& d : s.datasets) n += d.examples.size();
+    return n;
+  };
+  say(fmt::format("data: {} labelled examples in {} datasets, {} unlabelled in {} ({:.1f} s)",
+                  count(r.lab), r.lab.datasets.size(), count(r.unl), r.unl.datasets.size(),
+                  seconds_elapsed(t_load)));
+  using Named = std::pair<const Stream*, const char*>;
+  for (const auto& [stream, key] :
+       {Named{&r.lab, "data.labelled"}, Named{&r.unl, "data.unlabelled"}}) {
+    if (stream->skipped.turns > 0 || stream->skipped.dialogs > 0) {
+      say(
+          fmt::format("warning: {}: left out {} turn(s) with empty text and {} dialog(s) with no "
+                      "turn left (docs/failure-cases.md B13)",
+                      key, stream->skipped.turns, stream->skipped.dialogs));
+    }
+  }
+}
+
+// The schedule: one optimiser step consumes accum x world batches of each stream
+// (docs/method.md §4.5 epoch); the total steps and the warm-up follow.
+void plan_steps(Run& r) {
+  const PretrainConfig& config = r.cfg;
+  r.per_step = static_cast<std::int64_t>(config.gradient_accumulation_steps) * r.world;
+  const std::size_t batches = std::max(r.lab.active() ? r.lab.batches->batches_per_epoch() : 0,
+                                       r.unl.active() ? r.unl.batches->batches_per_epoch() : 0);
+  r.steps_per_epoch =
+      std::max<std::int64_t>(1, (static_cast<std::int64_t>(batches) + r.per_step - 1) / r.per_step);
+  r.total = config.max_steps > 0 ? config.max_steps : config.num_train_epochs * r.steps_per_epoch;
+  r.warmup =
+      static_cast<std::int64_t>(std::ceil(config.warmup_ratio * static_cast<double>(r.total)));
+}
+
+// Continues the run from checkpoint folder `dir`. @throws DataError for a checkpoint beyond the
+// run's steps.
+void resume_from(Run& r, const std::string& dir, const LogSink& say) {
+  load_checkpoint(r, dir);
+  if (r.step > r.total) {
+    throw DataError(dir, "", "resume_from_checkpoint",
+                    fmt::format("the checkpoint is at step {}, beyond this run's {} steps (a "
+                                "checkpoint of another run?)",
+                                r.step, r.total));
+  }
+  say(fmt::format("resumed from {} at step {}", dir, r.step));
+}
+
+// Rank 0's start in the run directory: removes what an interrupted save left, warns about an
+// earlier run's checkpoints (fresh runs), writes config.yaml and env.json, and opens
+// metrics.jsonl for appending after the lines of the steps done.
+void open_run_dir(const Run& r, bool fresh, const LogSink& say, std::ofstream& metrics) {
+  const fs::path out(r.cfg.output_dir);
+  fs::create_directories(out);
+  for (const std::string& name : remove_stale_temporaries(out)) {
+    say("removed " + (out / name).string() + ", left by an interrupted save");
+  }
+  if (fresh) {
+    for (const CheckpointDir& c : list_checkpoints(out)) {
+      say(
+          fmt::format("warning: {} is from an earlier run in this output_dir: this run starts "
+                      "at step 0, overwrites the checkpoints of the steps it saves, and never "
+                      "resumes from or prunes one beyond its own step",
+                      c.path.string()));
+    }
+  }
+  write_file_atomic(out / "config.yaml", dump_config(r.cfg));
+  write_env(r);
+  const fs::path metrics_path = out / "metrics.jsonl";
+  truncate_metrics(metrics_path, r.step);
+  metrics.open(metrics_path, std::ios::app);
+}
+
+// The start-up lines: the model and the schedule, and the BLAS kernels.
+void log_start(const Run& r, const LogSink& say) {
+  say(
+      fmt::format("model: {} layers x {} hidden, vocab {}; {} steps ({} per epoch), warm-up {}, "
+                  "{} threads, device {}, bf16 {}, {} process{}",
+                  r.ecfg.num_hidden_layers, r.ecfg.hidden_size, r.ecfg.vocab_size, r.total,
+                  r.steps_per_epoch, r.warmup, at::get_num_threads(), r.device.str(),
+                  r.bf16 ? "on" : "off", r.world, r.world == 1 ? "" : "es"));
+  if (const BlasRuntime blas = inspect_loaded_blas(); blas.openblas) {
+    const char* choice = std::getenv(kBlasDecisionEnv);
+    say(fmt::format(
+        "BLAS: OpenBLAS kernels {}, {} threads; {}", blas.corename, blas.num_threads,
+        choice != nullptr ? choice : "no kernel choice made (not started by dialtree)"));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Evaluation and the best model
+
+// Evaluation during pretraining on rank 0 (docs/training.md "Evaluation during pretraining"):
+// a metrics.jsonl record and a log line per evaluation and, with metric_for_best_model, the
+// best model so far as the bundle best/.
+class Evaluation {
+ public:
+  // Takes over best/ when this run made it (same metric, a step already done); otherwise
+  // removes it.
+  Evaluation(const Run& r, const Evaluator& evaluate, bool writer, std::ostream& metrics,
+             LogSink say)
+      : config_(r.cfg),
+        evaluate_(evaluate),
+        active_(writer && evaluate && r.cfg.eval_steps > 0),
+        best_dir_(fs::path(r.cfg.output_dir) / "best"),
+        metrics_(metrics),
+        say_(std::move(say)) {
+    if (!active_ || config_.metric_for_best_model.empty() || !fs::is_directory(best_dir_)) return;
+    const nlohmann::json recipe = model::load_bundle(best_dir_.string()).info.recipe;
+    const std::int64_t best_step = recipe.value("step", std::int64_t{-1});
+    if (recipe.value("metric", std::string()) == config_.metric_for_best_model && best_step >= 0 &&
+        best_step <= r.step && r.step > 0) {
+      best_value_ = recipe.at("value").get<double>();
+      say_(fmt::format("best so far: {} = {:.4f} at step {} ({})", config_.metric_for_best_model,
+                       *best_value_, best_step, best_dir_.string()));
+    } else {
+      fs::remove_all(best_dir_);  // from another run, metric, or a step this run will redo
+    }
+  }
+
+  bool active() const { return active_; }
+
+  // Whether to evaluate after step `step` of `total`: every eval_steps and at the end.
+  bool due(std::int64_t step, std::int64_t total) const {
+    return active_ && (step % config_.eval_steps == 0 || step == total);
+  }
+
+  // Evaluates the model (in eval mode, then back to train mode), records and logs the figures,
+  // and keeps the model as best/ when it is the best so far.
+  // @throws DataError when the evaluation does not report metric_for_best_model.
+  void run(Run& r) {
+    const auto t_eval = std::chrono::steady_clock::now();
+    r.net->eval();
+    const std::vector<std::pair<std::string, double>> figures = evaluate_(*r.net);
+    r.net->train();
+    const double secs = seconds_elapsed(t_eval);
+    json rec = {{"step", r.step},
+                {"epoch", static_cast<double>(r.step) / static_cast<double>(r.steps_per_epoch)}};
+    std::string text;
+    for (const auto& [key, value] : figures) {
+      rec[key] = value;
+      text += fmt::format("  {} {:.4f}", key, value);
+    }
+    rec["eval_seconds"] = secs;
+    rec["train_seconds"] = r.train_seconds;
+    metrics_ << rec.dump() << "\n" << std::flush;
+    say_(fmt::format("eval at step {}:{}  ({:.1f} s)", r.step, text, secs));
+    keep_if_best(r, figures);
+  }
+
+  // With load_best_model_at_end and a best model: loads best/'s weights into the model and
+  // notes its step and value in the final bundle's `recipe`.
+  void load_best(Run& r, nlohmann::json& recipe) const {
+    if (!config_.load_best_model_at_end || !best_value_ || !fs::is_directory(best_dir_)) return;
+    init_from_bundle(*r.net, r.ecfg, best_dir_.string());
+    const nlohmann::json best = model::load_bundle(best_dir_.string()).info.recipe;
+    recipe["best_step"] = best.at("step");
+    recipe[config_.metric_for_best_model] = best.at("value");
+    say_(fmt::format("final/ holds the best model: {} = {:.4f} at step {}",
+                     config_.metric_for_best_model, best.at("value").get<double>(),
+                     best.at("step").get<std::int64_t>()));
+  }
+
+ private:
+  void keep_if_best(const Run& r, const std::vector<std::pair<std::string, double>>& figures) {
+    if (config_.metric_for_best_model.empty()) return;
+    const auto it = std::find_if(figures.begin(), figures.end(), [&](const auto& f) {
+      return f.first == config_.metric_for_best_model;
+    });
+    if (it == figures.end()) {
+      std::string names;
+      for (const auto& f : figures) names += (names.empty() ? "" : ", ") + f.first;
+      throw DataError("", "", "metric_for_best_model",
+                      fmt::format("the evaluation reports no '{}'; it reports: {}",
+                                  config_.metric_for_best_model, names));
+    }
+    const bool better = !best_value_ || (config_.greater_is_better ? it->second > *best_value_
+                                                                   : it->second < *best_value_);
+    if (!better) return;
+    best_value_ = it->second;
+    model::BundleInfo info;
+    info.recipe = {{"config_yaml", dump_config(config_)},
+                   {"step", r.step},
+                   {"metric", config_.metric_for_best_model},
+                   {"value", it->second}};
+    model::save_bundle(best_dir_.string(), *r.net, config_.data.tokenizer, info);
+  }
+
+  const PretrainConfig& config_;
+  const Evaluator& evaluate_;
+  const bool active_;
+  const fs::path best_dir_;
+  std::optional<double> best_value_;
+  std::ostream& metrics_;
+  LogSink say_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// One optimiser step
 
 // The batches of one micro-step of a stream: one per rank, in rank order (all ranks draw all
 // of them, so every rank's stream stays at the same position).
@@ -558,6 +709,134 @@ StreamBatch rank_batch(Run& r, const Stream& s, const std::vector<BatchRef>& ref
   return b;
 }
 
+// What the forward and backward of every micro-batch needs besides the batches.
+struct StepObjective {
+  losses::ObjectiveWeights weights;
+  losses::ContrastiveOptions contrastive;
+  LanguageObjective language;
+};
+
+StepObjective step_objective(Run& r) {
+  const PretrainConfig& c = r.cfg;
+  StepObjective o;
+  o.weights = {c.loss.contrastive_weight, c.loss.mlm_weight, c.loss.self_supervised_weight};
+  o.contrastive.temperature = c.loss.temperature;
+  o.contrastive.base_temperature = c.loss.base_temperature;
+  o.contrastive.shard_size = c.data.contrastive_shard_size;
+  o.language = {r.rtd ? r.rtd.get() : nullptr, c.loss.discriminator_weight};
+  return o;
+}
+
+// Micro-batch `micro` of the current step on this rank: draws every rank's batches of both
+// streams, seeds the masking and the dropout by the micro-batch's global index (within it the
+// labelled batch draws first), runs forward and backward (the loss scaled by 1 / accumulation)
+// and adds its losses, tokens and examples (all ranks') to `stats` and `examples`.
+void run_micro_batch(Run& r, const StepObjective& objective, std::int64_t micro, StepStats& stats,
+                     std::int64_t& examples) {
+  const PretrainConfig& config = r.cfg;
+  const std::int64_t accum = config.gradient_accumulation_steps;
+  const auto lab_refs = next_batches(r.lab, r.world);
+  const auto unl_refs = next_batches(r.unl, r.world);
+  const std::int64_t n = r.micro_done + micro * r.world + r.rank;
+  std::mt19937_64 mask_rng(micro_seed(config.seed, kMaskTag, n));
+  torch::manual_seed(micro_seed(config.seed, kDropoutTag, n));
+  std::optional<StreamBatch> lab, unl;
+  if (r.lab.active()) lab = rank_batch(r, r.lab, lab_refs, mask_rng, &examples);
+  if (r.unl.active()) unl = rank_batch(r, r.unl, unl_refs, mask_rng, &examples);
+  const losses::Objective o = forward_backward(
+      r.net, lab ? &*lab : nullptr, unl ? &*unl : nullptr, objective.weights, objective.contrastive,
+      r.bf16, 1.0 / static_cast<double>(accum), nullptr, objective.language);
+  stats.add_micro_batch({o.total_value, o.sup, o.self, o.mlm_labelled, o.mlm_unlabelled,
+                         o.generator_mlm, o.replaced_token},
+                        accum);
+  for (const auto* b : {lab ? &*lab : nullptr, unl ? &*unl : nullptr}) {
+    if (b == nullptr) continue;
+    // Token rows the encoder's blocks compute: every position when padded, only the real ones
+    // padding-free (collate() pads on the right, so the packed path applies).
+    const double real = b->inputs.attention_mask.sum().item<double>();
+    stats.tokens +=
+        config.padding_free ? real : static_cast<double>(b->inputs.attention_mask.numel());
+    stats.real_tokens += real;
+  }
+}
+
+// The gradient norm of `params` (before clipping), clipped to `max_norm` when it is > 0.
+double clip_gradients(const std::vector<torch::Tensor>& params, double max_norm) {
+  if (max_norm > 0) return torch::nn::utils::clip_grad_norm_(params, max_norm);
+  double sq = 0;
+  for (const auto& p : params) {
+    if (p.grad().defined()) sq += p.grad().pow(2).sum().item<double>();
+  }
+  return std::sqrt(sq);
+}
+
+// Whether to stop before the next step. Every rank stops at the same step: the stop request
+// of any rank counts.
+bool stop_requested(const std::atomic<bool>* stop, DataParallelGroup* group) {
+  const bool here = stop != nullptr && stop->load();
+  return group != nullptr ? group->sum({here ? 1.0 : 0.0})[0] > 0 : here;
+}
+
+// Starts a phase of the hang watchdog (a single process has none).
+void enter_phase(DataParallelGroup* group, PhaseKind kind, const std::string& label) {
+  if (group != nullptr) group->begin_phase(kind, label);
+}
+
+// Calls on_step after every step (rank 0's progress bar) with the step's loss and throughput
+// and the time left at the pace so far.
+class Progress final : public TrainingObserver {
+ public:
+  Progress(std::function<void(const StepInfo&)> on_step, std::int64_t first_step)
+      : on_step_(std::move(on_step)), first_step_(first_step) {}
+  void after_step(const StepEvent& e) override {
+    if (!on_step_) return;
+    const double elapsed = seconds_elapsed(start_);
+    on_step_(StepInfo{e.step, e.total, e.stats->losses.total, e.learning_rate,
+                      static_cast<double>(e.examples) / e.seconds,
+                      elapsed / static_cast<double>(e.step - first_step_) *
+                          static_cast<double>(e.total - e.step)});
+  }
+
+ private:
+  std::function<void(const StepInfo&)> on_step_;
+  std::int64_t first_step_;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
+
+// The end of the run: after a stop, a checkpoint of the step reached (unless one was just
+// saved); otherwise the final/ bundle (best/'s weights with load_best_model_at_end). The other
+// ranks return only once rank 0's save is complete.
+PretrainResult finish_run(Run& r, PretrainResult result, const Evaluation& eval, bool writer,
+                          const LogSink& say) {
+  result.steps_done = r.step;
+  enter_phase(r.group, PhaseKind::Exempt, "the end of training (final save)");
+  const fs::path out(r.cfg.output_dir);
+  const std::string step_checkpoint = (out / checkpoint_name(r.step)).string();
+  if (result.interrupted) {
+    if (r.last_checkpoint != step_checkpoint) {
+      if (writer) save_checkpoint(r);
+      r.last_checkpoint = step_checkpoint;
+    }
+    if (r.group) r.group->barrier();
+    result.last_checkpoint = r.last_checkpoint;
+    say(fmt::format("stopped at step {}; resume with resume_from_checkpoint={}", r.step,
+                    r.last_checkpoint));
+    return result;
+  }
+  r.net->eval();
+  result.final_dir = (out / "final").string();
+  if (writer) {
+    model::BundleInfo info;
+    info.recipe = {{"config_yaml", dump_config(r.cfg)}, {"steps", r.step}};
+    eval.load_best(r, info.recipe);
+    model::save_bundle(result.final_dir, *r.net, r.cfg.data.tokenizer, info);
+  }
+  if (r.group) r.group->barrier();
+  result.last_checkpoint = r.last_checkpoint;
+  say("saved " + result.final_dir);
+  return result;
+}
+
 }  // namespace
 
 PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<bool>* stop,
@@ -569,479 +848,85 @@ PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<b
   r.rank = group ? group->rank() : 0;
   r.world = group ? group->world_size() : 1;
   const bool writer = r.rank == 0;  // only rank 0 touches the run directory and logs
-  auto say = [&](const std::string& s) {
+  const LogSink say = [&](const std::string& s) {
     if (log && writer) log(s);
   };
-  // resume_from_checkpoint=latest: the newest complete checkpoint of output_dir, or none (what
-  // the launcher's restarts and torchrun's use, docs/training.md "Health checks").
-  std::string resume = config.resume_from_checkpoint;
-  if (resume == "latest") {
-    resume = newest_checkpoint(config.output_dir);
-    say(resume.empty() ? "resume_from_checkpoint=latest: no checkpoint in " + config.output_dir +
-                             " yet; starting at step 0"
-                       : "resume_from_checkpoint=latest: " + resume);
-  }
-  // A fresh run does not replace a finished run's final/ unless told to (HF's
-  // overwrite_output_dir; docs/failure-cases.md B12).
-  if (resume.empty() && !config.overwrite_output_dir &&
-      fs::exists(fs::path(config.output_dir) / "final" / model::kWeightsFile)) {
-    throw DataError(config.output_dir, "", "overwrite_output_dir",
-                    "holds a finished run (final/), which a fresh run would replace; set "
-                    "overwrite_output_dir=true to train over it, resume_from_checkpoint to "
-                    "continue it, or choose another output_dir");
-  }
-  // The device first: a GPU that is not there stops the run before any input is checked.
-  r.device = model::resolve_device(config.device, "device");
-  if (r.device.is_cuda() && r.world > 1) {
-    throw DataError("device", "", "",
-                    fmt::format("\"{}\" with {} data-parallel processes: data-parallel training "
-                                "runs on the CPU (Gloo) only in this version; NCCL across GPUs is "
-                                "not built yet (docs/gpu.md). Use device: cpu, or one process",
-                                config.device, r.world));
-  }
-  check_inputs_exist(config);
-  at::set_num_threads(config.threads);
-  torch::manual_seed(static_cast<std::uint64_t>(config.seed));
-  std::string bf16_note;
-  r.bf16 = model::effective_bf16(r.device, config.bf16, &bf16_note);
-  if (!bf16_note.empty()) say("warning: " + bf16_note);
-  r.tok = data::load_tokenizer(config.data.tokenizer);
-  r.ecfg = encoder_config(config, *r.tok);
-  r.net = model::SpaceModel(r.ecfg);
-  if (!config.model_name_or_path.empty() && resume.empty()) {
-    const std::size_t n = init_from_bundle(*r.net, r.ecfg, config.model_name_or_path);
-    say(fmt::format("initialised {} tensors from {}", n, config.model_name_or_path));
-  }
-  r.net->to(r.device);  // before the optimiser is made, so its state lives there too
-  r.net->train();
-  r.net->encoder()->set_padding_free(config.padding_free);
-  if (config.loss.language_objective == "rtd") {
-    // After the model: its initialisation draws first, so an rtd run's encoder starts where an
-    // mlm run's does.
-    const std::int64_t layers =
-        model::generator_layers(config.loss.generator_size, r.ecfg.num_hidden_layers);
-    r.rtd = model::ReplacedTokenDetection(r.ecfg, r.net->encoder()->word_embeddings(), layers);
-    r.rtd->to(r.device);
-    r.rtd->train();
-    r.rtd->generator()->set_padding_free(config.padding_free);
-    say(fmt::format("replaced-token detection: a {}-layer generator, discriminator weight {}",
-                    layers, config.loss.discriminator_weight));
-  }
-  r.views = view_indices(r.ecfg.projection_views);
-
-  const auto t_load = std::chrono::steady_clock::now();
-  const data::SerializeOptions sopt = serialize_options(config.data);
-  const auto data_seed = static_cast<std::uint64_t>(config.data_seed);
-  r.lab = make_stream(config.data.labelled, true, config.per_device_train_batch_size, data_seed,
-                      *r.tok, sopt);
-  r.unl = make_stream(config.data.unlabelled, false, config.unlabelled_batch_size,
-                      splitmix64(data_seed), *r.tok, sopt);
-  auto count = [](const Stream& s) {
-    std::size_t n = 0;
-    for (const auto& d : s.datasets) n += d.examples.size();
-    return n;
-  };
-  say(fmt::format(
-      "data: {} labelled examples in {} datasets, {} unlabelled in {} ({:.1f} s)", count(r.lab),
-      r.lab.datasets.size(), count(r.unl), r.unl.datasets.size(),
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t_load).count()));
-  using Named = std::pair<const Stream*, const char*>;
-  for (const auto& [stream, key] : {Named{&r.lab, "data.labelled"}, Named{&r.unl, "data.unlabelled"}}) {
-    if (stream->skipped.turns > 0 || stream->skipped.dialogs > 0) {
-      say(fmt::format("warning: {}: left out {} turn(s) with empty text and {} dialog(s) with no "
-                      "turn left (docs/failure-cases.md B13)",
-                      key, stream->skipped.turns, stream->skipped.dialogs));
-    }
-  }
-
-  // One optimiser step consumes accum x world batches of each stream (docs/method.md §4.5 epoch).
-  const std::int64_t accum = config.gradient_accumulation_steps;
-  const std::int64_t per_step = accum * r.world;
-  const std::size_t batches = std::max(r.lab.active() ? r.lab.batches->batches_per_epoch() : 0,
-                                       r.unl.active() ? r.unl.batches->batches_per_epoch() : 0);
-  r.steps_per_epoch =
-      std::max<std::int64_t>(1, (static_cast<std::int64_t>(batches) + per_step - 1) / per_step);
-  r.total = config.max_steps > 0 ? config.max_steps : config.num_train_epochs * r.steps_per_epoch;
-  r.warmup =
-      static_cast<std::int64_t>(std::ceil(config.warmup_ratio * static_cast<double>(r.total)));
-
-  r.opt = make_adamw(r.parameters(), config.learning_rate, config.weight_decay,
-                     config.adam_beta1, config.adam_beta2, config.adam_epsilon);
-
-  const fs::path out(config.output_dir);
-  if (!resume.empty()) {
-    load_checkpoint(r, resume);
-    if (r.step > r.total) {
-      throw DataError(resume, "", "resume_from_checkpoint",
-                      fmt::format("the checkpoint is at step {}, beyond this run's {} steps (a "
-                                  "checkpoint of another run?)",
-                                  r.step, r.total));
-    }
-    say(fmt::format("resumed from {} at step {}", resume, r.step));
-  }
+  const std::string resume = resume_point(config, say);
+  prepare_device(r, say);
+  build_model(r, resume.empty(), say);
+  load_streams(r, say);
+  plan_steps(r);
+  r.opt = make_adamw(r.parameters(), config.learning_rate, config.weight_decay, config.adam_beta1,
+                     config.adam_beta2, config.adam_epsilon);
+  if (!resume.empty()) resume_from(r, resume, say);
   // Every rank starts from rank 0's weights (they are equal already when the seed and the
   // checkpoint are; this makes it a guarantee).
   if (group) group->broadcast_from_rank0(r.parameters());
   std::ofstream metrics;
-  if (writer) {
-    fs::create_directories(out);
-    for (const std::string& name : remove_stale_temporaries(out)) {
-      say("removed " + (out / name).string() + ", left by an interrupted save");
-    }
-    if (resume.empty()) {
-      for (const auto& [step, path] : list_checkpoints(out)) {
-        say(
-            fmt::format("warning: {} is from an earlier run in this output_dir: this run starts "
-                        "at step 0, overwrites the checkpoints of the steps it saves, and never "
-                        "resumes from or prunes one beyond its own step",
-                        path.string()));
-      }
-    }
-    write_file_atomic(out / "config.yaml", dump_config(config));
-    write_env(r);
-    const fs::path metrics_path = out / "metrics.jsonl";
-    truncate_metrics(metrics_path, r.step);
-    metrics.open(metrics_path, std::ios::app);
-  }
-  say(
-      fmt::format("model: {} layers x {} hidden, vocab {}; {} steps ({} per epoch), warm-up {}, "
-                  "{} threads, device {}, bf16 {}, {} process{}",
-                  r.ecfg.num_hidden_layers, r.ecfg.hidden_size, r.ecfg.vocab_size, r.total,
-                  r.steps_per_epoch, r.warmup, at::get_num_threads(), r.device.str(),
-                  r.bf16 ? "on" : "off", r.world, r.world == 1 ? "" : "es"));
-  if (const BlasRuntime blas = inspect_loaded_blas(); blas.openblas) {
-    const char* choice = std::getenv(kBlasDecisionEnv);
-    say(fmt::format(
-        "BLAS: OpenBLAS kernels {}, {} threads; {}", blas.corename, blas.num_threads,
-        choice != nullptr ? choice : "no kernel choice made (not started by dialtree)"));
-  }
+  if (writer) open_run_dir(r, resume.empty(), say, metrics);
+  log_start(r, say);
+  Evaluation evaluation(r, evaluate, writer, metrics, say);
+  if (evaluation.active() && r.step == 0) evaluation.run(r);
 
-  // Evaluation during pretraining (rank 0) and the best model so far (best/, docs/training.md).
-  const bool evaluating = writer && evaluate && config.eval_steps > 0;
-  const fs::path best_dir = out / "best";
-  std::optional<double> best_value;
-  if (evaluating && !config.metric_for_best_model.empty() && fs::is_directory(best_dir)) {
-    const nlohmann::json recipe = model::load_bundle(best_dir.string()).info.recipe;
-    const std::int64_t best_step = recipe.value("step", std::int64_t{-1});
-    if (recipe.value("metric", std::string()) == config.metric_for_best_model && best_step >= 0 &&
-        best_step <= r.step && r.step > 0) {
-      best_value = recipe.at("value").get<double>();
-      say(fmt::format("best so far: {} = {:.4f} at step {} ({})", config.metric_for_best_model,
-                      *best_value, best_step, best_dir.string()));
-    } else {
-      fs::remove_all(best_dir);  // from another run, metric, or a step this run will redo
-    }
-  }
-  auto run_evaluation = [&] {
-    const auto t_eval = std::chrono::steady_clock::now();
-    r.net->eval();
-    const std::vector<std::pair<std::string, double>> figures = evaluate(*r.net);
-    r.net->train();
-    const double secs =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t_eval).count();
-    json rec = {{"step", r.step},
-                {"epoch", static_cast<double>(r.step) / static_cast<double>(r.steps_per_epoch)}};
-    std::string text;
-    for (const auto& [key, value] : figures) {
-      rec[key] = value;
-      text += fmt::format("  {} {:.4f}", key, value);
-    }
-    rec["eval_seconds"] = secs;
-    rec["train_seconds"] = r.train_seconds;
-    metrics << rec.dump() << "\n" << std::flush;
-    say(fmt::format("eval at step {}:{}  ({:.1f} s)", r.step, text, secs));
-    if (config.metric_for_best_model.empty()) return;
-    const auto it = std::find_if(figures.begin(), figures.end(), [&](const auto& f) {
-      return f.first == config.metric_for_best_model;
-    });
-    if (it == figures.end()) {
-      std::string names;
-      for (const auto& f : figures) names += (names.empty() ? "" : ", ") + f.first;
-      throw DataError("", "", "metric_for_best_model",
-                      fmt::format("the evaluation reports no '{}'; it reports: {}",
-                                  config.metric_for_best_model, names));
-    }
-    const bool better = !best_value || (config.greater_is_better ? it->second > *best_value
-                                                                 : it->second < *best_value);
-    if (!better) return;
-    best_value = it->second;
-    model::BundleInfo info;
-    info.recipe = {{"config_yaml", dump_config(config)},
-                   {"step", r.step},
-                   {"metric", config.metric_for_best_model},
-                   {"value", it->second}};
-    model::save_bundle(best_dir.string(), *r.net, config.data.tokenizer, info);
-  };
-  if (evaluating && r.step == 0) run_evaluation();
-
-  const losses::ObjectiveWeights weights{config.loss.contrastive_weight, config.loss.mlm_weight,
-                                         config.loss.self_supervised_weight};
-  losses::ContrastiveOptions copt;
-  copt.temperature = config.loss.temperature;
-  copt.base_temperature = config.loss.base_temperature;
-  copt.shard_size = config.data.contrastive_shard_size;
-  const LanguageObjective language{r.rtd ? r.rtd.get() : nullptr,
-                                   config.loss.discriminator_weight};
+  // The loop: one optimiser step per iteration; the observers log, check and inject faults.
   const std::vector<torch::Tensor> params = r.parameters();
-  PretrainResult result;
-  const auto run_start = std::chrono::steady_clock::now();
-  const std::int64_t first_step = r.step;
-  // Data-parallel health checks (docs/training.md "Health checks").
-  const bool health = group != nullptr && r.world > 1 && config.ddp_health_checks;
-  StragglerDetector stragglers(r.world, config.ddp_straggler_ratio, config.ddp_straggler_windows);
-  std::deque<double> recent_steps;  // seconds of the last steps, for the hang timeout
-  const FaultPlan fault = fault_plan_from_env();
-  check_fault_rank(fault, r.world);
-  const bool faulty = fault.applies_to(r.rank);
+  const StepObjective objective = step_objective(r);
+  FaultInjector faults = FaultInjector::from_env(r.rank, r.world);
   // Every faulty rank says so (not only rank 0, whose lines are the run's log).
-  if (faulty && log) log(fmt::format("fault injection ({}) armed for rank {}", kFaultEnv, r.rank));
-  auto phase = [&](PhaseKind kind, const std::string& label) {
-    if (group != nullptr) group->begin_phase(kind, label);
-  };
+  if (faults.armed() && log) {
+    log(fmt::format("fault injection ({}) armed for rank {}", kFaultEnv, r.rank));
+  }
+  HealthMonitor health(config, group, r.window, say);
+  Progress progress(writer ? on_step : std::function<void(const StepInfo&)>(), r.step);
+  MetricsLog metrics_log(
+      r.window, writer ? &metrics : nullptr, say,
+      {config.logging_steps, r.steps_per_epoch, static_cast<bool>(r.rtd), r.step}, &health);
+  TrainingObserver* const observers[] = {&faults, &health, &progress, &metrics_log};
+  PretrainResult result;
   while (r.step < r.total) {
-    // Every rank stops at the same step: the stop request of any rank counts.
-    const bool stop_here = stop && stop->load();
-    if (group ? group->sum({stop_here ? 1.0 : 0.0})[0] > 0 : stop_here) {
+    if (stop_requested(stop, group)) {
       result.interrupted = true;
       break;
     }
     const auto t0 = std::chrono::steady_clock::now();
-    phase(PhaseKind::Compute, fmt::format("step {}", r.step + 1));
-    if (faulty) {
-      if (fault.kill_at_step == r.step + 1) std::raise(SIGKILL);
-      if (fault.hang_at_step == r.step + 1) {
-        for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
-      }
-      if (fault.slow_ms > 0)
-        std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(fault.slow_ms));
-    }
-    set_lr(*r.opt, config.learning_rate * lr_factor(r.step, r.warmup, r.total));
+    enter_phase(group, PhaseKind::Compute, fmt::format("step {}", r.step + 1));
+    for (TrainingObserver* o : observers) o->before_step(r.step + 1);
+    const double lr = config.learning_rate * lr_factor(r.step, r.warmup, r.total);
+    set_lr(*r.opt, lr);
     r.opt->zero_grad();
+    StepStats stats(r.world);
     std::int64_t examples = 0;
-    // [total, sup, self, mlm_l, mlm_u, generator_mlm, replaced_token], each the mean over
-    // micro-batches (and ranks, below), then [tokens, real tokens] of the batches, summed; then,
-    // per rank, its compute seconds and its collective seconds of this step (each rank fills its
-    // own slots).
-    constexpr std::size_t kMeans = 7, kTokens = 7, kReal = 8, kRanks = 9;
-    std::vector<double> parts(kRanks + 2 * static_cast<std::size_t>(r.world), 0.0);
-    for (std::int64_t micro = 0; micro < accum; ++micro) {
-      const auto lab_refs = next_batches(r.lab, r.world);
-      const auto unl_refs = next_batches(r.unl, r.world);
-      // Masking and dropout of this rank's micro-batch are seeded by its global index; within
-      // it the labelled batch draws first, then the unlabelled one.
-      const std::int64_t n = r.micro_done + micro * r.world + r.rank;
-      std::mt19937_64 mask_rng(micro_seed(config.seed, kMaskTag, n));
-      torch::manual_seed(micro_seed(config.seed, kDropoutTag, n));
-      std::optional<StreamBatch> lab, unl;
-      if (r.lab.active()) lab = rank_batch(r, r.lab, lab_refs, mask_rng, &examples);
-      if (r.unl.active()) unl = rank_batch(r, r.unl, unl_refs, mask_rng, &examples);
-      const losses::Objective o =
-          forward_backward(r.net, lab ? &*lab : nullptr, unl ? &*unl : nullptr, weights, copt,
-                           r.bf16, 1.0 / static_cast<double>(accum), nullptr, language);
-      const double part[kMeans] = {o.total_value,    o.sup,           o.self,
-                                   o.mlm_labelled,   o.mlm_unlabelled, o.generator_mlm,
-                                   o.replaced_token};
-      for (std::size_t k = 0; k < kMeans; ++k) parts[k] += part[k] / accum;
-      for (const auto* b : {lab ? &*lab : nullptr, unl ? &*unl : nullptr}) {
-        if (b == nullptr) continue;
-        // Token rows the encoder's blocks compute: every position when padded, only the real
-        // ones padding-free (collate() pads on the right, so the packed path applies).
-        const double real = b->inputs.attention_mask.sum().item<double>();
-        parts[kTokens] +=
-            config.padding_free ? real : static_cast<double>(b->inputs.attention_mask.numel());
-        parts[kReal] += real;
-      }
+    for (std::int64_t micro = 0; micro < config.gradient_accumulation_steps; ++micro) {
+      run_micro_batch(r, objective, micro, stats, examples);
     }
-    r.micro_done += per_step;
-    const double compute_secs =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    r.micro_done += r.per_step;
+    const double compute_secs = seconds_elapsed(t0);
     if (group) {
-      if (!(faulty && fault.skip_collective_at_step == r.step + 1)) {
-        group->average_gradients(params);
-      }
-      parts[kRanks + static_cast<std::size_t>(r.rank)] = compute_secs;
-      parts[kRanks + static_cast<std::size_t>(r.world + r.rank)] =
-          group->take_collective_seconds();
-      parts = group->sum(parts);
-      for (std::size_t k = 0; k < kMeans; ++k) parts[k] /= r.world;
+      if (!faults.skips_collective(r.step + 1)) group->average_gradients(params);
+      // The per-rank seconds ride along in the sum of the logged figures.
+      stats.set_rank_seconds(r.rank, compute_secs, group->take_collective_seconds());
+      stats = StepStats::from_vector(group->sum(stats.to_vector()), r.world);
+      stats.average_losses_over_ranks();
     }
-    const double total_loss = parts[0], sup = parts[1], self = parts[2], mlm_l = parts[3],
-                 mlm_u = parts[4];
-    double grad_norm;
-    if (config.max_grad_norm > 0) {
-      grad_norm = torch::nn::utils::clip_grad_norm_(params, config.max_grad_norm);
-    } else {
-      double sq = 0;
-      for (const auto& p : params) {
-        if (p.grad().defined()) sq += p.grad().pow(2).sum().item<double>();
-      }
-      grad_norm = std::sqrt(sq);
-    }
-    const double lr_used = config.learning_rate * lr_factor(r.step, r.warmup, r.total);
+    const double grad_norm = clip_gradients(params, config.max_grad_norm);
     r.opt->step();
     ++r.step;
-    const double secs =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    LogWindow& w = r.window;
-    w.loss += total_loss, w.sup += sup, w.self += self, w.mlm_l += mlm_l, w.mlm_u += mlm_u;
-    w.grad_norm += grad_norm, w.steps += 1, w.examples += examples, w.seconds += secs;
-    w.tokens += parts[kTokens], w.real_tokens += parts[kReal];
-    w.generator_mlm += parts[5], w.replaced_token += parts[6];
+    const double secs = seconds_elapsed(t0);
     r.train_seconds += secs;
-    if (health) {
-      const auto t_health = std::chrono::steady_clock::now();
-      const auto world = static_cast<std::size_t>(r.world);
-      w.rank_compute.resize(world, 0.0), w.rank_collective.resize(world, 0.0);
-      w.rank_wait.resize(world, 0.0);
-      const double slowest =
-          *std::max_element(parts.begin() + kRanks, parts.begin() + kRanks + r.world);
-      for (std::size_t k = 0; k < world; ++k) {
-        w.rank_compute[k] += parts[kRanks + k];
-        w.rank_collective[k] += parts[kRanks + world + k];
-        // The collective could not finish before the slowest rank's compute did.
-        w.rank_wait[k] += std::min(parts[kRanks + world + k], slowest - parts[kRanks + k]);
-      }
-      recent_steps.push_back(secs);
-      if (recent_steps.size() > 20) recent_steps.pop_front();
-      group->set_hang_timeout(hang_timeout_seconds(
-          median_of(std::vector<double>(recent_steps.begin(), recent_steps.end())),
-          config.ddp_hang_timeout_factor, config.ddp_hang_timeout_min,
-          static_cast<double>(config.ddp_timeout)));
-      w.health +=
-          group->take_health_seconds() +
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - t_health).count();
-    }
-
-    if (on_step && writer) {
-      const double elapsed =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
-      on_step(StepInfo{r.step, r.total, total_loss, lr_used, static_cast<double>(examples) / secs,
-                       elapsed / static_cast<double>(r.step - first_step) *
-                           static_cast<double>(r.total - r.step)});
-    }
-    if (r.step % config.logging_steps == 0 || r.step == r.total) {
-      const double nsteps = static_cast<double>(w.steps);
-      json rec = {{"step", r.step},
-                  {"epoch", static_cast<double>(r.step) / static_cast<double>(r.steps_per_epoch)},
-                  {"loss", w.loss / nsteps},
-                  {"contrastive", w.sup / nsteps},
-                  {"self_supervised", w.self / nsteps},
-                  {"mlm_labelled", w.mlm_l / nsteps},
-                  {"mlm_unlabelled", w.mlm_u / nsteps},
-                  {"learning_rate", lr_used},
-                  {"grad_norm", w.grad_norm / nsteps},
-                  {"examples_per_second", static_cast<double>(w.examples) / w.seconds},
-                  {"padded_token_fraction", w.tokens > 0 ? 1.0 - w.real_tokens / w.tokens : 0.0},
-                  {"train_seconds", r.train_seconds}};
-      if (r.rtd) {
-        rec["generator_mlm"] = w.generator_mlm / nsteps;
-        rec["replaced_token"] = w.replaced_token / nsteps;
-      }
-      std::string ranks_text;
-      if (health && w.rank_compute.size() == static_cast<std::size_t>(r.world)) {
-        const auto t_health = std::chrono::steady_clock::now();
-        auto per_step = [&](const std::vector<double>& v) {
-          std::vector<double> out;
-          for (double x : v) out.push_back(x / nsteps);
-          return out;
-        };
-        const std::vector<double> compute = per_step(w.rank_compute);
-        const auto slowest =
-            static_cast<int>(std::max_element(compute.begin(), compute.end()) - compute.begin());
-        const auto [lo, hi] = std::minmax_element(compute.begin(), compute.end());
-        rec["rank_compute_seconds"] = compute;
-        rec["rank_collective_seconds"] = per_step(w.rank_collective);
-        rec["rank_wait_seconds"] = per_step(w.rank_wait);
-        rec["rank_compute_seconds_min"] = *lo;
-        rec["rank_compute_seconds_median"] = median_of(compute);
-        rec["rank_compute_seconds_max"] = *hi;
-        rec["slowest_rank"] = slowest;
-        ranks_text = fmt::format("  ranks {:.3f}-{:.3f} s (slowest {})", *lo, *hi, slowest);
-        json found = json::array();
-        for (const Straggler& s : stragglers.update(compute)) {
-          const std::string host = group->host(s.rank);
-          found.push_back({{"rank", s.rank},
-                           {"host", host},
-                           {"seconds", s.seconds},
-                           {"peer_seconds", s.peer_seconds},
-                           {"ratio", s.ratio},
-                           {"windows", s.windows}});
-          say(
-              fmt::format("warning: straggler: rank {} on {} computes a step in {:.3f} s, {:.1f}x "
-                          "the median of its peers ({:.3f} s), for {} logging windows in a row",
-                          s.rank, host, s.seconds, s.ratio, s.peer_seconds, s.windows));
-        }
-        if (!found.empty()) rec["stragglers"] = found;
-        // This rank's cost of the checks over the window (the time of this block included).
-        const double cost =
-            w.health +
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - t_health).count();
-        rec["health_overhead_fraction"] = w.seconds > 0 ? cost / w.seconds : 0.0;
-      }
-      if (writer) metrics << rec.dump() << "\n" << std::flush;
-      const double elapsed =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
-      const double step_secs = elapsed / static_cast<double>(r.step - first_step);
-      const std::string rtd_text =
-          r.rtd ? fmt::format("  generator mlm {:.3f}, replaced-token BCE {:.4f}",
-                              w.generator_mlm / nsteps, w.replaced_token / nsteps)
-                : std::string();
-      say(
-          fmt::format("step {}/{}  loss {:.4f} (contrastive {:.4f}, self {:.4f}, mlm {:.3f}/{:.3f})"
-                      "{}  lr {:.2e}  |g| {:.2f}  {:.1f} ex/s  padding {:.0f}%{}  ETA {}",
-                      r.step, r.total, w.loss / nsteps, w.sup / nsteps, w.self / nsteps,
-                      w.mlm_l / nsteps, w.mlm_u / nsteps, rtd_text, lr_used, w.grad_norm / nsteps,
-                      static_cast<double>(w.examples) / w.seconds,
-                      w.tokens > 0 ? 100.0 * (1.0 - w.real_tokens / w.tokens) : 0.0, ranks_text,
-                      duration_text(step_secs * static_cast<double>(r.total - r.step))));
-      w = LogWindow{};
-    }
-    if (evaluating && (r.step % config.eval_steps == 0 || r.step == r.total)) {
-      phase(PhaseKind::Exempt, fmt::format("evaluation after step {}", r.step));
-      run_evaluation();
+    const StepEvent event{r.step, r.total, &stats, examples, grad_norm, lr, secs, r.train_seconds};
+    for (TrainingObserver* o : observers) o->after_step(event);
+    if (evaluation.due(r.step, r.total)) {
+      enter_phase(group, PhaseKind::Exempt, fmt::format("evaluation after step {}", r.step));
+      evaluation.run(r);
     }
     if (config.save_steps > 0 && r.step % config.save_steps == 0 && r.step < r.total) {
-      phase(PhaseKind::Exempt, fmt::format("checkpoint of step {}", r.step));
+      enter_phase(group, PhaseKind::Exempt, fmt::format("checkpoint of step {}", r.step));
       if (writer) save_checkpoint(r);
-      r.last_checkpoint = (out / ("checkpoint-" + std::to_string(r.step))).string();
+      r.last_checkpoint = (fs::path(config.output_dir) / checkpoint_name(r.step)).string();
       say("saved " + r.last_checkpoint);
     }
   }
-  result.steps_done = r.step;
-  phase(PhaseKind::Exempt, "the end of training (final save)");
-  const std::string step_checkpoint = (out / ("checkpoint-" + std::to_string(r.step))).string();
-  if (result.interrupted) {
-    if (r.last_checkpoint != step_checkpoint) {
-      if (writer) save_checkpoint(r);
-      r.last_checkpoint = step_checkpoint;
-    }
-    // Other ranks return only once rank 0's checkpoint is complete.
-    if (group) group->barrier();
-    result.last_checkpoint = r.last_checkpoint;
-    say(fmt::format("stopped at step {}; resume with resume_from_checkpoint={}", r.step,
-                    r.last_checkpoint));
-    return result;
-  }
-  r.net->eval();
-  result.final_dir = (out / "final").string();
-  if (writer) {
-    model::BundleInfo info;
-    info.recipe = {{"config_yaml", dump_config(config)}, {"steps", r.step}};
-    if (config.load_best_model_at_end && best_value && fs::is_directory(best_dir)) {
-      init_from_bundle(*r.net, r.ecfg, best_dir.string());
-      const nlohmann::json best = model::load_bundle(best_dir.string()).info.recipe;
-      info.recipe["best_step"] = best.at("step");
-      info.recipe[config.metric_for_best_model] = best.at("value");
-      say(fmt::format("final/ holds the best model: {} = {:.4f} at step {}",
-                      config.metric_for_best_model, best.at("value").get<double>(),
-                      best.at("step").get<std::int64_t>()));
-    }
-    model::save_bundle(result.final_dir, *r.net, config.data.tokenizer, info);
-  }
-  if (group) group->barrier();
-  result.last_checkpoint = r.last_checkpoint;
-  say("saved " + result.final_dir);
-  return result;
+  return finish_run(r, result, evaluation, writer, say);
 }
 
 }  // namespace dialtree::trainer

@@ -1,6 +1,9 @@
 // SPACE-2 pretraining (docs/method.md §4): the labelled and unlabelled streams, the per-step
 // objective, AdamW with linear warm-up and decay, checkpoints, resume, and the run directory
-// (docs/training.md "Run directory"). Torch stays inside pretrain.cpp.
+// (docs/training.md "Run directory"). Torch stays inside pretrain.cpp: a set-up and a loop of
+// optimiser steps whose observers (trainer/observer.h) log (trainer/log_window.h), check the
+// data-parallel ranks (trainer/health_monitor.h) and inject faults (trainer/fault_injection.h);
+// checkpoint folders, their names and trainer_state.json are trainer/run_dir.h.
 #pragma once
 
 #include <atomic>

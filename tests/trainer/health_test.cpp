@@ -1,15 +1,12 @@
 // trainer/health.h and trainer/launcher.h: the straggler rule, the hang timeout, the fault
-// injection switches and the restart helpers (docs/training.md "Health checks").
+// injection switches and the restart helpers (docs/training.md "Health checks"). The newest
+// checkpoint a restart takes: tests/trainer/run_dir_test.cpp.
 #include <sys/wait.h>
-
-#include <filesystem>
-#include <fstream>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "common/error.h"
-#include "test_paths.h"
 #include "trainer/health.h"
 #include "trainer/launcher.h"
 
@@ -17,7 +14,6 @@ namespace dialtree::trainer {
 namespace {
 
 using ::testing::HasSubstr;
-namespace fs = std::filesystem;
 
 TEST(StragglerDetector, TwoRanksTheSlowOneIsReportedAfterTheGivenWindowsInARow) {
   StragglerDetector d(2, 1.5, 2);
@@ -91,27 +87,6 @@ TEST(FaultPlan, ParsesEveryKeyAndRejectsBadItemsNamingThem) {
   EXPECT_THAT(message("rank=1,,kill_at_step=3"), HasSubstr("item 2 is empty"));
   EXPECT_THAT(message("rank=1,kill"), HasSubstr("item 'kill': expected key=value"));
   EXPECT_THAT(message("rank=1,slow_ms=-4"), HasSubstr("is not a number in [0,"));
-}
-
-TEST(Launcher, NewestCompleteCheckpoint) {
-  testing::TempDir tmp;
-  const fs::path out = tmp.path() / "run";
-  EXPECT_EQ(newest_checkpoint(out.string()), "");  // no folder yet
-  for (const char* name : {"checkpoint-2", "checkpoint-10", "checkpoint-12", "checkpoint-x",
-                           ".checkpoint-14.tmp", "best"}) {
-    fs::create_directories(out / name);
-  }
-  for (const char* name : {"checkpoint-2", "checkpoint-10", ".checkpoint-14.tmp", "best"}) {
-    std::ofstream(out / name / "trainer_state.json") << "{}";
-  }
-  // checkpoint-12 has no trainer_state.json (incomplete); 10 > 2 numerically.
-  EXPECT_EQ(newest_checkpoint(out.string()), (out / "checkpoint-10").string());
-  // A restart takes only what the job wrote: checkpoint-10 dates from before the job started.
-  const auto now = fs::file_time_type::clock::now();
-  fs::last_write_time(out / "checkpoint-10" / "trainer_state.json", now - std::chrono::hours(1));
-  fs::last_write_time(out / "checkpoint-2" / "trainer_state.json", now + std::chrono::seconds(1));
-  EXPECT_EQ(newest_checkpoint(out.string(), now), (out / "checkpoint-2").string());
-  EXPECT_EQ(newest_checkpoint(out.string(), now + std::chrono::hours(1)), "");
 }
 
 TEST(Launcher, DescribeExit) {
