@@ -1,6 +1,7 @@
 // Throughput of one pre-training step (trainer/pretrain.cpp) on fixed synthetic batches:
 //   bench_train_step [--bf16] [--threads N] [--steps N] [--warmup N] [--seq-len L]
 //                    [--batch B] [--shard-size S] [--seed S] [--dropout P]
+//                    [--language mlm|rtd] [--generator-size F]
 //
 // The model is configs/pretrain-small.yaml's `model:` section (4 layers, hidden 256, 4 heads,
 // FFN 1024, vocab 8000, ten projection views of 256, every dropout 0.1). The step is the
@@ -13,6 +14,12 @@
 // bench/reference/train_step.py is the same step in Python (Debian's python3-torch); with the
 // same seed both draw identical weights, batches and dropout masks, so their step-0 losses
 // agree. bench/train_step.sh runs the two alternately and prints the comparison.
+//
+// With --language, the step is the language stage's instead (configs/pretrain-lm.yaml): the
+// unlabelled batch alone, no contrastive pass, and the language term MLM or ELECTRA's
+// replaced-token detection (docs/training.md "Replaced-token detection"; a generator of
+// --generator-size of the depth, discriminator weight 50). Its FLOPs count the generator and the
+// encoder (forward_flops_language).
 //
 // Output: human-readable lines, then one `RESULT key=value ...` line for scripts.
 #include <algorithm>
@@ -34,6 +41,7 @@
 #include "model/collate.h"
 #include "model/device.h"
 #include "model/encoder.h"
+#include "model/rtd.h"
 #include "trainer/step.h"
 
 namespace {
@@ -57,13 +65,15 @@ struct Options {
   double dropout = 0.1;        ///< every dropout of the model (0 makes the step deterministic)
   std::string device = "cpu";  ///< model/device.h spelling: cpu, cuda, cuda:N, auto
   bool base = false;           ///< BERT-base size (12 x 768) instead of pretrain-small's 4 x 256
+  std::string language;        ///< "" (the SPACE-2 step), "mlm" or "rtd" (the language stage)
+  double generator_size = 0.25;  ///< rtd: loss.generator_size
 };
 
 [[noreturn]] void usage(const char* argv0) {
   std::fprintf(stderr,
                "usage: %s [--bf16] [--threads N] [--steps N] [--warmup N] [--seq-len L] "
                "[--batch B] [--shard-size S] [--seed S] [--dropout P] [--device D] "
-               "[--model small|base]\n",
+               "[--model small|base] [--language mlm|rtd] [--generator-size F]\n",
                argv0);
   std::exit(2);
 }
@@ -103,6 +113,14 @@ Options parse(int argc, char** argv) {
       const std::string m = argv[++i];
       if (m != "small" && m != "base") usage(argv[0]);
       o.base = m == "base";
+    } else if (a == "--language") {
+      if (i + 1 >= argc) usage(argv[0]);
+      o.language = argv[++i];
+      if (o.language != "mlm" && o.language != "rtd") usage(argv[0]);
+    } else if (a == "--generator-size") {
+      if (i + 1 >= argc) usage(argv[0]);
+      o.generator_size = std::stod(argv[++i]);
+      if (!(o.generator_size > 0 && o.generator_size <= 1)) usage(argv[0]);
     } else {
       usage(argv[0]);
     }
@@ -183,6 +201,25 @@ double forward_flops(const dialtree::model::EncoderConfig& c, std::int64_t b, st
   return 2 * per_stream + 2 * mlm_targets * h * (h + v);
 }
 
+/// The matrix-product FLOPs of one forward pass of the language stage's step on one batch of
+/// `b` sequences of `len` tokens with `targets` MLM targets (model FLOPs: the rows the last
+/// block skips are counted). MLM: the encoder plus the MLM head on the targets,
+/// 2N·H·(H + V). RTD (`generator_layers` > 0): the generator (its layers, same width) and its
+/// MLM head on the targets, the encoder on the corrupted input, and the discriminator head on
+/// every token, 2·B·S·(H² + H).
+double forward_flops_language(const dialtree::model::EncoderConfig& c, std::int64_t b,
+                              std::int64_t len, double targets, std::int64_t generator_layers) {
+  const double h = static_cast<double>(c.hidden_size), f = static_cast<double>(c.intermediate_size);
+  const double v = static_cast<double>(c.vocab_size);
+  const double s = static_cast<double>(len), tokens = static_cast<double>(b) * s;
+  const double per_layer = tokens * (8 * h * h + 4 * h * f + 4 * s * h);
+  const double encoder = static_cast<double>(c.num_hidden_layers) * per_layer;
+  const double head = 2 * targets * h * (h + v);
+  if (generator_layers == 0) return encoder + head;
+  return static_cast<double>(generator_layers) * per_layer + head + encoder +
+         2 * tokens * (h * h + h);
+}
+
 /// Waits for the device's queued kernels (a no-op on the CPU), so that wall-clock times cover
 /// the work.
 void sync(const torch::Device& device) {
@@ -238,20 +275,41 @@ int main(int argc, char** argv) {
       trainer::to_device(make_batch(o.batch, o.seq_len, cfg.vocab_size, views, true), device);
   const dialtree::trainer::StreamBatch unl =
       trainer::to_device(make_batch(o.batch, o.seq_len, cfg.vocab_size, views, false), device);
+  const bool language_stage = !o.language.empty();
+  const double unl_targets =
+      static_cast<double>(unl.masked.mlm_labels.ne(model::kIgnoreLabel).sum().item<std::int64_t>());
   const double targets =
-      static_cast<double>(lab.masked.mlm_labels.ne(model::kIgnoreLabel).sum().item<std::int64_t>() +
-                          unl.masked.mlm_labels.ne(model::kIgnoreLabel).sum().item<std::int64_t>());
+      static_cast<double>(lab.masked.mlm_labels.ne(model::kIgnoreLabel).sum().item<std::int64_t>()) +
+      unl_targets;
 
-  // AdamW as run_pretraining builds it, with pretrain-small.yaml's values.
-  const double lr = 1e-4, max_grad_norm = 5.0;
-  const auto opt_ptr = trainer::make_adamw(net, lr, /*weight_decay=*/0.0, 0.9, 0.999, 1e-6);
+  // The language stage's RTD module, built after the model as the trainer builds it.
+  model::ReplacedTokenDetection rtd{nullptr};
+  std::int64_t gen_layers = 0;
+  if (o.language == "rtd") {
+    gen_layers = model::generator_layers(o.generator_size, cfg.num_hidden_layers);
+    rtd = model::ReplacedTokenDetection(cfg, net->encoder()->word_embeddings(), gen_layers);
+    rtd->to(device);
+    rtd->train();
+  }
+  const trainer::LanguageObjective language{rtd ? rtd.get() : nullptr, 50.0};
+  std::vector<torch::Tensor> params = net->parameters();
+  if (rtd) {
+    for (const auto& p : rtd->parameters()) params.push_back(p);
+  }
+
+  // AdamW as run_pretraining builds it, with pretrain-small.yaml's values (pretrain-lm.yaml's
+  // rate for the language stage).
+  const double lr = language_stage ? 5e-4 : 1e-4, max_grad_norm = 5.0;
+  const auto opt_ptr = trainer::make_adamw(params, lr, /*weight_decay=*/0.0, 0.9, 0.999, 1e-6);
   torch::optim::AdamW& opt = *opt_ptr;
 
   losses::ContrastiveOptions copt;
   copt.temperature = 0.07;
   copt.base_temperature = 0.07;
   copt.shard_size = o.shard_size;
-  const losses::ObjectiveWeights weights{1.0, 0.1, 1.0};
+  // The language stage: the unlabelled stream alone, its language term at weight 1.
+  const losses::ObjectiveWeights weights =
+      language_stage ? losses::ObjectiveWeights{0.0, 1.0, 0.0} : losses::ObjectiveWeights{1.0, 0.1, 1.0};
 
   std::vector<double> step_s, cpu_s;
   std::vector<StepTimes> phases;
@@ -265,12 +323,12 @@ int main(int argc, char** argv) {
     trainer::set_lr(opt, lr);
     opt.zero_grad();
     trainer::StepPhases fb;
-    const losses::Objective obj =
-        trainer::forward_backward(net, &lab, &unl, weights, copt, o.bf16, 1.0, &fb);
+    const losses::Objective obj = trainer::forward_backward(
+        net, language_stage ? nullptr : &lab, &unl, weights, copt, o.bf16, 1.0, &fb, language);
     ph.labelled = fb.labelled, ph.unlabelled = fb.unlabelled;
     ph.objective = fb.objective, ph.backward = fb.backward;
     auto t = Clock::now();
-    const double grad_norm = torch::nn::utils::clip_grad_norm_(net->parameters(), max_grad_norm);
+    const double grad_norm = torch::nn::utils::clip_grad_norm_(params, max_grad_norm);
     ph.clip = seconds_since(t);
     t = Clock::now();
     opt.step();
@@ -285,8 +343,11 @@ int main(int argc, char** argv) {
   const double peak32 = gemm_peak(torch::kFloat32, device);
   const double peak16 = gemm_peak(torch::kBFloat16, device);
   const double med = median(step_s);
-  const double examples = 2.0 * static_cast<double>(o.batch);
-  const double fwd = forward_flops(cfg, o.batch, o.seq_len, o.shard_size, targets);
+  const double examples = (language_stage ? 1.0 : 2.0) * static_cast<double>(o.batch);
+  const double fwd =
+      language_stage
+          ? forward_flops_language(cfg, o.batch, o.seq_len, unl_targets, gen_layers)
+          : forward_flops(cfg, o.batch, o.seq_len, o.shard_size, targets);
   const double train = 3 * fwd;
   const double peak = o.bf16 ? peak16 : peak32;
   const double mfu = train / med / 1e9 / peak;
@@ -298,10 +359,12 @@ int main(int argc, char** argv) {
 
   std::printf(
       "impl cpp (libtorch %s)  mode %s  threads %d  batch %lld+%lld  seq_len %lld  dropout %g  "
-      "steps %d (+%d warm-up)\n",
+      "steps %d (+%d warm-up)  objective %s\n",
       TORCH_VERSION, o.bf16 ? "bf16" : "fp32", at::get_num_threads(),
-      static_cast<long long>(o.batch), static_cast<long long>(o.batch),
-      static_cast<long long>(o.seq_len), o.dropout, o.steps, o.warmup);
+      static_cast<long long>(language_stage ? 0 : o.batch), static_cast<long long>(o.batch),
+      static_cast<long long>(o.seq_len), o.dropout, o.steps, o.warmup,
+      language_stage ? (o.language == "rtd" ? "rtd (language stage)" : "mlm (language stage)")
+                     : "space2");
   std::printf(
       "step 0 losses: total %.6f  sup %.6f  self %.6f  mlm_l %.6f  mlm_u %.6f  "
       "|g| %.6f  (ln(2s-1) = %.4f)\n",
@@ -327,8 +390,9 @@ int main(int argc, char** argv) {
               100 * mfu);
   std::printf(
       "RESULT impl=cpp mode=%s ex_s=%.3f step_s=%.4f cpu_s=%.4f gflop_step=%.2f peak_fp32=%.1f "
-      "peak_bf16=%.1f mfu=%.4f loss0=%.6f device=%s model=%s\n",
+      "peak_bf16=%.1f mfu=%.4f loss0=%.6f device=%s model=%s objective=%s\n",
       o.bf16 ? "bf16" : "fp32", examples / med, med, median(cpu_s), train / 1e9, peak32, peak16,
-      mfu, first.total_value, device.str().c_str(), o.base ? "base" : "small");
+      mfu, first.total_value, device.str().c_str(), o.base ? "base" : "small",
+      language_stage ? o.language.c_str() : "space2");
   return 0;
 }

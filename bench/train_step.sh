@@ -9,6 +9,8 @@
 # usage: bench/train_step.sh
 #   env: BUILD_DIR (build), ROUNDS (3), STEPS (20), WARMUP (3), SEQ_LEN (128), THREADS (2),
 #        MODES ("fp32 bf16"), OUT (out/bench/train_step),
+#        SPACE2 (1; 0 skips the SPACE-2 step's table), LANGUAGE (1; 0 skips the language-stage
+#        table), LANG_BATCH (128), LANG_SEQ_LEN (16),
 #        PATCHED (optional: another bench_train_step binary, e.g. built against a modified
 #        encoder or by another compiler; it runs third in every round, with the same
 #        MALLOC_CONF as the C++ side unless it sets its own, and gets its own table rows)
@@ -48,22 +50,6 @@ if [[ -n ${PATCHED:-} ]]; then
   impls+=(patched)
 fi
 
-echo "== train step: ${args[*]}, $rounds rounds per mode, ${impls[*]} alternating ($(nproc) CPUs," \
-  "load $(cut -d' ' -f1-3 /proc/loadavg))"
-for mode in $modes; do
-  flag=()
-  [[ $mode == bf16 ]] && flag=(--bf16)
-  for ((r = 1; r <= rounds; ++r)); do
-    for impl in "${impls[@]}"; do
-      # shellcheck disable=SC2086  # cmd holds a command line
-      ${cmd[$impl]} "${args[@]}" "${flag[@]}" >"$out/$impl.$mode.$r.txt"
-      printf '%-4s %-7s round %d: %s (load %s)\n' "$mode" "$impl" "$r" \
-        "$(grep -E '^(examples/s|seconds/step)' "$out/$impl.$mode.$r.txt" | tr '\n' ' ')" \
-        "$(cut -d' ' -f1 /proc/loadavg)"
-    done
-  done
-done
-
 # Value of RESULT key $3 in every file matching $1.$2.*.txt, one per line.
 values() { cat "$out/$1.$2".*.txt | sed -nE "s/^RESULT .* $3=([^ ]+).*/\1/p"; }
 median() {
@@ -76,31 +62,91 @@ summary() {
     printf(f " [" f "-" f "]", m, v[1], v[NR])}'
 }
 
-echo
-echo "| mode | C++ ex/s | Python ex/s | ratio C++/Py | CPU s/step C++ / Py | MFU C++ / Py | GEMM peak GFLOP/s C++ / Py | step-0 loss C++ / Py |"
-echo "|---|---|---|---|---|---|---|---|"
-for mode in $modes; do
-  for impl in "${impls[@]:0:1}" "${impls[@]:2}"; do
-    label=$mode
-    [[ $impl == patched ]] && label="$mode, patched C++"
-    ca=$(values "$impl" "$mode" ex_s | median)
-    pa=$(values py "$mode" ex_s | median)
-    lc=$(values "$impl" "$mode" loss0 | median)
-    lp=$(values py "$mode" loss0 | median)
-    # Another dropout generator moves the step-0 loss slightly; more than 1% means another
-    # objective.
-    loss=$(awk -v a="$lc" -v b="$lp" 'BEGIN {d = a - b; if (d < 0) d = -d
-      printf("%s / %s%s", a, b, d == 0 ? " (equal)" : d > 0.01 * b ? " (MISMATCH)" : " (within 1%)")}')
-    printf '| %s | %s | %s | %.2fx | %.2f / %.2f | %.1f%% / %.1f%% | %.0f / %.0f | %s |\n' "$label" \
-      "$(values "$impl" "$mode" ex_s | summary %.2f)" "$(values py "$mode" ex_s | summary %.2f)" \
-      "$(awk -v a="$ca" -v b="$pa" 'BEGIN {print a / b}')" \
-      "$(values "$impl" "$mode" cpu_s | median)" "$(values py "$mode" cpu_s | median)" \
-      "$(values "$impl" "$mode" mfu | median | awk '{print 100 * $1}')" \
-      "$(values py "$mode" mfu | median | awk '{print 100 * $1}')" \
-      "$(values "$impl" "$mode" "peak_$mode" | median)" \
-      "$(values py "$mode" "peak_$mode" | median)" "$loss"
+# The SPACE-2 step against its Python reference (SPACE2=0 skips it).
+if [[ ${SPACE2:-1} != 0 ]]; then
+  echo "== train step: ${args[*]}, $rounds rounds per mode, ${impls[*]} alternating ($(nproc) CPUs," \
+    "load $(cut -d' ' -f1-3 /proc/loadavg))"
+  for mode in $modes; do
+    flag=()
+    [[ $mode == bf16 ]] && flag=(--bf16)
+    for ((r = 1; r <= rounds; ++r)); do
+      for impl in "${impls[@]}"; do
+        # shellcheck disable=SC2086  # cmd holds a command line
+        ${cmd[$impl]} "${args[@]}" "${flag[@]}" >"$out/$impl.$mode.$r.txt"
+        printf '%-4s %-7s round %d: %s (load %s)\n' "$mode" "$impl" "$r" \
+          "$(grep -E '^(examples/s|seconds/step)' "$out/$impl.$mode.$r.txt" | tr '\n' ' ')" \
+          "$(cut -d' ' -f1 /proc/loadavg)"
+      done
+    done
   done
-done
-echo "(ex/s: 64 examples per step / the process's median step time, median [min-max] over the"
-echo " rounds; MFU: 3 x forward matrix-product FLOPs per step / median step time / the process's"
-echo " own best torch mm 1024^2 GFLOP/s in the mode's dtype; per-process output in $out)"
+
+  echo
+  echo "| mode | C++ ex/s | Python ex/s | ratio C++/Py | CPU s/step C++ / Py | MFU C++ / Py | GEMM peak GFLOP/s C++ / Py | step-0 loss C++ / Py |"
+  echo "|---|---|---|---|---|---|---|---|"
+  for mode in $modes; do
+    for impl in "${impls[@]:0:1}" "${impls[@]:2}"; do
+      label=$mode
+      [[ $impl == patched ]] && label="$mode, patched C++"
+      ca=$(values "$impl" "$mode" ex_s | median)
+      pa=$(values py "$mode" ex_s | median)
+      lc=$(values "$impl" "$mode" loss0 | median)
+      lp=$(values py "$mode" loss0 | median)
+      # Another dropout generator moves the step-0 loss slightly; more than 1% means another
+      # objective.
+      loss=$(awk -v a="$lc" -v b="$lp" 'BEGIN {d = a - b; if (d < 0) d = -d
+        printf("%s / %s%s", a, b, d == 0 ? " (equal)" : d > 0.01 * b ? " (MISMATCH)" : " (within 1%)")}')
+      printf '| %s | %s | %s | %.2fx | %.2f / %.2f | %.1f%% / %.1f%% | %.0f / %.0f | %s |\n' "$label" \
+        "$(values "$impl" "$mode" ex_s | summary %.2f)" "$(values py "$mode" ex_s | summary %.2f)" \
+        "$(awk -v a="$ca" -v b="$pa" 'BEGIN {print a / b}')" \
+        "$(values "$impl" "$mode" cpu_s | median)" "$(values py "$mode" cpu_s | median)" \
+        "$(values "$impl" "$mode" mfu | median | awk '{print 100 * $1}')" \
+        "$(values py "$mode" mfu | median | awk '{print 100 * $1}')" \
+        "$(values "$impl" "$mode" "peak_$mode" | median)" \
+        "$(values py "$mode" "peak_$mode" | median)" "$loss"
+    done
+  done
+  echo "(ex/s: 64 examples per step / the process's median step time, median [min-max] over the"
+  echo " rounds; MFU: 3 x forward matrix-product FLOPs per step / median step time / the process's"
+  echo " own best torch mm 1024^2 GFLOP/s in the mode's dtype; per-process output in $out)"
+fi
+
+# The language stage's step (configs/pretrain-lm.yaml: the unlabelled batch alone, no
+# contrastive pass): MLM against replaced-token detection (--language rtd, a generator of a
+# quarter of the depth), alternating in each round, C++ only (the Python reference has no RTD).
+# The batch is the stage's 128 utterances at a length near DialoGLUE's (LANG_SEQ_LEN tokens,
+# no padding). GFLOP/step counts the generator and the encoder (bench_train_step.cpp,
+# forward_flops_language).
+if [[ ${LANGUAGE:-1} != 0 ]]; then
+  largs=(--steps "${STEPS:-20}" --warmup "${WARMUP:-3}" --seq-len "${LANG_SEQ_LEN:-16}"
+    --batch "${LANG_BATCH:-128}" --threads "${THREADS:-2}")
+  echo
+  echo "== language-stage step: ${largs[*]}, $rounds rounds per mode, mlm and rtd alternating"
+  for mode in $modes; do
+    flag=()
+    [[ $mode == bf16 ]] && flag=(--bf16)
+    for ((r = 1; r <= rounds; ++r)); do
+      for objective in mlm rtd; do
+        env MALLOC_CONF="$cpp_malloc" "$build/bench/bench_train_step" "${largs[@]}" "${flag[@]}" \
+          --language "$objective" >"$out/lang-$objective.$mode.$r.txt"
+      done
+    done
+  done
+  echo
+  echo "| mode | objective | ex/s | ratio to MLM | GFLOP/step | MFU | step-0 loss |"
+  echo "|---|---|---|---|---|---|---|"
+  for mode in $modes; do
+    base=$(values lang-mlm "$mode" ex_s | median)
+    for objective in mlm rtd; do
+      ex=$(values "lang-$objective" "$mode" ex_s | median)
+      printf '| %s | %s | %s | %.2fx | %s | %.1f%% | %s |\n' "$mode" "$objective" \
+        "$(values "lang-$objective" "$mode" ex_s | summary %.1f)" \
+        "$(awk -v a="$ex" -v b="$base" 'BEGIN {print a / b}')" \
+        "$(values "lang-$objective" "$mode" gflop_step | median)" \
+        "$(values "lang-$objective" "$mode" mfu | median | awk '{print 100 * $1}')" \
+        "$(values "lang-$objective" "$mode" loss0 | median)"
+    done
+  done
+  echo "(ex/s: LANG_BATCH utterances per step / median step time, median [min-max] over the"
+  echo " rounds; MFU: 3 x forward FLOPs of generator and encoder / step time / the process's"
+  echo " own GEMM peak in the mode's dtype)"
+fi

@@ -1,3 +1,9 @@
+// The pretraining run (trainer/pretrain.h): set-up, checkpoints, evaluation and the loop. Over
+// 800 lines because its sections (starting weights, batch streams, checkpoints, set-up steps,
+// evaluation, the loop) all work on the one `Run` state declared here; every unit with a state
+// of its own lives in its own file: the step (step.h), checkpoint folders (run_dir.h), step
+// statistics (step_stats.h), the metrics log (log_window.h), health checks (health_monitor.h)
+// and fault injection (fault_injection.h).
 #include "trainer/pretrain.h"
 
 #include <algorithm>
