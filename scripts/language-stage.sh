@@ -10,10 +10,8 @@
 #   env: TASKS (banking,clinc,hwu), SEEDS (1,2,3), PROBE (1; 0 skips the probes),
 #        DIALTREE_SHARED (../shared), BUILD_DIR (build)
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-cd "$root"
-shared=$(cd "${DIALTREE_SHARED:-$root/../shared}" && pwd -P)
-data=$shared/data/dialoglue
+cd "$(dirname "$0")/.."  # the repository root
+data=$(cd "${DIALTREE_SHARED:-../shared}" && pwd -P)/data/dialoglue
 bin=${BUILD_DIR:-build}/cli/dialtree
 tasks=${TASKS:-banking,clinc,hwu}
 seeds=${SEEDS:-1,2,3}
