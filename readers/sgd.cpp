@@ -120,6 +120,24 @@ constexpr std::array<std::string_view, 3> kSgdTurnKeys{"speaker", "utterance", "
 constexpr std::array<std::string_view, 4> kSgdFrameKeys{"service", "actions", "state", "slots"};
 constexpr std::array<std::string_view, 3> kSgdSlotKeys{"slot", "start", "exclusive_end"};
 
+/// Parses each element of the required array member `key` of the object at `parent` (`found`
+/// when present) with `parse_one(element, element_path)`, appending the results to `out` in
+/// order. Throws DataError when the member is missing or not an array, and what `parse_one`
+/// throws.
+template <class T, class ParseOne>
+void parse_sgd_list(const std::optional<dom::element>& found, std::string_view key,
+                    const JsonPlace& place, const JsonPathRef& parent, std::vector<T>& out,
+                    ParseOne&& parse_one) {
+  const JsonPathRef list_path(parent, key);
+  const dom::array list = sj_as_array(sj_require(found, key, place, parent), place, list_path);
+  out.reserve(list.size());
+  std::size_t i = 0;
+  for (dom::element el : list) {
+    const JsonPathRef p(list_path, i++);
+    out.push_back(parse_one(el, p));
+  }
+}
+
 /// What the frames of one SGD turn are read against: where the turn is, for messages and the
 /// mismatch report, and the code point offsets of its utterance, computed on first use.
 struct SgdTurnContext {
@@ -202,15 +220,10 @@ SgdFrame parse_sgd_frame(dom::element fel, const JsonPathRef& fpath, SgdTurnCont
                         "version suffix, e.g. \"Restaurants_1\")");
   }
 
-  const JsonPathRef apath(fpath, kSgdFrameKeys[1]);
-  const dom::array actions =
-      sj_as_array(sj_require(fm[1], kSgdFrameKeys[1], place, fpath), place, apath);
-  f.actions.reserve(actions.size());
-  std::size_t ai = 0;
-  for (dom::element ael : actions) {
-    const JsonPathRef p(apath, ai++);
-    f.actions.push_back(parse_action(ael, place, p));
-  }
+  parse_sgd_list(fm[1], kSgdFrameKeys[1], place, fpath, f.actions,
+                 [&](dom::element ael, const JsonPathRef& p) {
+                   return parse_action(ael, place, p);
+                 });
 
   if (const std::optional<dom::element>& st = fm[2]) {
     const JsonPathRef stpath(fpath, kSgdFrameKeys[2]);
@@ -255,15 +268,10 @@ SgdTurn parse_sgd_turn(dom::element tel, std::size_t ti, const JsonPathRef& tpat
                     t.utterance.empty() ? "empty text" : "the text is only blanks");
   }
   SgdTurnContext ctx{path, place, file_name, dialogue_id, ti, report, t};
-  const JsonPathRef fspath(tpath, kSgdTurnKeys[2]);
-  const dom::array frames =
-      sj_as_array(sj_require(tm[2], kSgdTurnKeys[2], place, tpath), place, fspath);
-  t.frames.reserve(frames.size());
-  std::size_t fi = 0;
-  for (dom::element fel : frames) {
-    const JsonPathRef fpath(fspath, fi++);
-    t.frames.push_back(parse_sgd_frame(fel, fpath, ctx));
-  }
+  parse_sgd_list(tm[2], kSgdTurnKeys[2], place, tpath, t.frames,
+                 [&](dom::element fel, const JsonPathRef& fpath) {
+                   return parse_sgd_frame(fel, fpath, ctx);
+                 });
   return t;
 }
 
@@ -288,19 +296,15 @@ SgdDialog parse_sgd_dialog(dom::element dj, std::size_t di, const std::string& p
   const JsonPathRef services_path(top, kSgdDialogKeys[1]);
   d.services =
       string_list(sj_require(dm[1], kSgdDialogKeys[1], place, top), place, services_path);
-  const JsonPathRef turns_path(top, kSgdDialogKeys[2]);
-  const dom::array turns =
-      sj_as_array(sj_require(dm[2], kSgdDialogKeys[2], place, top), place, turns_path);
-  d.turns.reserve(turns.size());
   std::size_t turn_no = 0;
-  for (dom::element tel : turns) {
-    const std::size_t ti = turn_no++;
-    const JsonPathRef tpath(turns_path, ti);
-    d.turns.push_back(
-        parse_sgd_turn(tel, ti, tpath, path, place, file_name, d.dialogue_id, report));
-  }
+  parse_sgd_list(dm[2], kSgdDialogKeys[2], place, top, d.turns,
+                 [&](dom::element tel, const JsonPathRef& tpath) {
+                   return parse_sgd_turn(tel, turn_no++, tpath, path, place, file_name,
+                                         d.dialogue_id, report);
+                 });
   if (d.turns.empty()) {
-    throw DataError(path, place.where, turns_path.str(), "a dialogue with no turn");
+    throw DataError(path, place.where, JsonPathRef(top, kSgdDialogKeys[2]).str(),
+                    "a dialogue with no turn");
   }
   if (report) {
     ++report->dialogs;
