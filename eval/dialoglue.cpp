@@ -313,8 +313,9 @@ json run_dialoglue(const DialoglueRun& run,
     }
     const auto n = static_cast<double>(run.seeds.size());
     const MeanStd test_ms = mean_std(test_scores);
+    const std::string classifier_init = d.intent ? run.options.classifier_init : "random";
     results["tasks"][name] = {{"metric", metric_name(d.task)},
-                              {"classifier_init", d.intent ? run.options.classifier_init : "random"},
+                              {"classifier_init", classifier_init},
                               {"mean", test_ms.mean},
                               {"std", test_ms.std},
                               {"val_mean", val_sum / n},
