@@ -59,39 +59,41 @@ void check_dialoglue_tasks(const std::vector<std::string>& tasks) {
   }
 }
 
-}  // namespace
-
-json run_dialoglue(const DialoglueRun& run,
-                   const std::function<void(const RunProgress&)>& progress) {
-  if (run.seeds.empty()) throw std::invalid_argument("eval dialoglue: no seeds");
-  if (run.tasks.empty()) throw std::invalid_argument("eval dialoglue: no tasks");
-  check_dialoglue_tasks(run.tasks);
-  // Self-training: every task and pseudo-label file is read (and checked) before anything
-  // trains; the records join the training split here, and the loop below uses these tasks.
-  std::map<std::string, IntentTask> self_trained;
+/// Intent tasks with pseudo-labelled records joined to their training split (self-training),
+/// and how many records each got.
+struct SelfTraining {
+  std::map<std::string, IntentTask> tasks;
   std::map<std::string, std::size_t> pseudo_labelled;
-  if (!run.pseudo_label_dir.empty()) {
-    for (const auto& t : run.tasks) {
-      if (!is_intent_task(t)) {
-        throw std::invalid_argument(
-            "eval dialoglue: pseudo-labels (self-training) are for the "
-            "intent tasks, not '" +
-            t + "'");
-      }
-      IntentTask task = load_intent_task(run.data_dir, t, run.setting);
-      const IntentSplit extra = read_pseudo_labels(
-          (fs::path(run.pseudo_label_dir) / (t + ".pseudo.jsonl")).string(), task.labels);
-      task.train.texts.insert(task.train.texts.end(), extra.texts.begin(), extra.texts.end());
-      task.train.labels.insert(task.train.labels.end(), extra.labels.begin(), extra.labels.end());
-      pseudo_labelled[t] = extra.texts.size();
-      self_trained[t] = std::move(task);
-    }
-  }
-  fs::create_directories(run.out_dir);
-  const fs::path gold_path = fs::path(run.data_dir) / "gt_test.json";
-  json gold;
-  if (fs::is_regular_file(gold_path)) gold = json_parse_file(gold_path.string());
+};
 
+/// Reads (and checks) every task of `run` and its pseudo-label file when run.pseudo_label_dir
+/// is set, before anything trains; empty otherwise. Throws std::invalid_argument when a task is
+/// not an intent task, and what load_intent_task and read_pseudo_labels throw.
+SelfTraining load_self_training(const DialoglueRun& run) {
+  SelfTraining out;
+  if (run.pseudo_label_dir.empty()) return out;
+  for (const auto& t : run.tasks) {
+    if (!is_intent_task(t)) {
+      throw std::invalid_argument(
+          "eval dialoglue: pseudo-labels (self-training) are for the "
+          "intent tasks, not '" +
+          t + "'");
+    }
+    IntentTask task = load_intent_task(run.data_dir, t, run.setting);
+    const IntentSplit extra = read_pseudo_labels(
+        (fs::path(run.pseudo_label_dir) / (t + ".pseudo.jsonl")).string(), task.labels);
+    task.train.texts.insert(task.train.texts.end(), extra.texts.begin(), extra.texts.end());
+    task.train.labels.insert(task.train.labels.end(), extra.labels.begin(), extra.labels.end());
+    out.pseudo_labelled[t] = extra.texts.size();
+    out.tasks[t] = std::move(task);
+  }
+  return out;
+}
+
+/// The results object before any task has run: the run's settings, where the test gold comes
+/// from (`gold` read from `gold_path`, or null for the test files) and the host.
+json dialoglue_results_header(const DialoglueRun& run, const json& gold,
+                              const fs::path& gold_path) {
   json results = {{"format", "dialtree-dialoglue-results/1"},
                   {"model", run.model_dir},
                   {"setting", run.setting == Setting::Few ? "few" : "full"},
@@ -101,38 +103,191 @@ json run_dialoglue(const DialoglueRun& run,
                   {"env", model::host_environment()},
                   {"tasks", json::object()}};
   if (!run.pseudo_label_dir.empty()) results["pseudo_label_dir"] = run.pseudo_label_dir;
+  return results;
+}
+
+/// One task's data as the seeds of run_dialoglue fine-tune and score it.
+struct DialoglueTaskData {
+  std::string name;
+  Task task{};
+  bool intent = false;
+  IntentTask intent_data;
+  TaggingTask tagging_data;
+  std::unique_ptr<TagMapper> mapper;  // tagging tasks
+  json val_gold;                      // tagging tasks: the val split's submission
+  json test_gold;
+};
+
+/// Loads task `name` into `d`: its splits (an intent task from `self_trained` when there),
+/// the tag mapper and val gold of a tagging task, and the test gold: `gold` (gt_test.json)
+/// when not null, else the test file's labels. Throws what the loaders and TagMapper throw.
+void load_dialoglue_task(const DialoglueRun& run, const std::string& name,
+                         const std::map<std::string, IntentTask>& self_trained, const json& gold,
+                         DialoglueTaskData& d) {
+  d.name = name;
+  d.task = parse_task(name);
+  d.intent = is_intent_task(name);
+  if (d.intent) {
+    const auto st = self_trained.find(name);
+    d.intent_data =
+        st != self_trained.end() ? st->second : load_intent_task(run.data_dir, name, run.setting);
+  } else {
+    d.tagging_data = load_tagging_task(run.data_dir, name, run.setting);
+    d.mapper = std::make_unique<TagMapper>(run.data_dir, d.tagging_data);
+    d.val_gold = d.mapper->gold_submission(d.tagging_data.val);
+  }
+  // Test gold: gt_test.json when present (the official key), else the test file's labels.
+  if (!gold.is_null()) {
+    d.test_gold = gold;
+  } else if (d.intent) {
+    std::vector<std::string> labels;
+    for (int id : d.intent_data.test.labels) {
+      labels.push_back(d.intent_data.labels[static_cast<std::size_t>(id)]);
+    }
+    d.test_gold = intent_submission_json(labels);
+  } else {
+    d.test_gold = d.mapper->gold_submission(d.tagging_data.test);
+  }
+}
+
+/// What one seed's fine-tuning gave: the test submission, the word-level predictions of a
+/// tagging task, and the run's figures.
+struct SeedOutcome {
+  json submission;
+  std::vector<TaggingExample> word_predictions;  // tagging: test words, predicted tags
+  double val = 0, train_s = 0, train_eps = 0, predict_eps = 0;
+  int best_epoch = 0, epochs_run = 0;
+  std::vector<EpochInfo> curve;
+  std::size_t train_examples = 0;
+};
+
+/// Fine-tunes the intent task `d` with `seed` and predicts its test split. Throws what
+/// finetune_intent throws.
+SeedOutcome finetune_intent_seed(const DialoglueRun& run, const DialoglueTaskData& d,
+                                 std::uint64_t seed,
+                                 const std::function<void(const EpochInfo&)>& on_epoch,
+                                 const std::string& save_dir) {
+  SeedOutcome o;
+  const IntentRunResult r =
+      finetune_intent(run.model_dir, d.intent_data, run.options, seed, on_epoch, save_dir);
+  o.submission = intent_submission_json(r.test_predictions);
+  o.val = r.best_val_accuracy, o.best_epoch = r.best_epoch, o.train_s = r.train_seconds;
+  o.epochs_run = r.epochs_run, o.curve = r.curve;
+  o.train_eps = r.train_examples_per_second, o.predict_eps = r.predict_examples_per_second;
+  o.train_examples = d.intent_data.train.texts.size();
+  return o;
+}
+
+/// Fine-tunes the tagging task `d` with `seed` (its heads start at random), selecting the
+/// epoch by the val score, and predicts its test split. Throws what finetune_tagging and the
+/// scoring throw.
+SeedOutcome finetune_tagging_seed(const DialoglueRun& run, const DialoglueTaskData& d,
+                                  std::uint64_t seed,
+                                  const std::function<void(const EpochInfo&)>& on_epoch,
+                                  const std::string& save_dir) {
+  SeedOutcome o;
+  auto val_score = [&](const std::vector<std::vector<std::string>>& tags,
+                       const std::vector<std::string>& intents) {
+    return score_task(d.task, d.mapper->submission(d.tagging_data.val, tags, intents), d.val_gold,
+                      "val predictions", "val gold")
+        .value;
+  };
+  // classifier_init is the intent classifier's start; the tagging heads (TOP's intent
+  // head too) start at random (docs/evaluation.md "Linear-probe initialisation").
+  FinetuneOptions tagging_options = run.options;
+  tagging_options.classifier_init = "random";
+  const TaggingRunResult r = finetune_tagging(run.model_dir, d.tagging_data, tagging_options,
+                                              seed, val_score, on_epoch, save_dir);
+  o.submission = d.mapper->submission(d.tagging_data.test, r.test_tags, r.test_intents);
+  o.word_predictions = d.tagging_data.test;
+  for (std::size_t i = 0; i < o.word_predictions.size(); ++i) {
+    o.word_predictions[i].tags = r.test_tags[i];
+    if (!r.test_intents.empty()) o.word_predictions[i].intent = r.test_intents[i];
+  }
+  o.val = r.best_val_score, o.best_epoch = r.best_epoch, o.train_s = r.train_seconds;
+  o.epochs_run = r.epochs_run, o.curve = r.curve;
+  o.train_eps = r.train_examples_per_second, o.predict_eps = r.predict_examples_per_second;
+  o.train_examples = d.tagging_data.train.size();
+  return o;
+}
+
+/// The run.json record of one seed: its test score `s`, val score, curve and speeds.
+json seed_record(std::uint64_t seed, const TaskScore& s, const SeedOutcome& o) {
+  json val_curve = json::array();
+  for (const EpochInfo& e : o.curve) {
+    val_curve.push_back({{"epoch", e.epoch},
+                         {"train_loss", e.train_loss},
+                         {"val", e.val_accuracy * 100},
+                         {"learning_rate", e.learning_rate}});
+  }
+  return {{"seed", seed},
+          {"test", s.value * 100},
+          {"val", o.val * 100},
+          {"best_epoch", o.best_epoch},
+          {"epochs_run", o.epochs_run},
+          {"curve", val_curve},
+          {"train_seconds", o.train_s},
+          {"train_examples_per_second", o.train_eps},
+          {"predict_examples_per_second", o.predict_eps},
+          {"test_examples", s.count}};
+}
+
+/// Writes one seed's test predictions (and a tagging task's word tags) under `dir`, scores
+/// them against the task's test gold (named `gold_name` in messages) and writes run.json.
+/// Returns the run record. Throws what the writers and score_task throw.
+json write_and_score_seed(const fs::path& dir, const DialoglueTaskData& d,
+                          const std::string& gold_name, std::uint64_t seed,
+                          const SeedOutcome& o) {
+  fs::create_directories(dir);
+  const std::string pred_path = (dir / "test_predictions.json").string();
+  write_submission(pred_path, o.submission);
+  if (!d.intent) {
+    // The word-level predictions (eval score --word-tags; a served model's /parse answers
+    // the same words with the same tags: scripts/check-parse.py).
+    write_word_tags_jsonl((dir / "test_word_tags.jsonl").string(), o.word_predictions,
+                          !d.tagging_data.intent_labels.empty());
+  }
+  const TaskScore s = score_task(d.task, o.submission, d.test_gold, pred_path, gold_name);
+  json rec = seed_record(seed, s, o);
+  write_json(dir / "run.json", rec);
+  return rec;
+}
+
+/// Adds one seed's `submission` of `task` to the DialoGLUE submission object: every run's in
+/// the few-shot setting, the first run's in the full one.
+void add_to_submission(json& submission_file, Setting setting, Task task,
+                       const json& submission) {
+  // DialoGLUE's submission layouts: dump_outputs.py (full) holds one run per task,
+  // dump_outputs_fewshot.py (few) the list of runs.
+  if (setting == Setting::Few) {
+    submission_file[task_key(task)].push_back(submission);
+  } else if (!submission_file.contains(task_key(task))) {
+    submission_file[task_key(task)] = submission;
+  }
+}
+
+}  // namespace
+
+json run_dialoglue(const DialoglueRun& run,
+                   const std::function<void(const RunProgress&)>& progress) {
+  if (run.seeds.empty()) throw std::invalid_argument("eval dialoglue: no seeds");
+  if (run.tasks.empty()) throw std::invalid_argument("eval dialoglue: no tasks");
+  check_dialoglue_tasks(run.tasks);
+  // Self-training: every task and pseudo-label file is read (and checked) before anything
+  // trains; the records join the training split here, and the loop below uses these tasks.
+  const SelfTraining self = load_self_training(run);
+  fs::create_directories(run.out_dir);
+  const fs::path gold_path = fs::path(run.data_dir) / "gt_test.json";
+  json gold;
+  if (fs::is_regular_file(gold_path)) gold = json_parse_file(gold_path.string());
+
+  json results = dialoglue_results_header(run, gold, gold_path);
   const std::size_t runs = run.tasks.size() * run.seeds.size();
   json submission_file = json::object();
   std::size_t index = 0;
   for (const auto& name : run.tasks) {
-    const Task task = parse_task(name);
-    const bool intent = is_intent_task(name);
-    IntentTask intent_data;
-    TaggingTask tagging_data;
-    std::unique_ptr<TagMapper> mapper;
-    json val_gold;
-    if (intent) {
-      const auto st = self_trained.find(name);
-      intent_data =
-          st != self_trained.end() ? st->second : load_intent_task(run.data_dir, name, run.setting);
-    } else {
-      tagging_data = load_tagging_task(run.data_dir, name, run.setting);
-      mapper = std::make_unique<TagMapper>(run.data_dir, tagging_data);
-      val_gold = mapper->gold_submission(tagging_data.val);
-    }
-    // Test gold: gt_test.json when present (the official key), else the test file's labels.
-    json test_gold;
-    if (!gold.is_null()) {
-      test_gold = gold;
-    } else if (intent) {
-      std::vector<std::string> labels;
-      for (int id : intent_data.test.labels) {
-        labels.push_back(intent_data.labels[static_cast<std::size_t>(id)]);
-      }
-      test_gold = intent_submission_json(labels);
-    } else {
-      test_gold = mapper->gold_submission(tagging_data.test);
-    }
+    DialoglueTaskData d;
+    load_dialoglue_task(run, name, self.tasks, gold, d);
     const std::string gold_name = gold.is_null() ? "the test file" : gold_path.string();
     json task_runs = json::array();
     std::vector<double> test_scores;
@@ -144,98 +299,29 @@ json run_dialoglue(const DialoglueRun& run,
         p.epoch = e;
         if (progress) progress(p);
       };
-      json submission;
-      std::vector<TaggingExample> word_predictions;  // tagging: test words, predicted tags
-      double val = 0, train_s = 0, train_eps = 0, predict_eps = 0;
-      int best_epoch = 0, epochs_run = 0;
-      std::vector<EpochInfo> curve;
-      const std::string save_dir =
-          run.save_models
-              ? (fs::path(run.out_dir) / name / ("seed-" + std::to_string(seed)) / "model").string()
-              : std::string();
-      if (intent) {
-        const IntentRunResult r =
-            finetune_intent(run.model_dir, intent_data, run.options, seed, on_epoch, save_dir);
-        submission = intent_submission_json(r.test_predictions);
-        val = r.best_val_accuracy, best_epoch = r.best_epoch, train_s = r.train_seconds;
-        epochs_run = r.epochs_run, curve = r.curve;
-        train_eps = r.train_examples_per_second, predict_eps = r.predict_examples_per_second;
-        train_examples = intent_data.train.texts.size();
-      } else {
-        auto val_score = [&](const std::vector<std::vector<std::string>>& tags,
-                             const std::vector<std::string>& intents) {
-          return score_task(task, mapper->submission(tagging_data.val, tags, intents), val_gold,
-                            "val predictions", "val gold")
-              .value;
-        };
-        // classifier_init is the intent classifier's start; the tagging heads (TOP's intent
-        // head too) start at random (docs/evaluation.md "Linear-probe initialisation").
-        FinetuneOptions tagging_options = run.options;
-        tagging_options.classifier_init = "random";
-        const TaggingRunResult r = finetune_tagging(run.model_dir, tagging_data, tagging_options,
-                                                    seed, val_score, on_epoch, save_dir);
-        submission = mapper->submission(tagging_data.test, r.test_tags, r.test_intents);
-        word_predictions = tagging_data.test;
-        for (std::size_t i = 0; i < word_predictions.size(); ++i) {
-          word_predictions[i].tags = r.test_tags[i];
-          if (!r.test_intents.empty()) word_predictions[i].intent = r.test_intents[i];
-        }
-        val = r.best_val_score, best_epoch = r.best_epoch, train_s = r.train_seconds;
-        epochs_run = r.epochs_run, curve = r.curve;
-        train_eps = r.train_examples_per_second, predict_eps = r.predict_examples_per_second;
-        train_examples = tagging_data.train.size();
-      }
       const fs::path dir = fs::path(run.out_dir) / name / ("seed-" + std::to_string(seed));
-      fs::create_directories(dir);
-      const std::string pred_path = (dir / "test_predictions.json").string();
-      write_submission(pred_path, submission);
-      if (!intent) {
-        // The word-level predictions (eval score --word-tags; a served model's /parse answers
-        // the same words with the same tags: scripts/check-parse.py).
-        write_word_tags_jsonl((dir / "test_word_tags.jsonl").string(), word_predictions,
-                              !tagging_data.intent_labels.empty());
-      }
-      const TaskScore s = score_task(task, submission, test_gold, pred_path, gold_name);
-      json val_curve = json::array();
-      for (const EpochInfo& e : curve) {
-        val_curve.push_back({{"epoch", e.epoch},
-                             {"train_loss", e.train_loss},
-                             {"val", e.val_accuracy * 100},
-                             {"learning_rate", e.learning_rate}});
-      }
-      const json rec = {{"seed", seed},
-                        {"test", s.value * 100},
-                        {"val", val * 100},
-                        {"best_epoch", best_epoch},
-                        {"epochs_run", epochs_run},
-                        {"curve", val_curve},
-                        {"train_seconds", train_s},
-                        {"train_examples_per_second", train_eps},
-                        {"predict_examples_per_second", predict_eps},
-                        {"test_examples", s.count}};
-      write_json(dir / "run.json", rec);
+      const std::string save_dir = run.save_models ? (dir / "model").string() : std::string();
+      const SeedOutcome o = d.intent ? finetune_intent_seed(run, d, seed, on_epoch, save_dir)
+                                     : finetune_tagging_seed(run, d, seed, on_epoch, save_dir);
+      train_examples = o.train_examples;
+      const json rec = write_and_score_seed(dir, d, gold_name, seed, o);
       task_runs.push_back(rec);
-      test_scores.push_back(s.value * 100);
-      val_sum += val * 100;
-      // DialoGLUE's submission layouts: dump_outputs.py (full) holds one run per task,
-      // dump_outputs_fewshot.py (few) the list of runs.
-      if (run.setting == Setting::Few) {
-        submission_file[task_key(task)].push_back(submission);
-      } else if (!submission_file.contains(task_key(task))) {
-        submission_file[task_key(task)] = submission;
-      }
+      test_scores.push_back(rec.at("test").get<double>());
+      val_sum += o.val * 100;
+      add_to_submission(submission_file, run.setting, d.task, o.submission);
       ++index;
     }
     const auto n = static_cast<double>(run.seeds.size());
     const MeanStd test_ms = mean_std(test_scores);
-    results["tasks"][name] = {{"metric", metric_name(task)},
-                              {"classifier_init", intent ? run.options.classifier_init : "random"},
+    const std::string classifier_init = d.intent ? run.options.classifier_init : "random";
+    results["tasks"][name] = {{"metric", metric_name(d.task)},
+                              {"classifier_init", classifier_init},
                               {"mean", test_ms.mean},
                               {"std", test_ms.std},
                               {"val_mean", val_sum / n},
                               {"train_examples", train_examples},
                               {"runs", task_runs}};
-    if (const auto it = pseudo_labelled.find(name); it != pseudo_labelled.end())
+    if (const auto it = self.pseudo_labelled.find(name); it != self.pseudo_labelled.end())
       results["tasks"][name]["pseudo_labelled"] = it->second;
     write_json(fs::path(run.out_dir) / "results.json", results);  // partial results survive
     write_submission((fs::path(run.out_dir) / "submission.json").string(), submission_file);

@@ -406,6 +406,132 @@ IntentRunResult finetune_intent(const std::string& bundle_dir, const IntentTask&
   return result;
 }
 
+namespace {
+
+/// The word-level inputs of every example of `xs`, serialised single-turn with `so`.
+std::vector<TaggedInput> encode_tagging_examples(const std::vector<TaggingExample>& xs,
+                                                 const data::Tokenizer& tok,
+                                                 const data::SerializeOptions& so) {
+  std::vector<TaggedInput> out;
+  out.reserve(xs.size());
+  for (const auto& x : xs) out.push_back(encode_words(x.words, tok, so));
+  return out;
+}
+
+/// The serialised model input of every element of `xs`, in order.
+std::vector<data::SerializedExample> tagged_serialized(const std::vector<TaggedInput>& xs) {
+  std::vector<data::SerializedExample> out;
+  out.reserve(xs.size());
+  for (const auto& x : xs) out.push_back(x.input);
+  return out;
+}
+
+/// The training loss of the tagging examples `batch` (indices into task.train / `train` /
+/// `train_in`): cross-entropy of the tags on each word's first sub-word, plus that of the
+/// intents when `top`. Computed under autocast when `bf16`.
+torch::Tensor tagging_batch_loss(model::SpaceModel& net, const TaggingTask& task,
+                                 const std::vector<TaggedInput>& train,
+                                 const std::vector<data::SerializedExample>& train_in,
+                                 const std::vector<std::size_t>& batch, bool top, bool bf16,
+                                 const torch::Device& device) {
+  const model::EncoderInputs in = model::to_device(model::collate(pick(train_in, batch)), device);
+  // Tag targets on the rows of each word's first sub-word, -100 elsewhere.
+  torch::Tensor targets = torch::full({in.input_ids.size(0), in.input_ids.size(1) + 1},
+                                      model::kIgnoreLabel, torch::kInt64);
+  auto* t = targets.data_ptr<std::int64_t>();
+  const std::int64_t width = targets.size(1);
+  std::vector<std::int64_t> intents;
+  for (std::size_t k = 0; k < batch.size(); ++k) {
+    const TaggingExample& ex = task.train[batch[k]];
+    const auto& rows = train[batch[k]].first_row;
+    for (std::size_t w = 0; w < rows.size(); ++w) {
+      if (rows[w] >= 0) {
+        t[static_cast<std::int64_t>(k) * width + rows[w]] =
+            find_index(task.tag_labels, ex.tags[w]);
+      }
+    }
+    if (top) intents.push_back(find_index(task.intent_labels, ex.intent));
+  }
+  torch::Tensor tag_logits, intent_logits;
+  {
+    model::AutocastScope autocast(bf16, device.type());
+    const torch::Tensor hidden = net->forward(in, true);
+    tag_logits = net->tag_logits(hidden);
+    if (top) intent_logits = net->intent_logits(model::SpaceModelImpl::cls_vector(hidden));
+  }
+  namespace F = torch::nn::functional;
+  torch::Tensor loss =
+      F::cross_entropy(tag_logits.to(torch::kFloat32).reshape({-1, tag_logits.size(-1)}),
+                       targets.to(device).reshape({-1}),
+                       F::CrossEntropyFuncOptions().ignore_index(model::kIgnoreLabel));
+  if (top) {
+    loss = loss + F::cross_entropy(intent_logits.to(torch::kFloat32),
+                                   torch::tensor(intents, torch::kInt64).to(device));
+  }
+  return loss;
+}
+
+/// Word tags ("O" for words without a sub-word) and, when `top`, intents of every example of
+/// `xs` (serialised as `xs_in`), into `tags` and `ints`; batches of `batch_size`, under
+/// autocast when `bf16`.
+void predict_tagging(model::SpaceModel& net, const TaggingTask& task,
+                     const std::vector<TaggedInput>& xs,
+                     const std::vector<data::SerializedExample>& xs_in, int batch_size, bool top,
+                     bool bf16, const torch::Device& device,
+                     std::vector<std::vector<std::string>>& tags, std::vector<std::string>& ints) {
+  tags.assign(xs.size(), {});
+  ints.assign(top ? xs.size() : 0, "");
+  for_each_eval_batch(
+      net, xs_in, batch_size,
+      [&](const std::vector<std::size_t>& part, const model::EncoderInputs& in) {
+        const torch::Tensor hidden = [&] {
+          model::AutocastScope autocast(bf16, device.type());
+          return net->forward(in, true);
+        }();
+        const auto tag_ids = argmax_ids(net->tag_logits(hidden));
+        const std::int64_t width = hidden.size(1);
+        std::vector<std::int64_t> intent_ids;
+        if (top) {
+          intent_ids = argmax_ids(net->intent_logits(model::SpaceModelImpl::cls_vector(hidden)));
+        }
+        for (std::size_t i = 0; i < part.size(); ++i) {
+          const std::size_t x = part[i];
+          const auto k = static_cast<std::int64_t>(i);
+          for (const std::int64_t row : xs[x].first_row) {
+            tags[x].push_back(row < 0 ? "O"
+                                      : task.tag_labels[static_cast<std::size_t>(
+                                            tag_ids[static_cast<std::size_t>(k * width + row)])]);
+          }
+          if (top)
+            ints[x] = task.intent_labels[static_cast<std::size_t>(
+                intent_ids[static_cast<std::size_t>(k)])];
+        }
+      });
+}
+
+/// Saves the fine-tuned tagger `net` as a bundle in `save_dir`, with its label maps and a
+/// recipe saying how it reads a text; the tokenizer is copied from `bundle_dir`. Throws what
+/// model::save_bundle throws.
+void save_tagging_bundle(const std::string& save_dir, model::SpaceModel& net,
+                         const std::string& bundle_dir, const TaggingTask& task,
+                         const FinetuneOptions& o, std::uint64_t seed,
+                         const TaggingRunResult& result) {
+  model::BundleInfo info;
+  info.tag_labels = task.tag_labels;
+  info.intent_labels = task.intent_labels;
+  // How the tagger reads a text (docs/evaluation.md "Models per task"), for whoever serves it.
+  info.recipe = {{"finetuned_from", bundle_dir},
+                 {"task", task.name},
+                 {"tagging", {{"words", "whitespace"}, {"reads", "first sub-word"},
+                              {"max_utt_len", o.max_utt_len}}},
+                 {"seed", seed},
+                 {"best_epoch", result.best_epoch},
+                 {"best_val_score", result.best_val_score}};
+  model::save_bundle(save_dir, *net, bundle_dir, info);
+}
+
+}  // namespace
+
 TaggingRunResult finetune_tagging(const std::string& bundle_dir, const TaggingTask& task,
                                   const FinetuneOptions& o, std::uint64_t seed,
                                   const TaggingScorer& val_score,
@@ -427,95 +553,20 @@ TaggingRunResult finetune_tagging(const std::string& bundle_dir, const TaggingTa
   net->to(device);
   const data::Tokenizer& tok = *base.tokenizer;
   const data::SerializeOptions so = single_turn(net->config(), o.max_utt_len);
-  auto encode = [&](const std::vector<TaggingExample>& xs) {
-    std::vector<TaggedInput> out;
-    out.reserve(xs.size());
-    for (const auto& x : xs) out.push_back(encode_words(x.words, tok, so));
-    return out;
-  };
-  const auto train = encode(task.train), val = encode(task.val), test = encode(task.test);
-  auto inputs = [](const std::vector<TaggedInput>& xs) {
-    std::vector<data::SerializedExample> out;
-    out.reserve(xs.size());
-    for (const auto& x : xs) out.push_back(x.input);
-    return out;
-  };
-  const auto train_in = inputs(train), val_in = inputs(val), test_in = inputs(test);
+  const auto train = encode_tagging_examples(task.train, tok, so),
+             val = encode_tagging_examples(task.val, tok, so),
+             test = encode_tagging_examples(task.test, tok, so);
+  const auto train_in = tagged_serialized(train), val_in = tagged_serialized(val),
+             test_in = tagged_serialized(test);
 
   auto batch_loss = [&](const std::vector<std::size_t>& batch) {
-    const model::EncoderInputs in = model::to_device(model::collate(pick(train_in, batch)), device);
-    // Tag targets on the rows of each word's first sub-word, -100 elsewhere.
-    torch::Tensor targets = torch::full({in.input_ids.size(0), in.input_ids.size(1) + 1},
-                                        model::kIgnoreLabel, torch::kInt64);
-    auto* t = targets.data_ptr<std::int64_t>();
-    const std::int64_t width = targets.size(1);
-    std::vector<std::int64_t> intents;
-    for (std::size_t k = 0; k < batch.size(); ++k) {
-      const TaggingExample& ex = task.train[batch[k]];
-      const auto& rows = train[batch[k]].first_row;
-      for (std::size_t w = 0; w < rows.size(); ++w) {
-        if (rows[w] >= 0) {
-          t[static_cast<std::int64_t>(k) * width + rows[w]] =
-              find_index(task.tag_labels, ex.tags[w]);
-        }
-      }
-      if (top) intents.push_back(find_index(task.intent_labels, ex.intent));
-    }
-    torch::Tensor tag_logits, intent_logits;
-    {
-      model::AutocastScope autocast(bf16, device.type());
-      const torch::Tensor hidden = net->forward(in, true);
-      tag_logits = net->tag_logits(hidden);
-      if (top) intent_logits = net->intent_logits(model::SpaceModelImpl::cls_vector(hidden));
-    }
-    namespace F = torch::nn::functional;
-    torch::Tensor loss =
-        F::cross_entropy(tag_logits.to(torch::kFloat32).reshape({-1, tag_logits.size(-1)}),
-                         targets.to(device).reshape({-1}),
-                         F::CrossEntropyFuncOptions().ignore_index(model::kIgnoreLabel));
-    if (top) {
-      loss = loss + F::cross_entropy(intent_logits.to(torch::kFloat32),
-                                     torch::tensor(intents, torch::kInt64).to(device));
-    }
-    return loss;
+    return tagging_batch_loss(net, task, train, train_in, batch, top, bf16, device);
   };
-  // Word tags ("O" for words without a sub-word) and intents of every example of `xs`.
-  auto predict = [&](const std::vector<TaggedInput>& xs,
-                     const std::vector<data::SerializedExample>& xs_in,
-                     std::vector<std::vector<std::string>>& tags, std::vector<std::string>& ints) {
-    tags.assign(xs.size(), {});
-    ints.assign(top ? xs.size() : 0, "");
-    for_each_eval_batch(
-        net, xs_in, o.per_device_eval_batch_size,
-        [&](const std::vector<std::size_t>& part, const model::EncoderInputs& in) {
-          const torch::Tensor hidden = [&] {
-            model::AutocastScope autocast(bf16, device.type());
-            return net->forward(in, true);
-          }();
-          const auto tag_ids = argmax_ids(net->tag_logits(hidden));
-          const std::int64_t width = hidden.size(1);
-          std::vector<std::int64_t> intent_ids;
-          if (top) {
-            intent_ids = argmax_ids(net->intent_logits(model::SpaceModelImpl::cls_vector(hidden)));
-          }
-          for (std::size_t i = 0; i < part.size(); ++i) {
-            const std::size_t x = part[i];
-            const auto k = static_cast<std::int64_t>(i);
-            for (const std::int64_t row : xs[x].first_row) {
-              tags[x].push_back(row < 0 ? "O"
-                                        : task.tag_labels[static_cast<std::size_t>(
-                                              tag_ids[static_cast<std::size_t>(k * width + row)])]);
-            }
-            if (top)
-              ints[x] = task.intent_labels[static_cast<std::size_t>(
-                  intent_ids[static_cast<std::size_t>(k)])];
-          }
-        });
-  };
+  const int eval_bs = o.per_device_eval_batch_size;
   auto validate = [&] {
     std::vector<std::vector<std::string>> tags;
     std::vector<std::string> ints;
-    predict(val, val_in, tags, ints);
+    predict_tagging(net, task, val, val_in, eval_bs, top, bf16, device, tags, ints);
     return val_score(tags, ints);
   };
   const LoopResult loop =
@@ -525,22 +576,10 @@ TaggingRunResult finetune_tagging(const std::string& bundle_dir, const TaggingTa
   fill_run_stats(result, loop, train.size());
   result.best_val_score = loop.best_score;
   const auto t_test = Clock::now();
-  predict(test, test_in, result.test_tags, result.test_intents);
+  predict_tagging(net, task, test, test_in, eval_bs, top, bf16, device, result.test_tags,
+                  result.test_intents);
   result.predict_examples_per_second = static_cast<double>(test.size()) / seconds_since(t_test);
-  if (!save_dir.empty()) {
-    model::BundleInfo info;
-    info.tag_labels = task.tag_labels;
-    info.intent_labels = task.intent_labels;
-    // How the tagger reads a text (docs/evaluation.md "Models per task"), for whoever serves it.
-    info.recipe = {{"finetuned_from", bundle_dir},
-                   {"task", task.name},
-                   {"tagging", {{"words", "whitespace"}, {"reads", "first sub-word"},
-                                {"max_utt_len", o.max_utt_len}}},
-                   {"seed", seed},
-                   {"best_epoch", result.best_epoch},
-                   {"best_val_score", result.best_val_score}};
-    model::save_bundle(save_dir, *net, bundle_dir, info);
-  }
+  if (!save_dir.empty()) save_tagging_bundle(save_dir, net, bundle_dir, task, o, seed, result);
   return result;
 }
 

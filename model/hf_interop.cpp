@@ -417,16 +417,20 @@ nlohmann::ordered_json hf_config_from_encoder(const EncoderConfig& c,
   return out;
 }
 
-HfImportReport import_hf(const std::string& from, const std::string& out,
-                         const HfImportOptions& options) {
-  const fs::path dir(from);
+namespace {
+
+/// Checks that `dir` (the folder `from`) is an HF BERT folder import_hf can read, with
+/// `weights` and `vocab_file` in it, and that `out` is not inside it. Throws DataError naming
+/// the first problem: not a folder, `out` inside the input, a missing model.safetensors (saying
+/// which other checkpoint format is there, if one is), a missing vocab.txt.
+void check_hf_import_folder(const fs::path& dir, const std::string& from, const std::string& out,
+                            const std::string& weights, const std::string& vocab_file) {
   if (!fs::is_directory(dir)) {
     throw DataError(from, "", "",
                     "is not a folder (expected config.json, model.safetensors, "
                     "vocab.txt)");
   }
   check_out_not_input(from, out, "--from");
-  const std::string weights = (dir / kWeightsFile).string();
   if (!fs::exists(weights)) {
     const std::pair<const char*, const char*> others[] = {
         {"pytorch_model.bin",
@@ -442,54 +446,67 @@ HfImportReport import_hf(const std::string& from, const std::string& out,
                     "missing (an HF BERT folder has config.json, "
                     "model.safetensors and vocab.txt)");
   }
-  const std::string config_file = (dir / kEncoderConfigFile).string();
-  const std::string vocab_file = (dir / "vocab.txt").string();
   if (!fs::exists(vocab_file)) {
     throw DataError(vocab_file, "", "", "missing: only WordPiece (BERT) tokenizers are imported");
   }
-  const json hf_config = json_parse_file(config_file);
+}
 
-  HfImportReport report;
-  // Tokenizer and config: from the side config of an earlier export, else from the HF files.
-  const fs::path side_file = dir / kHfSideConfigFile;
-  SideConfig side;
-  data::WordPieceOptions wp;
-  if (fs::exists(side_file)) {
-    side = read_side_config(side_file.string());
-    if (!side.has_tokenizer || side.tokenizer.type != "wordpiece") {
-      throw DataError(side_file.string(), "", "tokenizer", "is not a WordPiece tokenizer");
-    }
-    wp.lower_case = side.tokenizer.lower_case;
-    wp.unk_token = side.tokenizer.unk_token;
-    wp.max_input_chars_per_word = side.tokenizer.max_input_chars_per_word;
-    wp.special = side.tokenizer.special;
-    // config.json must still say what the side config says (nobody edited one of them).
-    const nlohmann::ordered_json expect = encoder_config_to_json(side.config);
-    const EncoderConfig from_hf =
-        encoder_config_from_hf(hf_config, config_file, side.config.cls_token_id);
-    const nlohmann::ordered_json got = encoder_config_to_json(from_hf);
-    for (const std::string& key : hf_bert_config_keys()) {
-      if (expect.at(std::string(key)) != got.at(std::string(key))) {
-        throw DataError(config_file, "", std::string(key),
-                        "is " + got.at(std::string(key)).dump() + " but " + side_file.string() +
-                            " says " + expect.at(std::string(key)).dump());
-      }
-    }
-    report.notes.push_back(side_file.string() +
-                           ": dialtree config, tokenizer settings and "
-                           "label maps restored");
-  } else {
-    wp = hf_wordpiece_options(dir, vocab_file);
-    side.config = encoder_config_from_hf(hf_config, config_file, wp.special.cls);
-    json recipe = json::object();
-    recipe["imported_from"] = fs::absolute(dir).lexically_normal().string();
-    if (const json* a = json_find(hf_config, "architectures", {config_file, ""}, "")) {
-      recipe["hf_architectures"] = *a;
-    }
-    side.info.recipe = recipe;
+/// The dialtree config and tokenizer settings of an earlier export's side config `side_file`;
+/// sets `wp` and notes the restore in `report`. Throws DataError when the side config has no
+/// WordPiece tokenizer or config.json (`hf_config`, read from `config_file`) disagrees with it.
+SideConfig restore_hf_side_config(const fs::path& side_file, const json& hf_config,
+                                  const std::string& config_file, data::WordPieceOptions& wp,
+                                  HfImportReport& report) {
+  SideConfig side = read_side_config(side_file.string());
+  if (!side.has_tokenizer || side.tokenizer.type != "wordpiece") {
+    throw DataError(side_file.string(), "", "tokenizer", "is not a WordPiece tokenizer");
   }
+  wp.lower_case = side.tokenizer.lower_case;
+  wp.unk_token = side.tokenizer.unk_token;
+  wp.max_input_chars_per_word = side.tokenizer.max_input_chars_per_word;
+  wp.special = side.tokenizer.special;
+  // config.json must still say what the side config says (nobody edited one of them).
+  const nlohmann::ordered_json expect = encoder_config_to_json(side.config);
+  const EncoderConfig from_hf =
+      encoder_config_from_hf(hf_config, config_file, side.config.cls_token_id);
+  const nlohmann::ordered_json got = encoder_config_to_json(from_hf);
+  for (const std::string& key : hf_bert_config_keys()) {
+    if (expect.at(std::string(key)) != got.at(std::string(key))) {
+      throw DataError(config_file, "", std::string(key),
+                      "is " + got.at(std::string(key)).dump() + " but " + side_file.string() +
+                          " says " + expect.at(std::string(key)).dump());
+    }
+  }
+  report.notes.push_back(side_file.string() +
+                         ": dialtree config, tokenizer settings and "
+                         "label maps restored");
+  return side;
+}
 
-  // Weights: the checkpoint (renamed) plus an export's side tensors.
+/// The dialtree config of a plain HF folder `dir`, from its tokenizer files and config.json
+/// (`hf_config`, read from `config_file`), with a recipe saying where it came from; sets `wp`.
+/// Throws DataError (or SchemaError) on tokenizer or config values dialtree cannot take.
+SideConfig hf_folder_side_config(const fs::path& dir, const std::string& vocab_file,
+                                 const json& hf_config, const std::string& config_file,
+                                 data::WordPieceOptions& wp) {
+  SideConfig side;
+  wp = hf_wordpiece_options(dir, vocab_file);
+  side.config = encoder_config_from_hf(hf_config, config_file, wp.special.cls);
+  json recipe = json::object();
+  recipe["imported_from"] = fs::absolute(dir).lexically_normal().string();
+  if (const json* a = json_find(hf_config, "architectures", {config_file, ""}, "")) {
+    recipe["hf_architectures"] = *a;
+  }
+  side.info.recipe = recipe;
+  return side;
+}
+
+/// Tensors to import, by dialtree name, each with the file it comes from: the checkpoint
+/// `weights` renamed, plus the dialtree-only tensors of an export's extra file in `dir`. Adds
+/// notes to `report`. Throws DataError on a checkpoint that cannot be read or mapped, or a
+/// tensor that is in both files.
+std::map<std::string, std::pair<torch::Tensor, std::string>> hf_import_tensors(
+    const fs::path& dir, const std::string& weights, HfImportReport& report) {
   HfTensorMapping mapped = map_hf_tensors(load_safetensors(weights).tensors, weights);
   report.notes.insert(report.notes.end(), mapped.notes.begin(), mapped.notes.end());
   std::map<std::string, std::pair<torch::Tensor, std::string>> given;  // name -> (tensor, file)
@@ -505,20 +522,17 @@ HfImportReport import_hf(const std::string& from, const std::string& out,
     }
     report.notes.push_back(extra.string() + ": dialtree-only tensors restored");
   }
+  return given;
+}
 
-  // The tokenizer must fit the config; errors name the HF folder's files, not our temp copy.
-  const std::string tok_source =
-      fs::exists(side_file) ? side_file.string() : (dir / "tokenizer_config.json").string();
-  const data::WordPieceTokenizer vocab(vocab_file, wp);
-  if (vocab.vocab_size() > side.config.vocab_size) {
-    throw DataError(vocab_file, "", "",
-                    "has " + std::to_string(vocab.vocab_size()) + " entries but " + config_file +
-                        " has vocab_size " + std::to_string(side.config.vocab_size));
-  }
-
-  torch::manual_seed(options.seed);
-  SpaceModel model(side.config);
-  const NamedTensors params = model_tensors(*model);
+/// Every parameter of `params` (a fresh model's, in order) with its imported value from
+/// `given`, or its initial value where the checkpoint has none and that is allowed; counts and
+/// notes them in `report`. Throws DataError (naming `weights`) on tensors that are no
+/// parameter, or on missing ones unless options.allow_missing.
+NamedTensors complete_hf_import(
+    const NamedTensors& params,
+    const std::map<std::string, std::pair<torch::Tensor, std::string>>& given,
+    const std::string& weights, const HfImportOptions& options, HfImportReport& report) {
   std::set<std::string> param_names;
   for (const auto& [name, p] : params) param_names.insert(name);
   std::vector<std::string> unexpected, missing;
@@ -557,6 +571,46 @@ HfImportReport import_hf(const std::string& from, const std::string& out,
                         " (pass --allow-missing to initialise them, e.g. the MLM head of a "
                         "BertModel save)");
   }
+  return full;
+}
+
+}  // namespace
+
+HfImportReport import_hf(const std::string& from, const std::string& out,
+                         const HfImportOptions& options) {
+  const fs::path dir(from);
+  const std::string weights = (dir / kWeightsFile).string();
+  const std::string config_file = (dir / kEncoderConfigFile).string();
+  const std::string vocab_file = (dir / "vocab.txt").string();
+  check_hf_import_folder(dir, from, out, weights, vocab_file);
+  const json hf_config = json_parse_file(config_file);
+
+  HfImportReport report;
+  // Tokenizer and config: from the side config of an earlier export, else from the HF files.
+  const fs::path side_file = dir / kHfSideConfigFile;
+  data::WordPieceOptions wp;
+  SideConfig side = fs::exists(side_file)
+                        ? restore_hf_side_config(side_file, hf_config, config_file, wp, report)
+                        : hf_folder_side_config(dir, vocab_file, hf_config, config_file, wp);
+
+  // Weights: the checkpoint (renamed) plus an export's side tensors.
+  const std::map<std::string, std::pair<torch::Tensor, std::string>> given =
+      hf_import_tensors(dir, weights, report);
+
+  // The tokenizer must fit the config; errors name the HF folder's files, not our temp copy.
+  const std::string tok_source =
+      fs::exists(side_file) ? side_file.string() : (dir / "tokenizer_config.json").string();
+  const data::WordPieceTokenizer vocab(vocab_file, wp);
+  if (vocab.vocab_size() > side.config.vocab_size) {
+    throw DataError(vocab_file, "", "",
+                    "has " + std::to_string(vocab.vocab_size()) + " entries but " + config_file +
+                        " has vocab_size " + std::to_string(side.config.vocab_size));
+  }
+
+  torch::manual_seed(options.seed);
+  SpaceModel model(side.config);
+  const NamedTensors full =
+      complete_hf_import(model_tensors(*model), given, weights, options, report);
   load_model_tensors(*model, full, weights);
 
   TempSibling tok(out, "tok");

@@ -141,10 +141,10 @@ std::string quoted_preview(const std::string& s) {
   return q;
 }
 
-}  // namespace
-
-IntentCsv read_intent_csv(const std::string& path, const LabelMap& labels,
-                          const IntentCsvOptions& options) {
+/// The id that labels missing from `labels` get (options.unknown_label_as), or -1 when they are
+/// refused. Throws std::invalid_argument when unknown_label_as and labels_from_file are both
+/// set, or when unknown_label_as names a label that is not in `labels`.
+int intent_fallback_label_id(const LabelMap& labels, const IntentCsvOptions& options) {
   int fallback_id = -1;
   if (options.unknown_label_as && options.labels_from_file) {
     throw std::invalid_argument(
@@ -158,106 +158,177 @@ IntentCsv read_intent_csv(const std::string& path, const LabelMap& labels,
                                   (labels.source().empty() ? "the label map" : labels.source()));
     }
   }
-  const std::string label_source =
-      labels.source().empty() ? std::string("the label map") : labels.source();
+  return fallback_id;
+}
 
-  std::string bytes = read_file_bytes(path);
-  std::string_view rest(bytes);
-  if (rest.substr(0, kBom.size()) == kBom) rest.remove_prefix(kBom.size());  // C01
+/// Checks the records libcsv completes and collects them into an IntentCsv: the first record
+/// must be the header, each later one becomes an IntentExample with its label id.
+class IntentRecordSink {
+ public:
+  IntentRecordSink(const std::string& path, const LabelMap& labels,
+                   const IntentCsvOptions& options, int fallback_id)
+      : path_(path),
+        labels_(labels),
+        options_(options),
+        fallback_id_(fallback_id),
+        label_source_(labels.source().empty() ? std::string("the label map") : labels.source()) {
+    if (!options_.labels_from_file) out_.labels = labels_.names();
+  }
 
-  IntentCsv out;
-  if (!options.labels_from_file) out.labels = labels.names();
-  std::unordered_map<std::string, int> own_ids;  // labels_from_file: name -> id
-  bool have_header = false;
-  // Validates the queued records and moves them into `out`.
-  auto take_records = [&](ParseState& st) {
+  /// Validates the records queued in `st` and moves them into the result, then empties the
+  /// queue. Throws std::bad_alloc when a callback ran out of memory, DataError on a bad header
+  /// or row.
+  void take(ParseState& st) {
     if (st.out_of_memory) throw std::bad_alloc();
     for (Record& r : st.done) {
-      if (!have_header) {
-        if (r.fields.size() != 2 || r.fields[0] != "text" || r.fields[1] != "category") {
-          std::string got;
-          for (std::size_t i = 0; i < r.fields.size(); ++i) got += (i ? "," : "") + r.fields[i];
-          throw DataError(path, at_line(r.line), "header",
-                          "expected exactly 'text,category', got " + quoted_preview(got));
-        }
-        out.header = std::move(r.fields);
-        have_header = true;
+      if (!have_header_) {
+        take_header(r);
         continue;
       }
-      if (r.fields.size() != 2) {
-        throw DataError(path, at_line(r.line), "",
-                        "expected 2 fields (text,category), got " +
-                            std::to_string(r.fields.size()) +
-                            (r.fields.size() > 2 ? " (quote a text that has a comma)" : ""));
-      }
-      IntentExample ex;
-      ex.text = std::move(r.fields[0]);
-      ex.label = std::move(r.fields[1]);
-      ex.line = r.line;
-      // An utterance with no text says nothing about its intent; DialoGLUE has none.
-      if (ex.text.find_first_not_of(" \t") == std::string::npos) {
-        throw DataError(path, at_line(r.line), "text",
-                        ex.text.empty() ? "empty text" : "the text is only blanks");
-      }
-      if (ex.label.empty()) {
-        throw DataError(path, at_line(r.line), "category", "empty label");
-      }
-      // " lost_card" would be a label of its own beside "lost_card" (Python's csv keeps the
-      // blanks too): refused rather than guessed.
-      if (std::isspace(static_cast<unsigned char>(ex.label.front())) ||
-          std::isspace(static_cast<unsigned char>(ex.label.back()))) {
-        throw DataError(path, at_line(r.line), "category",
-                        "label " + quote_for_message(ex.label) +
-                            " has leading or trailing blanks; remove them (with them it is "
-                            "another label than the same name without)");
-      }
-      if (options.labels_from_file) {
-        const auto [it, added] = own_ids.emplace(ex.label, static_cast<int>(out.labels.size()));
-        if (added) out.labels.push_back(ex.label);
-        ex.label_id = it->second;
-        out.rows.push_back(std::move(ex));
-        continue;
-      }
-      ex.label_id = labels.find(ex.label);
-      if (ex.label_id < 0) {
-        if (fallback_id < 0) {
-          throw DataError(
-              path, at_line(r.line), "category",
-              "label " + quote_for_message(ex.label) + " not in " + label_source);  // C03
-        }
-        ex.label_id = fallback_id;
-      }
-      out.rows.push_back(std::move(ex));
+      IntentExample ex = to_example(r);
+      ex.label_id = label_id_of(ex.label, r.line);
+      out_.rows.push_back(std::move(ex));
     }
     st.done.clear();
-  };
+  }
 
-  CsvParser parser;
-  ParseState st;
-  bool open = false;  // a record has started and not yet ended
-  std::size_t line_no = 0;
-  while (!rest.empty()) {
-    ++line_no;
-    std::size_t nl = rest.find('\n');
-    std::string_view line = rest.substr(0, nl == std::string_view::npos ? rest.size() : nl + 1);
-    rest.remove_prefix(line.size());
+  /// The collected file. Throws DataError when no record (not even the header) was read.
+  IntentCsv finish() {
+    if (!have_header_) {
+      throw DataError(path_, at_line(1), "header", "file is empty; expected 'text,category'");
+    }
+    return std::move(out_);
+  }
 
+ private:
+  /// Keeps `r` as the header. Throws DataError unless it is exactly "text,category".
+  void take_header(Record& r) {
+    if (r.fields.size() != 2 || r.fields[0] != "text" || r.fields[1] != "category") {
+      std::string got;
+      for (std::size_t i = 0; i < r.fields.size(); ++i) got += (i ? "," : "") + r.fields[i];
+      throw DataError(path_, at_line(r.line), "header",
+                      "expected exactly 'text,category', got " + quoted_preview(got));
+    }
+    out_.header = std::move(r.fields);
+    have_header_ = true;
+  }
+
+  /// The example in data record `r`, its label id not yet set. Throws DataError unless the
+  /// record has 2 fields, a text that is not blank and a label without surrounding blanks.
+  IntentExample to_example(Record& r) const {
+    if (r.fields.size() != 2) {
+      throw DataError(path_, at_line(r.line), "",
+                      "expected 2 fields (text,category), got " + std::to_string(r.fields.size()) +
+                          (r.fields.size() > 2 ? " (quote a text that has a comma)" : ""));
+    }
+    IntentExample ex;
+    ex.text = std::move(r.fields[0]);
+    ex.label = std::move(r.fields[1]);
+    ex.line = r.line;
+    // An utterance with no text says nothing about its intent; DialoGLUE has none.
+    if (ex.text.find_first_not_of(" \t") == std::string::npos) {
+      throw DataError(path_, at_line(r.line), "text",
+                      ex.text.empty() ? "empty text" : "the text is only blanks");
+    }
+    if (ex.label.empty()) {
+      throw DataError(path_, at_line(r.line), "category", "empty label");
+    }
+    // " lost_card" would be a label of its own beside "lost_card" (Python's csv keeps the
+    // blanks too): refused rather than guessed.
+    if (std::isspace(static_cast<unsigned char>(ex.label.front())) ||
+        std::isspace(static_cast<unsigned char>(ex.label.back()))) {
+      throw DataError(path_, at_line(r.line), "category",
+                      "label " + quote_for_message(ex.label) +
+                          " has leading or trailing blanks; remove them (with them it is "
+                          "another label than the same name without)");
+    }
+    return ex;
+  }
+
+  /// The id of `label` (of the record at `line`): a new or known id of the file's own labels
+  /// with labels_from_file, else its id in the label map or the fallback id. Throws DataError
+  /// when the label is not in the map and there is no fallback.
+  int label_id_of(const std::string& label, std::size_t line) {
+    if (options_.labels_from_file) {
+      const auto [it, added] = own_ids_.emplace(label, static_cast<int>(out_.labels.size()));
+      if (added) out_.labels.push_back(label);
+      return it->second;
+    }
+    int id = labels_.find(label);
+    if (id < 0) {
+      if (fallback_id_ < 0) {
+        throw DataError(path_, at_line(line), "category",
+                        "label " + quote_for_message(label) + " not in " + label_source_);  // C03
+      }
+      id = fallback_id_;
+    }
+    return id;
+  }
+
+  const std::string& path_;
+  const LabelMap& labels_;
+  const IntentCsvOptions& options_;
+  const int fallback_id_;
+  const std::string label_source_;
+  IntentCsv out_;
+  std::unordered_map<std::string, int> own_ids_;  // labels_from_file: name -> id
+  bool have_header_ = false;
+};
+
+/// Splits CSV text into physical lines and feeds them to libcsv, handing each completed record
+/// to an IntentRecordSink.
+class IntentCsvFeeder {
+ public:
+  IntentCsvFeeder(const std::string& path, IntentRecordSink& sink) : path_(path), sink_(sink) {}
+
+  /// Parses all of `rest` (the file without its BOM) and the end of input. Throws DataError on
+  /// invalid UTF-8, an empty line between records, malformed quoting, a libcsv failure or an
+  /// unterminated quoted field, and whatever the sink throws.
+  void feed_all(std::string_view rest) {
+    std::size_t line_no = 0;
+    while (!rest.empty()) {
+      ++line_no;
+      std::size_t nl = rest.find('\n');
+      std::string_view line = rest.substr(0, nl == std::string_view::npos ? rest.size() : nl + 1);
+      rest.remove_prefix(line.size());
+      if (!check_line(line, rest, line_no)) break;
+      feed_line(line, line_no);
+    }
+    if (csv_fini(parser_.get(), on_field, on_row, &st_) != 0) {
+      throw DataError(path_, at_line(st_.record_start), field_name(st_.fields.size()),
+                      "unterminated quoted field: the closing quote is missing, so the field runs "
+                      "to the end of the file");
+    }
+    sink_.take(st_);
+  }
+
+ private:
+  /// False when `line` and all that follows it (`rest`) are blank, which ends the file; true
+  /// when the line is to be parsed. Throws DataError on invalid UTF-8 or an empty line between
+  /// records.
+  bool check_line(std::string_view line, std::string_view rest, std::size_t line_no) const {
     std::size_t bad = utf8::first_invalid(line);
     if (bad != std::string_view::npos) {
-      throw DataError(path, at_line(line_no), open ? field_name(st.fields.size()) : "",
+      throw DataError(path_, at_line(line_no), open_ ? field_name(st_.fields.size()) : "",
                       "invalid UTF-8 at byte " + std::to_string(bad + 1) + " of the line");
     }
     // Blank lines (nothing, or spaces and tabs) that end the file, an editor's or a script's
     // extra newlines, end it; a blank line between records is still an error, as it may be a
     // record lost in an edit.
-    if (!open && line.find_first_not_of(" \t\r\n") == std::string_view::npos &&
+    if (!open_ && line.find_first_not_of(" \t\r\n") == std::string_view::npos &&
         rest.find_first_not_of(" \t\r\n") == std::string_view::npos) {
-      break;
+      return false;
     }
-    if (!open && is_terminator_only(line)) {
-      throw DataError(path, at_line(line_no), "",
+    if (!open_ && is_terminator_only(line)) {
+      throw DataError(path_, at_line(line_no), "",
                       "empty line; every record needs 2 fields (text,category)");
     }
+    return true;
+  }
+
+  /// Feeds one physical line to libcsv and hands completed records to the sink. Throws
+  /// DataError on malformed quoting or a libcsv failure, and whatever the sink throws.
+  void feed_line(std::string_view line, std::size_t line_no) {
     // Feed the line in chunks that end right after each CR or LF, so that a row callback can
     // only fire on a chunk's last byte: then "did this chunk end the record" is exact, and the
     // line where each record starts is known.
@@ -266,37 +337,53 @@ IntentCsv read_intent_csv(const std::string& path, const LabelMap& labels,
       std::size_t term = line.find_first_of("\r\n", col);
       std::size_t end = term == std::string_view::npos ? line.size() : term + 1;
       std::string_view chunk = line.substr(col, end - col);
-      if (!open && !is_terminator_only(chunk)) {
-        open = true;
-        st.record_start = line_no;
+      if (!open_ && !is_terminator_only(chunk)) {
+        open_ = true;
+        st_.record_start = line_no;
       }
-      st.row_ended = false;
-      std::size_t used = csv_parse(parser.get(), chunk.data(), chunk.size(), on_field, on_row, &st);
-      if (used != chunk.size()) {
-        if (csv_error(parser.get()) == CSV_EPARSE) {
-          throw DataError(path, at_line(line_no), field_name(st.fields.size()),
-                          "malformed quoting at byte " + std::to_string(col + used + 1) +
-                              " of the line: a quote inside an unquoted field or text after a "
-                              "closing quote (RFC 4180: quote the field and double inner quotes)");
-        }
-        throw DataError(path, at_line(line_no), "",
-                        std::string("CSV parser failed: ") + csv_strerror(csv_error(parser.get())));
-      }
-      if (st.row_ended) open = false;
-      take_records(st);
+      st_.row_ended = false;
+      std::size_t used =
+          csv_parse(parser_.get(), chunk.data(), chunk.size(), on_field, on_row, &st_);
+      if (used != chunk.size()) throw parse_error(line_no, col + used);
+      if (st_.row_ended) open_ = false;
+      sink_.take(st_);
       col = end;
     }
   }
-  if (csv_fini(parser.get(), on_field, on_row, &st) != 0) {
-    throw DataError(path, at_line(st.record_start), field_name(st.fields.size()),
-                    "unterminated quoted field: the closing quote is missing, so the field runs "
-                    "to the end of the file");
+
+  /// The error for libcsv stopping at 0-based byte `at` of line `line_no`: malformed quoting,
+  /// or the parser's own failure message.
+  DataError parse_error(std::size_t line_no, std::size_t at) {
+    if (csv_error(parser_.get()) == CSV_EPARSE) {
+      return DataError(path_, at_line(line_no), field_name(st_.fields.size()),
+                       "malformed quoting at byte " + std::to_string(at + 1) +
+                           " of the line: a quote inside an unquoted field or text after a "
+                           "closing quote (RFC 4180: quote the field and double inner quotes)");
+    }
+    return DataError(path_, at_line(line_no), "",
+                     std::string("CSV parser failed: ") + csv_strerror(csv_error(parser_.get())));
   }
-  take_records(st);
-  if (!have_header) {
-    throw DataError(path, at_line(1), "header", "file is empty; expected 'text,category'");
-  }
-  return out;
+
+  const std::string& path_;
+  IntentRecordSink& sink_;
+  CsvParser parser_;
+  ParseState st_;
+  bool open_ = false;  // a record has started and not yet ended
+};
+
+}  // namespace
+
+IntentCsv read_intent_csv(const std::string& path, const LabelMap& labels,
+                          const IntentCsvOptions& options) {
+  const int fallback_id = intent_fallback_label_id(labels, options);
+
+  std::string bytes = read_file_bytes(path);
+  std::string_view rest(bytes);
+  if (rest.substr(0, kBom.size()) == kBom) rest.remove_prefix(kBom.size());  // C01
+
+  IntentRecordSink sink(path, labels, options, fallback_id);
+  IntentCsvFeeder(path, sink).feed_all(rest);
+  return sink.finish();
 }
 
 }  // namespace dialtree::readers
