@@ -292,10 +292,7 @@ int main(int argc, char** argv) {
     rtd->train();
   }
   const trainer::LanguageObjective language{rtd ? rtd.get() : nullptr, 50.0};
-  std::vector<torch::Tensor> params = net->parameters();
-  if (rtd) {
-    for (const auto& p : rtd->parameters()) params.push_back(p);
-  }
+  const std::vector<torch::Tensor> params = trainer::trained_parameters(net, language.rtd);
 
   // AdamW as run_pretraining builds it, with pretrain-small.yaml's values (pretrain-lm.yaml's
   // rate for the language stage).

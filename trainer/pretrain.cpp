@@ -275,12 +275,8 @@ struct Run {
   bool bf16 = false;  // config bf16, where the device has native bf16 (model::effective_bf16)
   explicit Run(const PretrainConfig& c) : cfg(c) {}
   /// Every trained parameter: the model's, then the RTD module's.
-  std::vector<torch::Tensor> parameters() const {
-    std::vector<torch::Tensor> out = net->parameters();
-    if (rtd) {
-      for (const auto& p : rtd->parameters()) out.push_back(p);
-    }
-    return out;
+  std::vector<torch::Tensor> parameters() {
+    return trained_parameters(net, rtd ? rtd.get() : nullptr);
   }
 };
 

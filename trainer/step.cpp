@@ -67,6 +67,15 @@ StreamLosses replaced_token_detection_loss(model::SpaceModel& net,
   return out;
 }
 
+std::vector<torch::Tensor> trained_parameters(model::SpaceModel& net,
+                                              model::ReplacedTokenDetectionImpl* rtd) {
+  std::vector<torch::Tensor> out = net->parameters();
+  if (rtd != nullptr) {
+    for (const auto& p : rtd->parameters()) out.push_back(p);
+  }
+  return out;
+}
+
 std::unique_ptr<torch::optim::AdamW> make_adamw(model::SpaceModel& net, double lr,
                                                 double weight_decay, double beta1, double beta2,
                                                 double eps) {

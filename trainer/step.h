@@ -131,6 +131,11 @@ std::unique_ptr<torch::optim::AdamW> make_adamw(const std::vector<torch::Tensor>
                                                 double lr, double weight_decay, double beta1,
                                                 double beta2, double eps);
 
+/// Every parameter a step trains: the model's, then (when not null) the RTD module's, in that
+/// order (the optimiser's, the clipping's and the data-parallel averaging's one list).
+std::vector<torch::Tensor> trained_parameters(model::SpaceModel& net,
+                                              model::ReplacedTokenDetectionImpl* rtd);
+
 /// make_adamw() over the parameters of `net`.
 std::unique_ptr<torch::optim::AdamW> make_adamw(model::SpaceModel& net, double lr,
                                                 double weight_decay, double beta1, double beta2,
