@@ -1,8 +1,8 @@
-// The torch side of `dialtree eval`, each subcommand in its own static function: `eval
-// dialoglue` (fine-tune and predict), `eval probe` (frozen-embedding representation probe,
-// eval/probe_model.h) and `eval pseudo-label` (the probe's classifier labels the unlabelled
-// training texts for the intent stage, eval/pseudo_label.h). `eval score` is torch-free, in
-// cli/score_cmd.cpp.
+// The torch side of `dialtree eval`, each subcommand registered by its own function
+// (cli/commands.h): `eval dialoglue` (fine-tune and predict), `eval probe` (frozen-embedding
+// representation probe, eval/probe_model.h) and `eval pseudo-label` (the probe's classifier
+// labels the unlabelled training texts for the intent stage, eval/pseudo_label.h). `eval score`
+// and `eval words` are torch-free, in cli/score_cmd.cpp.
 #include <unistd.h>
 
 #include <algorithm>
@@ -243,7 +243,9 @@ void run_dialoglue_cmd(const DialoglueArgs& a) {
   fmt::print("results: {}/results.json, {}/results.md\n", a.out, a.out);
 }
 
-void register_dialoglue(CLI::App& eval) {
+}  // namespace
+
+void register_eval_dialoglue(CLI::App& eval) {
   auto a = std::make_shared<DialoglueArgs>();
   CLI::App* cmd = eval.add_subcommand(
       "dialoglue",
@@ -295,6 +297,8 @@ void register_dialoglue(CLI::App& eval) {
     run_dialoglue_cmd(*a);
   });
 }
+
+namespace {
 
 /// The --tasks list of a command that works on the intent tasks (and, with `tagging`, on the
 /// tagging tasks too); `what` completes the message "(<what> for the intent tasks: ...)".
@@ -356,7 +360,9 @@ void run_probe_cmd(const ProbeArgs& a) {
   }
 }
 
-void register_probe(CLI::App& eval) {
+}  // namespace
+
+void register_eval_probe(CLI::App& eval) {
   auto a = std::make_shared<ProbeArgs>();
   CLI::App* cmd = eval.add_subcommand(
       "probe",
@@ -417,6 +423,8 @@ void register_probe(CLI::App& eval) {
       ->capture_default_str();
   cmd->callback([a] { run_probe_cmd(*a); });
 }
+
+namespace {
 
 struct PseudoLabelArgs {
   std::string model, tasks = default_tasks(), data_dir, out_dir, device = "auto";
@@ -521,7 +529,9 @@ void run_pseudo_label_cmd(const PseudoLabelArgs& a) {
   fmt::print("{}", eval::pseudo_label_table(reports));
 }
 
-void register_pseudo_label(CLI::App& eval) {
+}  // namespace
+
+void register_eval_pseudo_label(CLI::App& eval) {
   auto a = std::make_shared<PseudoLabelArgs>();
   CLI::App* cmd = eval.add_subcommand(
       "pseudo-label",
@@ -567,15 +577,6 @@ void register_pseudo_label(CLI::App& eval) {
       ->envname("DIALTREE_DEVICE")
       ->capture_default_str();
   cmd->callback([a] { run_pseudo_label_cmd(*a); });
-}
-
-}  // namespace
-
-void register_eval(CLI::App& app) {
-  CLI::App* eval = app.get_subcommand("eval");  // created by register_light_commands()
-  register_dialoglue(*eval);
-  register_probe(*eval);
-  register_pseudo_label(*eval);
 }
 
 }  // namespace dialtree::cli
