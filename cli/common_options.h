@@ -12,6 +12,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
+#include "common/check.h"
 #include "common/device_spec.h"
 #include "readers/dialoglue_tasks.h"
 
@@ -79,14 +80,22 @@ CLI::Option* add_tasks_option(CLI::App* cmd, std::string& list, readers::TaskSet
 CLI::Option* add_data_dir_option(CLI::App* cmd, std::string& dir, const std::string& detail);
 
 /// Declares one entry of an options struct's visit() list (serve::ServerOptions, embed's
-/// EmbedArgs) as add_flag_with_env() does, except the entry `model`: add_model_option() declares
-/// it (a required model bundle folder, the entry's help as its detail) with its DIALTREE_MODEL
-/// environment twin. @returns the option. Throws only as CLI::App::add_option does.
+/// EmbedArgs) as add_flag_with_env() does, except two entries. `model`: add_model_option()
+/// declares it (a required model bundle folder, the entry's help as its detail) with its
+/// DIALTREE_MODEL environment twin. `device`: add_device_option() declares it, so it is checked
+/// as every --device is. @returns the option. @throws InternalError (common/check.h) when the
+/// `device` entry's help is not kDeviceHelp, the one help of --device; otherwise only as
+/// CLI::App::add_option does.
 template <class T>
 CLI::Option* add_visited_flag(CLI::App* cmd, const char* name, T& value, const char* help) {
   if constexpr (std::is_same_v<T, std::string>) {
     if (std::string_view(name) == "model") {
       return add_model_option(cmd, value, ModelFolder::Bundle, help)->envname(env_twin(name));
+    }
+    if (std::string_view(name) == "device") {
+      DIALTREE_CHECK(std::string_view(help) == kDeviceHelp,
+                     "the visit() entry 'device' must carry kDeviceHelp (common/device_spec.h)");
+      return add_device_option(cmd, value, "");
     }
   }
   return add_flag_with_env(cmd, name, value, help);
