@@ -297,40 +297,22 @@ int requested_intra_op_threads() {
 }
 
 Route route_for(const std::vector<std::string>& args) {
-  if (args.empty()) return Route::Torch;  // the full parser: its error lists every command
-  const std::string& cmd = args[0];
-  if (cmd == "sts" || cmd == "tokenizer" || cmd == "print-config" || cmd == "plot" ||
-      cmd == "--version") {
-    return Route::Light;
-  }
-  if (cmd == "eval") {
-    return args.size() > 1 && (args[1] == "score" || args[1] == "words") ? Route::Light
-                                                                         : Route::Torch;
-  }
-  // `version` alone is light; any argument (--verbose in any spelling: -v, -vv, --verbose=true,
-  // or a typo) goes to the full parser, which knows --verbose and reports the rest.
-  if (cmd == "version") return args.size() == 1 ? Route::Light : Route::Torch;
-  return Route::Torch;
+  if (!args.empty() && args[0] == "--version") return Route::Light;
+  const CommandRow* row = find_command(args);
+  // No row: nothing at all, --help, an unknown command; the full parser lists every command.
+  if (row == nullptr) return Route::Torch;
+  if (row->arguments_need_torch && args.size() > row->path.size()) return Route::Torch;
+  return row->route;
 }
 
 std::string server_spin_count(const std::vector<std::string>& args,
                               const std::function<const char*(const char*)>& getenv_fn) {
-  if (args.empty() || args[0] != "serve") return "";
-  for (const char* var : {"GOMP_SPINCOUNT", "OMP_WAIT_POLICY"}) {
-    if (getenv_fn(var) != nullptr) return "";
-  }
-  return "10000";
+  return env_default_for(args, "GOMP_SPINCOUNT", getenv_fn);
 }
 
 std::string training_malloc_conf(const std::vector<std::string>& args,
                                  const std::function<const char*(const char*)>& getenv_fn) {
-  const bool trains =
-      !args.empty() &&
-      (args[0] == "train" || (args[0] == "eval" && args.size() > 1 && args[1] == "dialoglue"));
-  if (!trains) return "";
-  const char* user = getenv_fn("MALLOC_CONF");  // set and not empty: the user's choice
-  if (user != nullptr && *user != '\0') return "";
-  return "dirty_decay_ms:-1,muzzy_decay_ms:-1";
+  return env_default_for(args, "MALLOC_CONF", getenv_fn);
 }
 
 int exec_torch_binary(char** argv) {
@@ -350,12 +332,14 @@ int exec_torch_binary(char** argv) {
   choose_blas_kernels([] { return load_and_inspect_blas().corename; });
   std::vector<std::string> args;
   for (char** a = argv + 1; *a != nullptr; ++a) args.emplace_back(*a);
-  const std::string spin =
-      server_spin_count(args, [](const char* name) { return std::getenv(name); });
-  if (!spin.empty()) ::setenv("GOMP_SPINCOUNT", spin.c_str(), /*overwrite=*/0);
-  const std::string malloc_conf =
-      training_malloc_conf(args, [](const char* name) { return std::getenv(name); });
-  if (!malloc_conf.empty()) ::setenv("MALLOC_CONF", malloc_conf.c_str(), /*overwrite=*/1);
+  if (const CommandRow* row = find_command(args)) {
+    for (const EnvDefault& env : row->env) {
+      const std::string value =
+          env_default_value(env, [](const char* name) { return std::getenv(name); });
+      // Overwrite: a variable set to "" that does not count as a choice (MALLOC_CONF) is replaced.
+      if (!value.empty()) ::setenv(std::string(env.variable).c_str(), value.c_str(), 1);
+    }
+  }
 
   ::execv(path.c_str(), argv);
   std::fprintf(stderr,
@@ -379,16 +363,17 @@ void configure_app(CLI::App& app) {
   });
 }
 
-void register_light_commands(CLI::App& app, std::function<void()> version_details) {
-  register_sts(app);
-  register_tokenizer(app);
-  register_print_config(app);
-  register_plot(app);
-  CLI::App* eval = app.add_subcommand("eval", "DialoGLUE evaluation and the representation probe");
-  eval->require_subcommand(1);
-  register_eval_score(*eval);
-  register_eval_words(*eval);
-  register_version(app, std::move(version_details));
+std::vector<Registration> light_registrations(std::function<void()> version_details) {
+  return {
+      {{"sts"}, register_sts},
+      {{"tokenizer"}, register_tokenizer},
+      {{"print-config"}, register_print_config},
+      {{"plot"}, register_plot},
+      {{"eval", "score"}, register_eval_score},
+      {{"eval", "words"}, register_eval_words},
+      {{"version"},
+       [details = std::move(version_details)](CLI::App& app) { register_version(app, details); }},
+  };
 }
 
 }  // namespace dialtree::cli

@@ -10,6 +10,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/command_table.h"
+
 namespace dialtree::cli {
 
 /// Thrown by a subcommand that has finished and wants a given exit status without an error
@@ -31,7 +33,8 @@ class ExitRequest : public std::exception {
 /// errors, DataError, TokenizerError, std::invalid_argument); kExitInternalError (70) for an
 /// InternalError, a bug (common/check.h); an ExitRequest's status, silently; 1 otherwise. Every
 /// error is one line on stderr, "error: ...". `before_parse` (may be empty) runs first, inside the
-/// same error handling: the thread set-up.
+/// same error handling: the commands' registration (register_commands(), whose broken table is
+/// an InternalError) and the thread set-up.
 int run_cli(CLI::App& app, int argc, char** argv, const std::function<void()>& before_parse);
 
 /// The intra-op thread count a command should use: DIALTREE_NUM_THREADS, else OMP_NUM_THREADS,
@@ -40,16 +43,12 @@ int run_cli(CLI::App& app, int argc, char** argv, const std::function<void()>& b
 ///         [1, CPUs].
 int requested_intra_op_threads();
 
-/// Which executable runs a command line.
-enum class Route {
-  Light,  ///< torch-free: `dialtree` runs it itself, in milliseconds
-  Torch,  ///< needs LibTorch: `dialtree` exec()s `dialtree-torch`
-};
-
-/// The route of `args` (argv without argv[0]): Light for `sts`, `tokenizer`, `print-config`,
-/// `plot`, `eval score`, `version` without arguments and `--version`; Torch for everything
-/// else, including `--help`, an empty line and unknown commands, so that the help and the
-/// "unknown command" / "needs a command" errors list every command.
+/// The route of `args` (argv without argv[0]): the route of find_command(args)'s row in the
+/// command table (cli/command_table.h): Light for `sts`, `tokenizer`, `print-config`, `plot`,
+/// `eval score`, `eval words` and `version` without arguments; also for `--version`. Torch for
+/// everything else, including `--help`, an empty line, a group without its command and unknown
+/// commands, so that the help and the "unknown command" / "needs a command" errors list every
+/// command.
 Route route_for(const std::vector<std::string>& args);
 
 /// Unless DIALTREE_BLAS_KERNELS is already set (a choice made upstream stands), chooses the
@@ -57,28 +56,24 @@ Route route_for(const std::vector<std::string>& args);
 /// loaded and asked which core it chose), exports OPENBLAS_CORETYPE when it should change and
 /// the decision's reason in DIALTREE_BLAS_KERNELS. Then replaces this process by
 /// `dialtree-torch` from the same folder as this executable, with the same arguments.
-/// Before that, server_spin_count() may set GOMP_SPINCOUNT for `serve`, and
-/// training_malloc_conf() MALLOC_CONF for `train`.
+/// Before that, it sets the environment defaults of the command's row in the command table
+/// (cli/command_table.h: GOMP_SPINCOUNT for `serve`, MALLOC_CONF for `train` and `eval
+/// dialoglue`) that the user did not choose.
 /// Returns only on failure, with exit status 1 after printing "error: ..." to stderr.
 int exec_torch_binary(char** argv);
 
-/// The GOMP_SPINCOUNT that `dialtree serve` runs with when the user set neither it nor
-/// OMP_WAIT_POLICY: "10000" (OpenMP threads of a finished parallel region spin 30x shorter than
-/// libgomp's default before sleeping, which leaves the CPUs to the HTTP threads between forward
-/// passes: bench/README.md, server). Empty for every other command line and when the user chose.
-/// libgomp reads the variable only when it loads, hence the light executable sets it.
-/// @param args argv without argv[0]; @param getenv_fn the environment to read (std::getenv)
+/// env_default_for(args, "GOMP_SPINCOUNT", getenv_fn): the OpenMP spin count that `args` (argv
+/// without argv[0]) runs with, "" where there is none (every command but `serve`) or the user
+/// chose (GOMP_SPINCOUNT or OMP_WAIT_POLICY set). The command table (cli/command_table.cpp)
+/// holds the value and its reason. @param getenv_fn the environment to read (std::getenv)
 std::string server_spin_count(const std::vector<std::string>& args,
                               const std::function<const char*(const char*)>& getenv_fn);
 
-/// The MALLOC_CONF that `dialtree train` and `dialtree eval dialoglue` run with when the user set
-/// none: "dirty_decay_ms:-1,muzzy_decay_ms:-1", so that jemalloc keeps the pages a training step
-/// frees instead of handing them back to the kernel and faulting them in again on the next step
-/// (docs/build.md P13: the language stage ran 3x faster, fine-tuning 3-4x; fine-tuning's
-/// varied batch shapes fragment the kept pages, so its loop releases them every 50 steps).
-/// Empty for every other command line and when MALLOC_CONF is set to anything but "".
-/// jemalloc reads the variable only when it starts, hence the light executable sets it.
-/// @param args argv without argv[0]; @param getenv_fn the environment to read (std::getenv)
+/// env_default_for(args, "MALLOC_CONF", getenv_fn): the jemalloc settings that `args` (argv
+/// without argv[0]) runs with, "" where there are none (every command but `train` and `eval
+/// dialoglue`) or the user chose (MALLOC_CONF set and not empty). The command table
+/// (cli/command_table.cpp) holds the value and its reason. @param getenv_fn the environment to
+/// read (std::getenv)
 std::string training_malloc_conf(const std::vector<std::string>& args,
                                  const std::function<const char*(const char*)>& getenv_fn);
 
@@ -90,10 +85,11 @@ namespace dialtree::cli {
 /// CLI11's error messages. Both executables start with this.
 void configure_app(CLI::App& app);
 
-/// Registers the torch-free commands (sts, tokenizer, print-config, plot, eval score, version)
-/// on `app`. `version_details` prints what `version --verbose` adds (LibTorch, BLAS, threads);
+/// The registrations of the command table's Light rows (sts, tokenizer, print-config, plot, eval
+/// score, eval words, version), for register_commands() (cli/command_table.h); both executables
+/// use them. `version_details` prints what `version --verbose` adds (LibTorch, BLAS, threads);
 /// the light executable passes an empty function, since route_for() sends --verbose to
 /// dialtree-torch.
-void register_light_commands(CLI::App& app, std::function<void()> version_details);
+std::vector<Registration> light_registrations(std::function<void()> version_details);
 
 }  // namespace dialtree::cli

@@ -1,5 +1,7 @@
 // Registration of the dialtree subcommands. Each cli/<name>_cmd.cpp adds one subcommand
-// group to the CLI11 app; it parses flags and calls the libraries, nothing else.
+// group to the CLI11 app; it parses flags and calls the libraries, nothing else. Which command
+// each function registers, and which executable calls it, is the command table's
+// (cli/command_table.h): light_registrations() (cli/app.h) and cli/torch_main.cpp.
 #pragma once
 
 #include <cctype>
@@ -43,9 +45,13 @@ void register_eval_score(CLI::App& eval);
 /// `dialtree eval words` (a tagging task's words and tags as JSONL, torch-free) on the `eval`
 /// group (cli/score_cmd.cpp).
 void register_eval_words(CLI::App& eval);
-/// `dialtree eval dialoglue`, `dialtree eval probe` and `dialtree eval pseudo-label` (torch),
-/// added to the `eval` group that register_light_commands() created (cli/eval_cmd.cpp).
-void register_eval(CLI::App& app);
+/// `dialtree eval dialoglue` (fine-tuning, torch) on the `eval` group (cli/eval_cmd.cpp).
+void register_eval_dialoglue(CLI::App& eval);
+/// `dialtree eval probe` (the representation probe, torch) on the `eval` group
+/// (cli/eval_cmd.cpp).
+void register_eval_probe(CLI::App& eval);
+/// `dialtree eval pseudo-label` (torch) on the `eval` group (cli/eval_cmd.cpp).
+void register_eval_pseudo_label(CLI::App& eval);
 /// `dialtree embed --model DIR`: offline batch embeddings (cli/embed_cmd.cpp).
 void register_embed(CLI::App& app);
 /// `dialtree serve --model DIR`: the embedding HTTP server (cli/serve_cmd.cpp).

@@ -165,7 +165,7 @@ void register_embed(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "embed", "Embed texts or dialogs offline with a model bundle (same vectors as serve)");
   EmbedArgs::visit(*a, [cmd](const char* name, auto& value, const char* help, const auto&...) {
-    add_visited_flag(cmd, name, value, help);  // --model: add_model_option
+    add_visited_flag(cmd, name, value, help);  // --model, --device: their helpers
   });
   cmd->get_option("--input-format")->check(CLI::IsMember({"text", "jsonl"}));
   cmd->callback([a] { run_embed(*a); });

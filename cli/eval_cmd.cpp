@@ -1,8 +1,8 @@
-// The torch side of `dialtree eval`, each subcommand in its own static function: `eval
-// dialoglue` (fine-tune and predict), `eval probe` (frozen-embedding representation probe,
-// eval/probe_model.h) and `eval pseudo-label` (the probe's classifier labels the unlabelled
-// training texts for the intent stage, eval/pseudo_label.h). `eval score` is torch-free, in
-// cli/score_cmd.cpp.
+// The torch side of `dialtree eval`, each subcommand registered by its own function
+// (cli/commands.h): `eval dialoglue` (fine-tune and predict), `eval probe` (frozen-embedding
+// representation probe, eval/probe_model.h) and `eval pseudo-label` (the probe's classifier
+// labels the unlabelled training texts for the intent stage, eval/pseudo_label.h). `eval score`
+// and `eval words` are torch-free, in cli/score_cmd.cpp.
 #include <unistd.h>
 
 #include <algorithm>
@@ -22,7 +22,6 @@
 #include "cli/commands.h"
 #include "cli/common_options.h"
 #include "common/atomic_file.h"
-#include "common/device_spec.h"
 #include "common/json_util.h"
 #include "common/temp_cleanup.h"
 #include "eval/dialoglue.h"
@@ -127,14 +126,9 @@ CreatedFolders prepare_output_dir(const std::string& dir, const std::string& fla
   return created;
 }
 
-/// The default of --tasks: the intent tasks of the task table, comma-separated.
-std::string default_tasks() {
-  return join_dialoglue_task_names(TaskSet::Intent, TaskSpelling::Name, ",");
-}
-
 struct DialoglueArgs {
-  std::string model, tasks = default_tasks(), setting = "few", seeds = "1,2,3", out, data_dir,
-                     config;
+  // tasks: its default is add_tasks_option()'s.
+  std::string model, tasks, setting = "few", seeds = "1,2,3", out, data_dir, config;
   std::vector<std::string> overrides;
   std::string device;  // --device / DIALTREE_DEVICE: the recipe's device key, given last
   bool from_scratch = false;
@@ -203,11 +197,9 @@ void run_dialoglue_cmd(const DialoglueArgs& a) {
   if (a.config_given && a.config.empty()) {
     throw std::invalid_argument("--config: empty path (leave the flag out for the defaults)");
   }
-  // --device / DIALTREE_DEVICE sets the recipe's device key before the key=value overrides, so
-  // that a device=... typed on the command line wins and is checked like any other value.
-  if (const std::string p = device_spec_problem(a.device); !a.device.empty() && !p.empty()) {
-    throw std::invalid_argument("--device (or DIALTREE_DEVICE): " + p);
-  }
+  // --device / DIALTREE_DEVICE (its spelling checked at parse time) sets the recipe's device key
+  // before the key=value overrides, so that a device=... typed on the command line wins and is
+  // checked like any other value.
   std::vector<std::string> overrides;
   if (!a.device.empty()) overrides.push_back("device=" + a.device);
   overrides.insert(overrides.end(), a.overrides.begin(), a.overrides.end());
@@ -243,7 +235,9 @@ void run_dialoglue_cmd(const DialoglueArgs& a) {
   fmt::print("results: {}/results.json, {}/results.md\n", a.out, a.out);
 }
 
-void register_dialoglue(CLI::App& eval) {
+}  // namespace
+
+void register_eval_dialoglue(CLI::App& eval) {
   auto a = std::make_shared<DialoglueArgs>();
   CLI::App* cmd = eval.add_subcommand(
       "dialoglue",
@@ -255,18 +249,14 @@ void register_dialoglue(CLI::App& eval) {
           "<out>/<task>/seed-<s>/test_predictions.json, <out>/results.json and "
           "<out>/results.md.");
   add_model_option(cmd, a->model, ModelFolder::Bundle, kBundleExample);
-  cmd->add_option("--tasks", a->tasks,
-                  "Comma-separated tasks: " +
-                      join_dialoglue_task_names(TaskSet::FineTune, TaskSpelling::Folder))
-      ->capture_default_str();
+  add_tasks_option(cmd, a->tasks, TaskSet::FineTune, "");
   cmd->add_option("--setting", a->setting, "full (train.csv) or few (train_10.csv)")
       ->check(CLI::IsMember({"full", "few"}))
       ->capture_default_str();
   cmd->add_option("--seeds", a->seeds, "Comma-separated seeds")->capture_default_str();
   add_out_option(cmd, a->out, OutputKind::Folder,
                  "created: <task>/seed-<s>/test_predictions.json, results.json, results.md");
-  cmd->add_option("--data-dir", a->data_dir,
-                  "DialoGLUE data folder (default: $DIALTREE_DATA, else ../shared/data/dialoglue)");
+  add_data_dir_option(cmd, a->data_dir, "");
   a->config_option = cmd->add_option(
       "--config", a->config,
       "Fine-tuning hyper-parameters (YAML, e.g. configs/eval-few.yaml); keys: " + [] {
@@ -286,15 +276,15 @@ void register_dialoglue(CLI::App& eval) {
   cmd->add_flag("--from-scratch", a->from_scratch,
                 "Re-initialise every weight (the from-scratch baseline: same architecture and "
                 "tokenizer, no pretraining)");
-  cmd->add_option("--device", a->device,
-                  std::string(kDeviceHelp) + " (the recipe's device key; default auto)")
-      ->envname("DIALTREE_DEVICE");
+  add_device_option(cmd, a->device, "the recipe's device key; default auto");
   cmd->add_option("overrides", a->overrides, "key=value overrides of the config's keys");
   cmd->callback([a] {
     a->config_given = a->config_option->count() > 0;
     run_dialoglue_cmd(*a);
   });
 }
+
+namespace {
 
 /// The --tasks list of a command that works on the intent tasks (and, with `tagging`, on the
 /// tagging tasks too); `what` completes the message "(<what> for the intent tasks: ...)".
@@ -316,8 +306,9 @@ std::vector<std::string> intent_tasks(const std::string& list, const std::string
 }
 
 struct ProbeArgs {
-  std::string model, tasks = default_tasks(), protocols = "dialoglue-few,mteb", split = "test",
-                     data_dir, out, dump_dir, pooling = "cls";
+  // tasks: its default is add_tasks_option()'s.
+  std::string model, tasks, protocols = "dialoglue-few,mteb", split = "test", data_dir, out,
+                            dump_dir, pooling = "cls";
   double c = 1.0;
   int max_iter = 100, batch_size = 128, max_utt_len = 64;
   std::string device = "auto";
@@ -356,7 +347,9 @@ void run_probe_cmd(const ProbeArgs& a) {
   }
 }
 
-void register_probe(CLI::App& eval) {
+}  // namespace
+
+void register_eval_probe(CLI::App& eval) {
   auto a = std::make_shared<ProbeArgs>();
   CLI::App* cmd = eval.add_subcommand(
       "probe",
@@ -370,11 +363,8 @@ void register_probe(CLI::App& eval) {
           "(plus TOP's intent on [CLS]) fitted on train_10, slot F1 / exact match by DialoGLUE's "
           "rules. Markdown tables.");
   add_model_option(cmd, a->model, ModelFolder::Bundle, kBundleExample);
-  cmd->add_option("--tasks", a->tasks,
-                  "Comma-separated tasks: " + join_dialoglue_task_names(TaskSet::Intent) +
-                      " (intent probe); " + join_dialoglue_task_names(TaskSet::Tagging) +
-                      " (token-level probe)")
-      ->capture_default_str();
+  add_tasks_option(cmd, a->tasks, TaskSet::Probe,
+                   "intent tasks: the intent probe; tagging tasks: the token-level probe");
   cmd->add_option("--protocols", a->protocols,
                   "Comma-separated protocols of the intent tasks: dialoglue-few, mteb (the tagging "
                   "tasks always fit on train_10)")
@@ -382,8 +372,7 @@ void register_probe(CLI::App& eval) {
   cmd->add_option("--split", a->split, "Scored split: test, or val (model selection)")
       ->check(CLI::IsMember({"test", "val"}))
       ->capture_default_str();
-  cmd->add_option("--data,--data-dir", a->data_dir,
-                  "DialoGLUE data folder (default: $DIALTREE_DATA, else ../shared/data/dialoglue)");
+  add_data_dir_option(cmd, a->data_dir, "");
   cmd->add_option("--C", a->c, "Logistic regression C (inverse L2 strength; MTEB: 1)")
       ->capture_default_str();
   cmd->add_option("--max-iter", a->max_iter, "L-BFGS iterations (MTEB: 100)")
@@ -412,14 +401,15 @@ void register_probe(CLI::App& eval) {
                   "Re-initialise every weight with this torch seed before embedding: the "
                   "no-pretraining baseline with the bundle's architecture and tokenizer")
       ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--device", a->device, kDeviceHelp)
-      ->envname("DIALTREE_DEVICE")
-      ->capture_default_str();
+  add_device_option(cmd, a->device, "");
   cmd->callback([a] { run_probe_cmd(*a); });
 }
 
+namespace {
+
 struct PseudoLabelArgs {
-  std::string model, tasks = default_tasks(), data_dir, out_dir, device = "auto";
+  // tasks: its default is add_tasks_option()'s.
+  std::string model, tasks, data_dir, out_dir, device = "auto";
   std::vector<std::string> teachers;  ///< "TASK=DIR", as given
   eval::PseudoLabelOptions options;
   bool as_json = false;
@@ -521,7 +511,9 @@ void run_pseudo_label_cmd(const PseudoLabelArgs& a) {
   fmt::print("{}", eval::pseudo_label_table(reports));
 }
 
-void register_pseudo_label(CLI::App& eval) {
+}  // namespace
+
+void register_eval_pseudo_label(CLI::App& eval) {
   auto a = std::make_shared<PseudoLabelArgs>();
   CLI::App* cmd = eval.add_subcommand(
       "pseudo-label",
@@ -542,11 +534,8 @@ void register_pseudo_label(CLI::App& eval) {
   cmd->add_option("--out-dir", a->out_dir,
                   "Folder for <task>.pseudo.jsonl and pseudo_label.json (created)")
       ->required();
-  cmd->add_option("--tasks", a->tasks,
-                  "Comma-separated intent tasks: " + join_dialoglue_task_names(TaskSet::Intent))
-      ->capture_default_str();
-  cmd->add_option("--data,--data-dir", a->data_dir,
-                  "DialoGLUE data folder (default: $DIALTREE_DATA, else ../shared/data/dialoglue)");
+  add_tasks_option(cmd, a->tasks, TaskSet::Intent, "");
+  add_data_dir_option(cmd, a->data_dir, "");
   cmd->add_option("--per-label", a->options.per_label,
                   "Most confident utterances kept per predicted intent")
       ->capture_default_str();
@@ -563,19 +552,8 @@ void register_pseudo_label(CLI::App& eval) {
                   "Embed under bf16 autocast where the CPU has native bf16; false: fp32")
       ->capture_default_str();
   cmd->add_flag("--json", a->as_json, "Print the summary as one JSON object instead of the table");
-  cmd->add_option("--device", a->device, kDeviceHelp)
-      ->envname("DIALTREE_DEVICE")
-      ->capture_default_str();
+  add_device_option(cmd, a->device, "");
   cmd->callback([a] { run_pseudo_label_cmd(*a); });
-}
-
-}  // namespace
-
-void register_eval(CLI::App& app) {
-  CLI::App* eval = app.get_subcommand("eval");  // created by register_light_commands()
-  register_dialoglue(*eval);
-  register_probe(*eval);
-  register_pseudo_label(*eval);
 }
 
 }  // namespace dialtree::cli

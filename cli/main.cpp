@@ -12,7 +12,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/app.h"
-#include "cli/commands.h"
+#include "cli/command_table.h"
 
 int main(int argc, char** argv) {
   const std::vector<std::string> args(argv + 1, argv + argc);
@@ -21,8 +21,11 @@ int main(int argc, char** argv) {
   }
   CLI::App app;
   dialtree::cli::configure_app(app);
-  dialtree::cli::register_light_commands(app, {});
-  // The same validation of DIALTREE_NUM_THREADS / OMP_NUM_THREADS as dialtree-torch.
-  return dialtree::cli::run_cli(app, argc, argv,
-                                [] { (void)dialtree::cli::requested_intra_op_threads(); });
+  return dialtree::cli::run_cli(app, argc, argv, [&app] {
+    // The command table's Light rows (cli/command_table.h); the torch ones are dialtree-torch's.
+    dialtree::cli::register_commands(app, dialtree::cli::Route::Light,
+                                     dialtree::cli::light_registrations({}));
+    // The same validation of DIALTREE_NUM_THREADS / OMP_NUM_THREADS as dialtree-torch.
+    (void)dialtree::cli::requested_intra_op_threads();
+  });
 }

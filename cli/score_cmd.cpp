@@ -44,7 +44,7 @@ std::string resolve_gold(const std::string& given) {
     if (fs::is_regular_file(p, ec)) return p;
     looked = p + " (from $DIALTREE_DATA) or ";
   }
-  const std::string rel = "../shared/data/dialoglue/gt_test.json";
+  const std::string rel = (fs::path(eval::kFallbackDialoglueDir) / "gt_test.json").string();
   if (fs::is_regular_file(rel, ec)) return rel;
   throw std::invalid_argument(
       "no DialoGLUE answer key: --gold was not given and there is no gt_test.json at " + looked +
@@ -259,8 +259,7 @@ void register_eval_words(CLI::App& eval) {
   cmd->add_option("--split", a->split, "train_10, train, val or test")
       ->check(CLI::IsMember({"train_10", "train", "val", "test"}))
       ->capture_default_str();
-  cmd->add_option("--data,--data-dir", a->data_dir,
-                  "DialoGLUE data folder (default: $DIALTREE_DATA, else ../shared/data/dialoglue)");
+  add_data_dir_option(cmd, a->data_dir, "");
   add_out_option(cmd, a->out, OutputKind::File, ".jsonl, written atomically");
   cmd->callback([a] { run_words(*a); });
 }
@@ -288,12 +287,11 @@ void register_eval_score(CLI::App& eval) {
                   "tags as JSON lines, one {\"tags\": [...]} (top: plus \"intent\") per test "
                   "example in order (the words of `dialtree eval words --split test`), spread "
                   "over BERT pieces by DialoGLUE's rules before scoring");
-  cmd->add_option("--data,--data-dir", a->data_dir,
-                  "DialoGLUE data folder for --word-tags (default: $DIALTREE_DATA, else "
-                  "../shared/data/dialoglue)");
+  add_data_dir_option(cmd, a->data_dir, "for --word-tags");
   cmd->add_option("--gold", a->gold,
-                  "DialoGLUE answer key gt_test.json (default: $DIALTREE_DATA/gt_test.json, else "
-                  "../shared/data/dialoglue/gt_test.json); not for multiwoz");
+                  std::string("DialoGLUE answer key gt_test.json (default: "
+                              "$DIALTREE_DATA/gt_test.json, else ") +
+                      eval::kFallbackDialoglueDir + "/gt_test.json); not for multiwoz");
   cmd->add_option("--dataset-config", a->dataset_config,
                   "multiwoz only: TripPy's dataset config (class_types, slots, label_maps), e.g. "
                   "dataset_config/multiwoz21.json");

@@ -58,7 +58,7 @@ void register_serve(CLI::App& app) {
       "serve", "Serve embeddings, intents and tokens over HTTP (OpenAI / TEI compatible)");
   serve::ServerOptions::visit(
       *o, [cmd](const char* name, auto& value, const char* help, const auto&...) {
-        add_visited_flag(cmd, name, value, help);  // --model: add_model_option
+        add_visited_flag(cmd, name, value, help);  // --model, --device: their helpers
       });
   const CLI::Option* api_key = cmd->get_option("--api-key");
   cmd->callback([o, api_key] {

@@ -53,7 +53,7 @@ std::string resolve_data_dir(const std::string& given) {
     if (looks_like_dialoglue(env)) return env;
     looked = std::string(env) + " ($DIALTREE_DATA) and ";
   }
-  const std::string rel = "../shared/data/dialoglue";
+  const std::string rel = kFallbackDialoglueDir;
   if (looks_like_dialoglue(rel)) return rel;
   throw std::invalid_argument(
       "no DialoGLUE data: looked in " + looked + rel +

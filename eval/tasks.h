@@ -14,8 +14,13 @@ enum class Setting { Full, Few };
 /// "full" / "few" -> Setting. @throws std::invalid_argument naming the value otherwise.
 Setting parse_setting(const std::string& name);
 
+/// The DialoGLUE data folder that the commands fall back to when neither a flag nor
+/// $DIALTREE_DATA names one, relative to the working directory (resolve_data_dir(), and `eval
+/// score`'s answer key gt_test.json in it).
+inline constexpr const char* kFallbackDialoglueDir = "../shared/data/dialoglue";
+
 /// The DialoGLUE data folder: `given` when non-empty, else $DIALTREE_DATA, else
-/// ../shared/data/dialoglue relative to the working directory. The folder must hold
+/// kFallbackDialoglueDir relative to the working directory. The folder must hold
 /// `gt_test.json` or at least one data folder of a fine-tunable task (readers/dialoglue_tasks.h).
 /// @throws std::invalid_argument saying where it looked and how to get DialoGLUE
 ///   (github.com/alexa/dialoglue, data_utils/download_data.sh).

@@ -98,6 +98,8 @@ TEST(Launcher, ServeGetsAShortOpenMpSpinUnlessTheUserChoseOne) {
   }
   env["GOMP_SPINCOUNT"] = "300000";  // the user's value stands (and is not overwritten)
   EXPECT_EQ(cli::server_spin_count(V{"serve"}, getenv_fn), "");
+  env["GOMP_SPINCOUNT"] = "";  // set, even to nothing: the user's choice
+  EXPECT_EQ(cli::server_spin_count(V{"serve"}, getenv_fn), "");
   env.clear();
   env["OMP_WAIT_POLICY"] = "passive";  // so does a wait policy, which sets its own spin
   EXPECT_EQ(cli::server_spin_count(V{"serve"}, getenv_fn), "");
