@@ -1,8 +1,8 @@
-// The allowed values of a numeric setting, declared beside the setting in its field table: the
-// trainer config's checks, the fine-tuning recipe's keys (eval/eval_config.cpp) and the flags of
-// `serve` and `embed` (their options' visit() lists) all state ranges this way and word their
-// errors the same ("must be >= 1, got 0"; docs/training.md "Config", docs/serving.md
-// "Settings"). Torch-free and yaml-free, so option headers can include it.
+// The allowed values of a numeric setting, declared beside the setting in its row of a settings
+// table (common/settings.h): the trainer config, the fine-tuning recipe, a bundle's config.json and
+// the flags of `serve` and `embed` all state ranges this way and word their errors the same ("must
+// be >= 1, got 0"; docs/training.md "Config", docs/serving.md "Settings"). Torch-free and
+// yaml-free, so option headers can include it.
 #pragma once
 
 #include <climits>
@@ -46,6 +46,12 @@ std::string integer_range_text(long long lo, long long hi, const std::string& no
 /// "<= hi" when lo is LLONG_MIN). `note` goes in brackets after the range.
 std::string integer_range_problem(long long v, long long lo, long long hi,
                                   const std::string& note = {});
+
+/// "in (lo, hi]" with the brackets the bounds ask for ("> lo" / ">= lo" with an infinite hi,
+/// "< hi" / "<= hi" with an infinite lo), then " (note)" when `note` is not empty: the range part
+/// of real_range_problem's message.
+std::string real_range_text(double lo, bool lo_closed, double hi, bool hi_closed,
+                            const std::string& note = {});
 
 /// "" when v is in the interval, else "must be in (lo, hi], got v" with the brackets the bounds
 /// ask for ("> lo" / ">= lo" with an infinite hi, "< hi" / "<= hi" with an infinite lo), and
