@@ -2,29 +2,17 @@
 // group to the CLI11 app; it parses flags and calls the libraries, nothing else.
 #pragma once
 
-#include <cctype>
 #include <functional>
 #include <string>
 
 #include <CLI/CLI.hpp>
 
+#include "common/settings_fwd.h"
+
 namespace dialtree::cli {
 
 /// The environment twin of a flag: "max-batch-tokens" -> "DIALTREE_MAX_BATCH_TOKENS".
-inline std::string env_twin(const std::string& flag) {
-  std::string env = "DIALTREE_";
-  for (char c : flag) env.push_back(c == '-' ? '_' : static_cast<char>(std::toupper(c)));
-  return env;
-}
-
-/// Declares `--name` bound to `value`, with its DIALTREE_* environment twin (the flag wins over
-/// the environment) and its default shown in --help: the one way `serve` and `embed` declare
-/// their flags, each from its options' visit() list.
-template <class T>
-CLI::Option* add_flag_with_env(CLI::App* cmd, const std::string& name, T& value,
-                               const std::string& help) {
-  return cmd->add_option("--" + name, value, help)->envname(env_twin(name))->capture_default_str();
-}
+using settings::env_twin;
 
 /// CLI11 check of a folder flag (`--model`): the folder must exist before anything loads from
 /// it, so a wrong path is bad usage (status 2) with "no <what> folder at 'X'" or "'X' is a

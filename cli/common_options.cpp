@@ -1,5 +1,8 @@
 #include "cli/common_options.h"
 
+#include <type_traits>
+#include <variant>
+
 namespace dialtree::cli {
 
 namespace {
@@ -28,6 +31,23 @@ CLI::Option* add_out_option(CLI::App* cmd, std::string& path, OutputKind kind,
           "--out", path,
           shared_option_help(kind == OutputKind::File ? "Output file" : "Output folder", detail))
       ->required();
+}
+
+CLI::Option* add_setting_flag(CLI::App* cmd, const settings::Bound& row) {
+  const settings::Info& info = *row.info;
+  CLI::Option* option = std::visit(
+      [&](auto* value) -> CLI::Option* {
+        using T = std::remove_pointer_t<decltype(value)>;
+        if constexpr (std::is_same_v<T, std::string>) {
+          if (info.name == "model") {
+            return add_model_option(cmd, *value, ModelFolder::Bundle, info.help);
+          }
+        }
+        return cmd->add_option("--" + info.name, *value, info.help)->capture_default_str();
+      },
+      row.target);
+  if (info.env) option->envname(env_twin(info.name));
+  return option;
 }
 
 }  // namespace dialtree::cli

@@ -9,7 +9,6 @@
 #include <cmath>
 #include <limits>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <type_traits>
 
@@ -86,23 +85,6 @@ std::string range_problem(const T& v, const Range& r) {
                   "range_problem: a number or an optional number");
     return v ? range_problem(*v, r) : std::string();
   }
-}
-
-/// Checks every ranged entry of an options struct's visit() list (`Options::visit(o, v)` calls
-/// `v(flag, member, help)` or `v(flag, member, help, range)`), in list order.
-/// @throws std::invalid_argument "--flag: must be >= 1, got 0" at the first value out of range.
-template <class Options>
-void check_flag_ranges(const Options& options) {
-  Options::visit(options,
-                 [](const char* flag, const auto& value, const char*, const auto&... range) {
-                   static_assert(sizeof...(range) <= 1, "one range per entry");
-                   if constexpr (sizeof...(range) == 1) {
-                     const std::string problem = range_problem(value, range...);
-                     if (!problem.empty()) {
-                       throw std::invalid_argument("--" + std::string(flag) + ": " + problem);
-                     }
-                   }
-                 });
 }
 
 }  // namespace dialtree
