@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -52,6 +53,13 @@ void register_tokenizer(CLI::App& app);
 void register_train(CLI::App& app);
 /// `dialtree print-config CONFIG [key=value ...]` (torch-free, cli/print_config_cmd.cpp).
 void register_print_config(CLI::App& app);
+/// The names `dialtree print-config --settings-table` takes: trainer, finetune, model, serve,
+/// embed.
+const std::vector<std::string>& settings_table_names();
+/// The Markdown table (settings::markdown_table) of the settings table `name`, with the
+/// defaults of a default-constructed options struct; the tables in docs/ are its output
+/// (tests/cli/settings_docs_test.cpp). @throws std::invalid_argument for another name.
+std::string settings_table(const std::string& name);
 /// `dialtree version [--verbose]`: dialtree's version and the LibTorch it was built with;
 /// --verbose calls `details` (the runtime report of cli/torch_runtime.cpp) after them.
 void register_version(CLI::App& app, std::function<void()> details);
