@@ -4,29 +4,18 @@
 // (cli/command_table.h): light_registrations() (cli/app.h) and cli/torch_main.cpp.
 #pragma once
 
-#include <cctype>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
+
+#include "common/settings_fwd.h"
 
 namespace dialtree::cli {
 
 /// The environment twin of a flag: "max-batch-tokens" -> "DIALTREE_MAX_BATCH_TOKENS".
-inline std::string env_twin(const std::string& flag) {
-  std::string env = "DIALTREE_";
-  for (char c : flag) env.push_back(c == '-' ? '_' : static_cast<char>(std::toupper(c)));
-  return env;
-}
-
-/// Declares `--name` bound to `value`, with its DIALTREE_* environment twin (the flag wins over
-/// the environment) and its default shown in --help: the one way `serve` and `embed` declare
-/// their flags, each from its options' visit() list.
-template <class T>
-CLI::Option* add_flag_with_env(CLI::App* cmd, const std::string& name, T& value,
-                               const std::string& help) {
-  return cmd->add_option("--" + name, value, help)->envname(env_twin(name))->capture_default_str();
-}
+using settings::env_twin;
 
 /// CLI11 check of a folder flag (`--model`): the folder must exist before anything loads from
 /// it, so a wrong path is bad usage (status 2) with "no <what> folder at 'X'" or "'X' is a
@@ -70,6 +59,13 @@ void register_tokenizer(CLI::App& app);
 void register_train(CLI::App& app);
 /// `dialtree print-config CONFIG [key=value ...]` (torch-free, cli/print_config_cmd.cpp).
 void register_print_config(CLI::App& app);
+/// The names `dialtree print-config --settings-table` takes: trainer, finetune, model, serve,
+/// embed.
+const std::vector<std::string>& settings_table_names();
+/// The Markdown table (settings::markdown_table) of the settings table `name`, with the
+/// defaults of a default-constructed options struct; the tables in docs/ are its output
+/// (tests/cli/settings_docs_test.cpp). @throws std::invalid_argument for another name.
+std::string settings_table(const std::string& name);
 /// `dialtree version [--verbose]`: dialtree's version and the LibTorch it was built with;
 /// --verbose calls `details` (the runtime report of cli/torch_runtime.cpp) after them.
 void register_version(CLI::App& app, std::function<void()> details);

@@ -1,5 +1,8 @@
 #include "cli/common_options.h"
 
+#include <type_traits>
+#include <variant>
+
 #include "eval/tasks.h"
 
 namespace dialtree::cli {
@@ -56,6 +59,28 @@ CLI::Option* add_data_dir_option(CLI::App* cmd, std::string& dir, const std::str
                          "DialoGLUE data folder (" +
                              (detail.empty() ? std::string() : detail + "; ") +
                              "default: $DIALTREE_DATA, else " + eval::kFallbackDialoglueDir + ")");
+}
+
+CLI::Option* add_setting_flag(CLI::App* cmd, const settings::Bound& row) {
+  const settings::Info& info = *row.info;
+  CLI::Option* option = std::visit(
+      [&](auto* value) -> CLI::Option* {
+        using T = std::remove_pointer_t<decltype(value)>;
+        if constexpr (std::is_same_v<T, std::string>) {
+          if (info.name == "model") {
+            return add_model_option(cmd, *value, ModelFolder::Bundle, info.help);
+          }
+          if (info.name == "device") {
+            DIALTREE_CHECK(info.help == kDeviceHelp,
+                           "the settings row 'device' must carry kDeviceHelp (common/device_spec.h)");
+            return add_device_option(cmd, *value, "");
+          }
+        }
+        return cmd->add_option("--" + info.name, *value, info.help)->capture_default_str();
+      },
+      row.target);
+  if (info.env) option->envname(env_twin(info.name));
+  return option;
 }
 
 }  // namespace dialtree::cli

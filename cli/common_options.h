@@ -6,14 +6,14 @@
 #pragma once
 
 #include <string>
-#include <string_view>
-#include <type_traits>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
 #include "common/check.h"
 #include "common/device_spec.h"
+#include "common/settings.h"
 #include "readers/dialoglue_tasks.h"
 
 namespace dialtree::cli {
@@ -79,26 +79,22 @@ CLI::Option* add_tasks_option(CLI::App* cmd, std::string& list, readers::TaskSet
 /// @returns the option. Throws only as CLI::App::add_option does.
 CLI::Option* add_data_dir_option(CLI::App* cmd, std::string& dir, const std::string& detail);
 
-/// Declares one entry of an options struct's visit() list (serve::ServerOptions, embed's
-/// EmbedArgs) as add_flag_with_env() does, except two entries. `model`: add_model_option()
-/// declares it (a required model bundle folder, the entry's help as its detail) with its
-/// DIALTREE_MODEL environment twin. `device`: add_device_option() declares it, so it is checked
-/// as every --device is. @returns the option. @throws InternalError (common/check.h) when the
-/// `device` entry's help is not kDeviceHelp, the one help of --device; otherwise only as
+/// Declares the flag of one settings row (serve::server_settings(), embed_settings()):
+/// `--name` bound to the row's member with its help and its default shown in --help, and its
+/// DIALTREE_* environment twin when the row has one (the flag wins over the environment). The
+/// row `model` goes through add_model_option() (a required, existing model bundle folder; the
+/// row's help is its detail); the row `device` through add_device_option() (checked at parse
+/// time as every --device is). @returns the option. @throws InternalError (common/check.h) when
+/// the `device` row's help is not kDeviceHelp, the one help of --device; otherwise only as
 /// CLI::App::add_option does.
-template <class T>
-CLI::Option* add_visited_flag(CLI::App* cmd, const char* name, T& value, const char* help) {
-  if constexpr (std::is_same_v<T, std::string>) {
-    if (std::string_view(name) == "model") {
-      return add_model_option(cmd, value, ModelFolder::Bundle, help)->envname(env_twin(name));
-    }
-    if (std::string_view(name) == "device") {
-      DIALTREE_CHECK(std::string_view(help) == kDeviceHelp,
-                     "the visit() entry 'device' must carry kDeviceHelp (common/device_spec.h)");
-      return add_device_option(cmd, value, "");
-    }
-  }
-  return add_flag_with_env(cmd, name, value, help);
+CLI::Option* add_setting_flag(CLI::App* cmd, const settings::Bound& row);
+
+/// add_setting_flag() for every row of `rows`, bound to `options` (which must outlive `cmd`'s
+/// parsing: hold it in a shared_ptr the callback keeps), in table order (--help order).
+template <class Owner>
+void add_setting_flags(CLI::App* cmd, const std::vector<settings::Setting<Owner>>& rows,
+                       Owner& options) {
+  for (const settings::Bound& b : settings::bind(rows, options)) add_setting_flag(cmd, b);
 }
 
 }  // namespace dialtree::cli

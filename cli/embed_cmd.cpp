@@ -19,10 +19,12 @@
 
 #include "cli/commands.h"
 #include "cli/common_options.h"
+#include "cli/embed_options.h"
 #include "common/atomic_file.h"
 #include "common/batching.h"
 #include "common/device_spec.h"
 #include "common/error.h"
+#include "common/settings.h"
 #include "common/utf8.h"
 #include "common/value_range.h"
 #include "serve/api.h"
@@ -30,42 +32,6 @@
 
 namespace dialtree::cli {
 namespace {
-
-// Every setting of `dialtree embed`, each a --flag with its DIALTREE_* environment twin
-// (add_flag_with_env). Names, defaults and meanings match `serve`'s where both have them.
-struct EmbedArgs {
-  std::string model, input = "-", output = "-", input_format = "text";
-  bool normalize = true, truncate = true;
-  std::size_t max_input_length = 256, batch_size = 64, max_batch_tokens = 16384;
-  std::optional<std::int64_t> dimensions;
-  int num_threads = 0;
-  std::string device = "auto";
-
-  // Calls v(flag, member, help), or v(flag, member, help, range) for a number, for every
-  // setting, in --help order: the one list behind the flags, their environment twins and their
-  // ranges (as serve::ServerOptions::visit). `Self` is EmbedArgs or a const one.
-  template <class Self, class Visitor>
-  static void visit(Self& a, Visitor&& v) {
-    const double cpus = std::max(1u, std::thread::hardware_concurrency());
-    v("model", a.model, kBundleExample);  // --help: "Model bundle folder (<this>)"
-    v("input", a.input, "Input file, one input per line ('-' = stdin)");
-    v("output", a.output, "Output JSONL file, one vector per line ('-' = stdout)");
-    v("input-format", a.input_format,
-      "text: one text per line; jsonl: one JSON input per line (string, {\"turns\":[...]} or "
-      "token ids)");
-    v("normalize", a.normalize, "L2-normalise the vectors (true/false)");
-    v("truncate", a.truncate, "Cut over-long inputs (true) or fail naming the line (false)");
-    v("dimensions", a.dimensions, "Keep the first N dimensions", at_least(1));
-    v("max-input-length", a.max_input_length, "Tokens per serialised input, role markers included",
-      at_least(3, "one token and two role markers"));
-    v("batch-size", a.batch_size, "Inputs per forward pass", at_least(1));
-    v("max-batch-tokens", a.max_batch_tokens, "Padded tokens (longest x inputs) per forward pass",
-      at_least(1));
-    v("num-threads", a.num_threads, "LibTorch threads (0 = default)",
-      between(0, cpus, "0 = the default; at most this machine's CPUs"));
-    v("device", a.device, kDeviceHelp);
-  }
-};
 
 // A DataError at `name`, `where` for an API error: the message without the "<param>: " it
 // starts with, which DataError's "field '<param>'" already says.
@@ -115,7 +81,13 @@ std::vector<serve::Input> read_inputs(const EmbedArgs& a) {
 
 void run_embed(const EmbedArgs& a) {
   log_to_stderr();
-  check_flag_ranges(a);
+  settings::check_flags(settings::view(embed_settings(), a));
+  const long long cpus = std::max(1u, std::thread::hardware_concurrency());
+  if (const std::string p = integer_range_problem(a.num_threads, 0, cpus,
+                                                  "0 = the default; at most this machine's CPUs");
+      !p.empty()) {
+    throw std::invalid_argument("--num-threads: " + p);
+  }
   if (const std::string p = input_length_problem(a.max_input_length, a.max_batch_tokens);
       !p.empty()) {
     throw std::invalid_argument("--max-input-length: " + p);
@@ -164,9 +136,7 @@ void register_embed(CLI::App& app) {
   auto a = std::make_shared<EmbedArgs>();
   CLI::App* cmd = app.add_subcommand(
       "embed", "Embed texts or dialogs offline with a model bundle (same vectors as serve)");
-  EmbedArgs::visit(*a, [cmd](const char* name, auto& value, const char* help, const auto&...) {
-    add_visited_flag(cmd, name, value, help);  // --model, --device: their helpers
-  });
+  add_setting_flags(cmd, embed_settings(), *a);  // --model, --device: their helpers
   cmd->get_option("--input-format")->check(CLI::IsMember({"text", "jsonl"}));
   cmd->callback([a] { run_embed(*a); });
 }

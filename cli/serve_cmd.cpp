@@ -56,10 +56,7 @@ void register_serve(CLI::App& app) {
   auto o = std::make_shared<serve::ServerOptions>();
   CLI::App* cmd = app.add_subcommand(
       "serve", "Serve embeddings, intents and tokens over HTTP (OpenAI / TEI compatible)");
-  serve::ServerOptions::visit(
-      *o, [cmd](const char* name, auto& value, const char* help, const auto&...) {
-        add_visited_flag(cmd, name, value, help);  // --model, --device: their helpers
-      });
+  add_setting_flags(cmd, serve::server_settings(), *o);  // --model, --device: their helpers
   const CLI::Option* api_key = cmd->get_option("--api-key");
   cmd->callback([o, api_key] {
     log_to_stderr(/*timestamps=*/true);

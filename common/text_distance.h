@@ -22,8 +22,8 @@ std::optional<std::size_t> suggestion_distance(const std::string& name,
 
 /// The candidate with the smallest suggestion_distance to `name` (the first one on ties), for a
 /// "did you mean" hint after an unknown key; "" if none is close enough (then say no hint
-/// rather than a random key). The trainer's config reader ranks with sections and aliases on
-/// top of suggestion_distance (trainer/config.cpp).
+/// rather than a random key): the CLI's subcommands and flags (cli/app.cpp). Settings tables rank
+/// with sections and aliases on top of suggestion_distance (common/settings.h suggestion()).
 std::string closest_name(const std::string& name, const std::vector<std::string>& candidates);
 
 }  // namespace dialtree

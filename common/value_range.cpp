@@ -23,10 +23,8 @@ std::string integer_range_problem(long long v, long long lo, long long hi,
   return "must be " + integer_range_text(lo, hi, note) + ", got " + std::to_string(v);
 }
 
-std::string real_range_problem(double v, double lo, bool lo_closed, double hi, bool hi_closed,
-                               const std::string& note) {
-  const bool ok = (lo_closed ? v >= lo : v > lo) && (hi_closed ? v <= hi : v < hi);
-  if (ok) return {};
+std::string real_range_text(double lo, bool lo_closed, double hi, bool hi_closed,
+                            const std::string& note) {
   using strict_yaml::format_real;
   std::string range;
   if (std::isinf(hi)) {
@@ -37,7 +35,15 @@ std::string real_range_problem(double v, double lo, bool lo_closed, double hi, b
     range = std::string("in ") + (lo_closed ? "[" : "(") + format_real(lo) + ", " +
             format_real(hi) + (hi_closed ? "]" : ")");
   }
-  return "must be " + range + (note.empty() ? "" : " (" + note + ")") + ", got " + format_real(v);
+  return note.empty() ? range : range + " (" + note + ")";
+}
+
+std::string real_range_problem(double v, double lo, bool lo_closed, double hi, bool hi_closed,
+                               const std::string& note) {
+  const bool ok = (lo_closed ? v >= lo : v > lo) && (hi_closed ? v <= hi : v < hi);
+  if (ok) return {};
+  return "must be " + real_range_text(lo, lo_closed, hi, hi_closed, note) + ", got " +
+         strict_yaml::format_real(v);
 }
 
 }  // namespace dialtree

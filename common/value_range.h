@@ -1,15 +1,14 @@
-// The allowed values of a numeric setting, declared beside the setting in its field table: the
-// trainer config's checks, the fine-tuning recipe's keys (eval/eval_config.cpp) and the flags of
-// `serve` and `embed` (their options' visit() lists) all state ranges this way and word their
-// errors the same ("must be >= 1, got 0"; docs/training.md "Config", docs/serving.md
-// "Settings"). Torch-free and yaml-free, so option headers can include it.
+// The allowed values of a numeric setting, declared beside the setting in its row of a settings
+// table (common/settings.h): the trainer config, the fine-tuning recipe, a bundle's config.json and
+// the flags of `serve` and `embed` all state ranges this way and word their errors the same ("must
+// be >= 1, got 0"; docs/training.md "Config", docs/serving.md "Settings"). Torch-free and
+// yaml-free, so option headers can include it.
 #pragma once
 
 #include <climits>
 #include <cmath>
 #include <limits>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <type_traits>
 
@@ -47,6 +46,12 @@ std::string integer_range_text(long long lo, long long hi, const std::string& no
 std::string integer_range_problem(long long v, long long lo, long long hi,
                                   const std::string& note = {});
 
+/// "in (lo, hi]" with the brackets the bounds ask for ("> lo" / ">= lo" with an infinite hi,
+/// "< hi" / "<= hi" with an infinite lo), then " (note)" when `note` is not empty: the range part
+/// of real_range_problem's message.
+std::string real_range_text(double lo, bool lo_closed, double hi, bool hi_closed,
+                            const std::string& note = {});
+
 /// "" when v is in the interval, else "must be in (lo, hi], got v" with the brackets the bounds
 /// ask for ("> lo" / ">= lo" with an infinite hi, "< hi" / "<= hi" with an infinite lo), and
 /// `note` in brackets after the range. NaN is never in range.
@@ -80,23 +85,6 @@ std::string range_problem(const T& v, const Range& r) {
                   "range_problem: a number or an optional number");
     return v ? range_problem(*v, r) : std::string();
   }
-}
-
-/// Checks every ranged entry of an options struct's visit() list (`Options::visit(o, v)` calls
-/// `v(flag, member, help)` or `v(flag, member, help, range)`), in list order.
-/// @throws std::invalid_argument "--flag: must be >= 1, got 0" at the first value out of range.
-template <class Options>
-void check_flag_ranges(const Options& options) {
-  Options::visit(options,
-                 [](const char* flag, const auto& value, const char*, const auto&... range) {
-                   static_assert(sizeof...(range) <= 1, "one range per entry");
-                   if constexpr (sizeof...(range) == 1) {
-                     const std::string problem = range_problem(value, range...);
-                     if (!problem.empty()) {
-                       throw std::invalid_argument("--" + std::string(flag) + ": " + problem);
-                     }
-                   }
-                 });
 }
 
 }  // namespace dialtree

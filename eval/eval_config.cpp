@@ -1,184 +1,132 @@
 // Strict YAML reading of the fine-tuning recipe (eval_config.h): the same scalar, document and
-// override rules as the pretraining config (common/strict_yaml.h), one table of keys and ranges.
+// override rules as the pretraining config (common/strict_yaml.h), from one settings table
+// (common/settings.h).
 #include "eval/eval_config.h"
 
-#include <cmath>
-#include <limits>
-#include <map>
-#include <set>
-#include <variant>
-
 #include "common/device_spec.h"
-#include "common/error.h"
+#include "common/settings_json.h"
+#include "common/settings_yaml.h"
 #include "common/strict_yaml.h"
-#include "common/text_distance.h"
 
 namespace dialtree::eval {
 namespace {
 
 namespace sy = strict_yaml;
 
-using Member = std::variant<int FinetuneOptions::*, double FinetuneOptions::*,
-                            bool FinetuneOptions::*, std::string FinetuneOptions::*>;
-
-using strict_yaml::kInf;
-
-// One row per key: its member and its allowed range (common/value_range.h; booleans and strings
-// ignore it).
-struct Field {
-  const char* name;
-  Member member;
-  Range range = {};
-  /// String keys: the problem with a value ("" = none).
-  std::string (*string_problem)(const std::string&) = nullptr;
-};
-
 std::string classifier_init_problem(const std::string& value) {
   if (value == "random" || value == "linear_probe") return {};
   return "must be random or linear_probe, got \"" + value + "\"";
 }
 
-const std::vector<Field>& fields() {
-  using O = FinetuneOptions;
-  static const std::vector<Field> table = {
-      {"num_train_epochs", &O::num_train_epochs, at_least(1)},
-      {"per_device_train_batch_size", &O::per_device_train_batch_size, at_least(1)},
-      {"per_device_eval_batch_size", &O::per_device_eval_batch_size, at_least(1)},
-      {"learning_rate", &O::learning_rate, greater_than(0)},
-      {"warmup_ratio", &O::warmup_ratio, between(0, 1)},
-      {"weight_decay", &O::weight_decay, at_least(0)},
-      {"adam_epsilon", &O::adam_epsilon, greater_than(0)},
-      {"max_grad_norm", &O::max_grad_norm, at_least(0)},
-      {"dropout", &O::dropout, {-kInf, true, 1, false}},
-      {"max_utt_len", &O::max_utt_len, at_least(1)},
-      {"bf16", &O::bf16},
-      {"from_scratch", &O::from_scratch},
-      {"rdrop_weight", &O::rdrop_weight, at_least(0)},
-      {"mlm_weight", &O::mlm_weight, at_least(0)},
-      {"mlm_probability", &O::mlm_probability, {0, false, 1, false}},
-      {"early_stopping_patience", &O::early_stopping_patience, at_least(0, "0 = off")},
-      {"device", &O::device, {}, &device_spec_problem},
-      {"classifier_init", &O::classifier_init, {}, &classifier_init_problem},
-      {"linear_probe_c", &O::linear_probe_c, greater_than(0)}};
-  return table;
-}
-
-std::vector<std::string> field_names() {
-  std::vector<std::string> names;
-  for (const auto& f : fields()) names.emplace_back(f.name);
-  return names;
-}
-
-// Names other tools use for a key of ours that edit distance would not find.
-std::string alias_of(const std::string& key) {
-  static const std::map<std::string, std::string> aliases = {
-      {"epochs", "num_train_epochs"},
-      {"lr", "learning_rate"},
-      {"batch_size", "per_device_train_batch_size"},
-      {"eval_batch_size", "per_device_eval_batch_size"},
-      {"warmup_steps", "warmup_ratio"},
-      {"fp16", "bf16"},
-      {"patience", "early_stopping_patience"},
-      {"r_drop", "rdrop_weight"},
-      {"max_seq_length", "max_utt_len"}};
-  const auto it = aliases.find(ascii_lower(key));
-  return it == aliases.end() ? std::string() : it->second;
-}
-
-const Field& find_field(const sy::Origin& at, const std::string& key) {
-  for (const auto& f : fields()) {
-    if (key == f.name) return f;
-  }
-  std::string hint = alias_of(key);
-  if (hint.empty()) hint = closest_name(key, field_names());
-  if (!hint.empty()) sy::fail(at, key, "unknown key '" + key + "' — did you mean '" + hint + "'?");
-  std::string all;
-  for (const auto& f : fields()) all += (all.empty() ? "" : ", ") + std::string(f.name);
-  sy::fail(at, key,
-           "unknown key '" + key + "' (a fine-tuning recipe's keys: " + all +
-               "; docs/evaluation.md \"Hyper-parameters\")");
-}
-
-// The problem with field `f` of `o` ("must be >= 1, got 0"), or "".
-std::string problem(const Field& f, const FinetuneOptions& o) {
-  return std::visit(
-      [&](auto member) -> std::string {
-        using T = std::remove_cv_t<std::remove_reference_t<decltype(o.*member)>>;
-        if constexpr (std::is_same_v<T, bool>) {
-          return {};
-        } else if constexpr (std::is_same_v<T, std::string>) {
-          return f.string_problem != nullptr ? f.string_problem(o.*member) : std::string();
-        } else {
-          return range_problem(o.*member, f.range);
-        }
-      },
-      f.member);
-}
-
-void read_field(const sy::Source& source, const Field& f, const YAML::Node& key_node,
-                const YAML::Node& value, FinetuneOptions& o) {
-  const sy::ValueContext ctx{source, key_node, f.name, false};
-  std::visit([&](auto member) { sy::read_value(ctx, value, &(o.*member)); }, f.member);
+// The recipe's rows as YAML reads them, bound to `o`; an unknown key's message lists every key
+// when none is close.
+settings::YamlTable recipe_table(FinetuneOptions& o) {
+  return {settings::bind(finetune_settings(), o), "must be a YAML mapping of option keys",
+          [](const std::string&) {
+            return settings::KeyList{" (a fine-tuning recipe's keys: ",
+                                     "; docs/evaluation.md \"Hyper-parameters\")"};
+          },
+          "key"};
 }
 
 }  // namespace
 
+const std::vector<settings::Setting<FinetuneOptions>>& finetune_settings() {
+  using O = FinetuneOptions;
+  using settings::field;
+  static const std::vector<settings::Setting<O>> table = {
+      field("num_train_epochs", &O::num_train_epochs, "epochs").in(at_least(1)).alias("epochs"),
+      field("per_device_train_batch_size", &O::per_device_train_batch_size, "training batch")
+          .in(at_least(1))
+          .alias("batch_size"),
+      field("per_device_eval_batch_size", &O::per_device_eval_batch_size,
+            "val/test batch, sorted by length")
+          .in(at_least(1))
+          .alias("eval_batch_size"),
+      field("learning_rate", &O::learning_rate,
+            "AdamW peak learning rate; linear warm-up, then linear decay to 0")
+          .in(greater_than(0))
+          .alias("lr"),
+      field("warmup_ratio", &O::warmup_ratio, "share of steps used for warm-up")
+          .in(between(0, 1))
+          .alias("warmup_steps"),
+      field("weight_decay", &O::weight_decay, "AdamW decoupled decay; none on biases and LayerNorm")
+          .in(at_least(0)),
+      field("adam_epsilon", &O::adam_epsilon, "AdamW epsilon").in(greater_than(0)),
+      field("max_grad_norm", &O::max_grad_norm, "gradient clipping (0 = off)").in(at_least(0)),
+      field("dropout", &O::dropout, "replaces every dropout of the bundle (< 0 keeps the bundle's)")
+          .in({-sy::kInf, true, 1, false}),
+      field("max_utt_len", &O::max_utt_len,
+            "sub-words kept per utterance (its last ones); capped by "
+            "`max_position_embeddings − 2`")
+          .in(at_least(1))
+          .alias("max_seq_length"),
+      field("bf16", &O::bf16,
+            "bf16 autocast, only on CPUs with native bf16 (`avx512_bf16` or AMX); fp32 otherwise")
+          .alias("fp16"),
+      field("from_scratch", &O::from_scratch,
+            "re-initialise every weight: the no-pretraining baseline"),
+      field("rdrop_weight", &O::rdrop_weight,
+            "R-Drop's symmetric-KL weight (SPACE-2: 5.0); 0 = one pass, CE only")
+          .in(at_least(0))
+          .alias("r_drop"),
+      field("mlm_weight", &O::mlm_weight,
+            "auxiliary MLM weight on the same utterances (SPACE-2: 0.1); 0 = off")
+          .in(at_least(0)),
+      field("mlm_probability", &O::mlm_probability, "share of sub-words that become MLM targets")
+          .in({0, false, 1, false}),
+      field("early_stopping_patience", &O::early_stopping_patience,
+            "stop after this many epochs without a better val score")
+          .in(at_least(0, "0 = off"))
+          .alias("patience"),
+      field("device", &O::device,
+            "where fine-tuning runs (docs/gpu.md); `--device` / `DIALTREE_DEVICE` set it from the "
+            "command line")
+          .checked(&device_spec_problem, "auto, cpu, cuda, cuda:N"),
+      field("classifier_init", &O::classifier_init,
+            "how the intent classifier starts: HF initialisation, or the logistic regression "
+            "fitted on the frozen vectors (section \"Linear-probe initialisation\")")
+          .checked(&classifier_init_problem, "random, linear_probe"),
+      field("linear_probe_c", &O::linear_probe_c,
+            "inverse L2 strength of that fit (scikit-learn's `C`)")
+          .in(greater_than(0))};
+  return table;
+}
+
 std::optional<std::pair<std::string, std::string>> finetune_options_problem(
     const FinetuneOptions& options) {
-  for (const auto& f : fields()) {
-    if (std::string p = problem(f, options); !p.empty()) return std::make_pair(f.name, p);
+  if (const auto p = settings::first_problem(settings::view(finetune_settings(), options))) {
+    return std::make_pair(p->name, p->message);
   }
   return std::nullopt;
 }
 
 nlohmann::json finetune_options_json(const FinetuneOptions& o) {
   nlohmann::json out = nlohmann::json::object();
-  for (const auto& f : fields()) {
-    std::visit([&](auto member) { out[f.name] = o.*member; }, f.member);
-  }
+  settings::write_json(settings::view(finetune_settings(), o), out);
   return out;
 }
 
 std::vector<std::string> finetune_option_keys() {
-  return field_names();
+  std::vector<std::string> names;
+  for (const auto& f : finetune_settings()) names.push_back(f.info.name);
+  return names;
 }
 
 FinetuneOptions parse_finetune_options(const std::string& yaml_text, const std::string& source,
                                        const std::vector<std::string>& overrides) {
   FinetuneOptions o;
-  std::map<std::string, sy::Origin> origins;
-  const sy::Source file{source, ""};
-  if (const auto doc = sy::load_document(yaml_text, source); doc && !doc->IsNull()) {
-    if (!doc->IsMap()) {
-      sy::fail(file.at(*doc), "",
-               "must be a YAML mapping of option keys, found " + sy::describe(*doc));
-    }
-    std::set<std::string> seen;
-    for (const auto& kv : *doc) {
-      const sy::Origin at = file.at(kv.first);
-      if (!kv.first.IsScalar()) {
-        sy::fail(at, "", "keys must be plain names, found " + sy::describe(kv.first));
-      }
-      const std::string key = kv.first.Scalar();
-      if (!seen.insert(key).second) sy::fail(at, key, "duplicate key '" + key + "'");
-      read_field(file, find_field(at, key), kv.first, kv.second, o);
-      origins[key] = file.at(kv.second, &kv.first);
-    }
+  settings::Origins origins;
+  const settings::YamlTable table = recipe_table(o);
+  if (const auto doc = sy::load_document(yaml_text, source)) {
+    settings::read_document(table, sy::Source{source, ""}, *doc, origins);
   }
   sy::check_utf8(yaml_text, source);  // comments and keys (values were checked above)
-  for (const auto& text : overrides) {
-    const sy::Source source_of{sy::kCommandLine, text};
-    const auto [key, value] = sy::split_override(text, "key");
-    const sy::Origin at = source_of.at(value);
-    read_field(source_of, find_field(at, key), value, value, o);
-    origins[key] = at;
-  }
-  for (const auto& f : fields()) {
-    const std::string p = problem(f, o);
-    if (p.empty()) continue;
-    const auto it = origins.find(f.name);
-    if (it != origins.end()) sy::fail(it->second, f.name, p);
-    sy::fail(sy::Origin{source, ""}, f.name, p + " (the default value)");
+  for (const auto& text : overrides) settings::apply_override(table, text, origins);
+  if (const auto p = settings::first_problem(table.rows)) {
+    const auto it = origins.find(p->name);
+    if (it != origins.end()) sy::fail(it->second, p->name, p->message);
+    sy::fail(sy::Origin{source, ""}, p->name, p->message + " (the default value)");
   }
   return o;
 }

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/settings_fwd.h"
 #include "eval/finetune.h"
 
 namespace dialtree::eval {
@@ -37,6 +38,11 @@ std::optional<std::pair<std::string, std::string>> finetune_options_problem(
 /// Every option as a JSON object {key: value}, the keys of finetune_option_keys() (recorded in
 /// results.json so a table says which recipe made it).
 nlohmann::json finetune_options_json(const FinetuneOptions& options);
+
+/// The recipe's settings, one row per FinetuneOptions field (key, help, range, aliases): the one
+/// table behind the reader, the checks, the JSON form and `dialtree print-config
+/// --settings-table finetune` (docs/evaluation.md "Hyper-parameters").
+const std::vector<settings::Setting<FinetuneOptions>>& finetune_settings();
 
 /// The accepted keys, in FinetuneOptions order.
 std::vector<std::string> finetune_option_keys();

@@ -19,6 +19,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "common/settings_fwd.h"
 #include "sts/views.h"
 
 namespace dialtree::model {
@@ -71,9 +72,10 @@ struct EncoderConfig {
 
   std::int64_t head_dim() const { return hidden_size / num_attention_heads; }
 
-  /// The first broken range or cross-field rule, or nullopt: sizes within their ranges (e.g.
-  /// hidden_size in [1, 65536]), probabilities in [0, 1), eps and initializer_range > 0,
-  /// type_vocab_size >= 2 (roles 0 and 1), hidden_size divisible by num_attention_heads, token
+  /// The first broken range or cross-field rule, or nullopt: first the rows of
+  /// encoder_settings() in order (sizes within their ranges, e.g. hidden_size in [1, 65536],
+  /// probabilities in [0, 1), eps and initializer_range > 0, type_vocab_size >= 2 for roles 0
+  /// and 1), then the rules across keys: hidden_size divisible by num_attention_heads, token
   /// ids inside the word table, views known and distinct. Keys and messages name the fields as
   /// `prefix` + name ("model." in the training YAML). With `vocab_from_tokenizer`, vocab_size 0
   /// is allowed (the tokenizer decides it) and the token ids are not checked (they come from
@@ -86,8 +88,14 @@ struct EncoderConfig {
   void validate() const;
 };
 
-/// Every config.json key, in the order of the struct; the first ones are those of HF's BertConfig
-/// with the same meaning (hf_bert_config_keys()).
+/// The encoder's settings, one row per config.json key in the order of the struct (key, help,
+/// range): the one table behind config.json, first_problem(), the training YAML's `model:`
+/// section (trainer/config.cpp picks its rows from it) and `dialtree print-config
+/// --settings-table model`. Its first rows are HF BertConfig's keys (hf_bert_config_keys()).
+const std::vector<settings::Setting<EncoderConfig>>& encoder_settings();
+
+/// Every config.json key (encoder_settings()' names), in the order of the struct; the first ones
+/// are those of HF's BertConfig with the same meaning (hf_bert_config_keys()).
 const std::vector<std::string>& encoder_config_keys();
 
 /// The config.json keys shared with HF's BertConfig, same name and meaning (vocab_size ...

@@ -33,29 +33,6 @@ std::string served_name(const ServerOptions& o) {
 
 }  // namespace
 
-void ServerOptions::validate() const {
-  auto bad = [](const std::string& flag, const std::string& what) {
-    throw std::invalid_argument("--" + flag + ": " + what);
-  };
-  if (model_dir.empty()) bad("model", "is required");
-  if (host.empty()) bad("host", "must not be empty");
-  check_flag_ranges(*this);
-  if (const std::string p = device_spec_problem(device); !p.empty()) bad("device", p);
-  if (const std::string p = input_length_problem(max_input_length, max_batch_tokens); !p.empty())
-    bad("max-input-length", p);
-}
-
-json ServerOptions::to_json() const {
-  json j = json::object();
-  visit(*this, [&j](const char* flag, const auto& value, const char*, const auto&...) {
-    std::string key(flag);
-    std::replace(key.begin(), key.end(), '-', '_');
-    j[key] = value;
-  });
-  if (!api_key.empty()) j["api_key"] = "***";
-  return j;
-}
-
 ServerContext::ServerContext(ServerOptions o)
     : options(std::move(o)), model_name(served_name(options)) {}
 

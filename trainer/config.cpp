@@ -25,9 +25,9 @@
 
 #include "common/device_spec.h"
 #include "common/error.h"
+#include "common/settings_yaml.h"
 #include "common/strict_yaml.h"
 #include "common/text_distance.h"
-#include "common/utf8.h"
 #include "common/value_range.h"
 #include "readers/dialoglue_tasks.h"
 
@@ -36,300 +36,25 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// ---------------------------------------------------------------------------------------------
-// Schema: one row per key, bound to its struct member. Section "" is the top level.
-
-using strict_yaml::kMaxSize;
-
-using Target =
-    std::variant<int*, std::int64_t*, double*, bool*, std::string*, std::vector<std::string>*>;
-
-// A row: the key, its member and, for a number with fixed bounds, its allowed range
-// (common/value_range.h), checked by Validator::ranges. Rules that depend on other keys or on the
-// machine (threads, data.contrastive_shard_size, the model: section's own rules) stay in the
-// Validator's code.
-struct FieldSpec {
-  const char* section;
-  const char* name;
-  Target (*bind)(PretrainConfig&);
-  std::optional<Range> range;
-};
-
-// clang-format off
-#define DT_TOP(m, ...) FieldSpec{"", #m, [](PretrainConfig& c) -> Target { return &c.m; }, \
-                                 std::optional<Range>(__VA_ARGS__)}
-#define DT_SUB(s, m, ...) FieldSpec{#s, #m, [](PretrainConfig& c) -> Target { return &c.s.m; }, \
-                                    std::optional<Range>(__VA_ARGS__)}
-// clang-format on
-
-const std::vector<FieldSpec>& specs() {
-  static const std::vector<FieldSpec> table = {
-      DT_TOP(output_dir),
-      DT_TOP(max_steps, at_least(0, "0 = train for num_train_epochs")),
-      DT_TOP(num_train_epochs, between(1, 1000000)),
-      DT_TOP(per_device_train_batch_size, between(1, kMaxSize)),
-      DT_TOP(unlabelled_batch_size, between(1, kMaxSize)),
-      DT_TOP(learning_rate, greater_than(0)),
-      DT_TOP(weight_decay, at_least(0)),
-      DT_TOP(adam_beta1, Range{0, true, 1, false}),
-      DT_TOP(adam_beta2, Range{0, true, 1, false}),
-      DT_TOP(adam_epsilon, greater_than(0)),
-      DT_TOP(warmup_ratio, between(0, 1)),
-      DT_TOP(lr_scheduler_type),
-      DT_TOP(max_grad_norm, at_least(0)),
-      DT_TOP(gradient_accumulation_steps, between(1, kMaxSize)),
-      DT_TOP(seed, at_least(0)),
-      DT_TOP(data_seed, at_least(0)),
-      DT_TOP(logging_steps, at_least(1)),
-      DT_TOP(save_steps, at_least(0, "0 = save only the final model")),
-      DT_TOP(save_total_limit, at_least(0, "0 = keep every checkpoint")),
-      DT_TOP(eval_steps, at_least(0, "0 = no evaluation during pretraining")),
-      DT_TOP(eval_tasks),
-      DT_TOP(eval_data_dir),
-      DT_TOP(metric_for_best_model),
-      DT_TOP(greater_is_better),
-      DT_TOP(load_best_model_at_end),
-      DT_TOP(model_name_or_path),
-      DT_TOP(overwrite_output_dir),
-      DT_TOP(resume_from_checkpoint),
-      DT_TOP(bf16),
-      DT_TOP(device),
-      DT_TOP(padding_free),
-      DT_TOP(threads),
-      DT_TOP(ddp_backend),
-      DT_TOP(ddp_timeout, at_least(1, "seconds")),
-      DT_TOP(ddp_bucket_cap_mb, between(1, 1 << 16)),
-      DT_TOP(ddp_health_checks),
-      DT_TOP(ddp_straggler_ratio, greater_than(1)),
-      DT_TOP(ddp_straggler_windows, between(1, 1000000)),
-      DT_TOP(ddp_hang_timeout_factor, greater_than(1)),
-      DT_TOP(ddp_hang_timeout_min, greater_than(0)),
-      DT_SUB(model, vocab_size),
-      DT_SUB(model, hidden_size),
-      DT_SUB(model, num_hidden_layers),
-      DT_SUB(model, num_attention_heads),
-      DT_SUB(model, intermediate_size),
-      DT_SUB(model, hidden_dropout_prob),
-      DT_SUB(model, attention_probs_dropout_prob),
-      DT_SUB(model, embedding_dropout_prob),
-      DT_SUB(model, ffn_dropout_prob),
-      DT_SUB(model, max_position_embeddings),
-      DT_SUB(model, layer_norm_eps),
-      DT_SUB(model, type_vocab_size),
-      DT_SUB(model, initializer_range),
-      DT_SUB(model, max_turns),
-      DT_SUB(model, projection_views),
-      DT_SUB(model, projection_dim),
-      DT_SUB(data, tokenizer),
-      DT_SUB(data, labelled),
-      DT_SUB(data, unlabelled),
-      DT_SUB(data, max_len, between(3, kMaxSize, "at least one sub-word and two role markers")),
-      DT_SUB(data, max_utt_len, between(1, kMaxSize)),
-      DT_SUB(data, max_ctx_turn, between(1, kMaxSize)),
-      DT_SUB(data, trigger_role),
-      DT_SUB(data, contrastive_shard_size),
-      DT_SUB(loss, temperature, greater_than(0)),
-      DT_SUB(loss, base_temperature, greater_than(0)),
-      DT_SUB(loss, contrastive_weight, at_least(0)),
-      DT_SUB(loss, self_supervised_weight, at_least(0)),
-      DT_SUB(loss, mlm_weight, at_least(0)),
-      DT_SUB(loss, mlm_probability, Range{0, false, 1, false}),
-      DT_SUB(loss, score_mode),
-      DT_SUB(loss, gather_across_devices),
-      DT_SUB(loss, language_objective),
-      DT_SUB(loss, generator_size, Range{0, false, 1, true}),
-      DT_SUB(loss, discriminator_weight, at_least(0)),
-  };
-  return table;
-}
-
-#undef DT_TOP
-#undef DT_SUB
-
-const std::vector<std::string>& section_names() {
-  static const std::vector<std::string> names = {"model", "data", "loss"};
-  return names;
-}
-
-bool is_section(const std::string& name) {
-  const auto& s = section_names();
-  return std::find(s.begin(), s.end(), name) != s.end();
-}
-
-std::string full_key(const std::string& section, const std::string& name) {
-  return section.empty() ? name : section + "." + name;
-}
-
-const FieldSpec* find_spec(const std::string& section, const std::string& name) {
-  for (const auto& f : specs()) {
-    if (section == f.section && name == f.name) return &f;
-  }
-  return nullptr;
-}
-
-// Keys whose present null value means "empty" rather than a type error.
-bool nullable(const FieldSpec& f) {
-  return std::string(f.section).empty() && (std::string(f.name) == "resume_from_checkpoint" ||
-                                            std::string(f.name) == "model_name_or_path");
-}
-
-using strict_yaml::describe;
 using strict_yaml::fail;
 using strict_yaml::kCommandLine;
+using strict_yaml::kMaxSize;
 using strict_yaml::Origin;
-using strict_yaml::Source;
 using strict_yaml::trim;
-using strict_yaml::ValueContext;
-using Origins = std::map<std::string, Origin>;
+using Origins = settings::Origins;
+using settings::Target;
 
-// ---------------------------------------------------------------------------------------------
-// Key suggestions.
-
-// Names other tools use for a key of ours that edit distance would not find.
-const std::map<std::string, std::string>& aliases() {
-  static const std::map<std::string, std::string> table = {
-      {"lr", "learning_rate"},
-      {"fp16", "bf16"},
-      {"warmup_steps", "warmup_ratio"},
-      {"dataloader_seed", "data_seed"},
-      {"num_layers", "model.num_hidden_layers"},
-      {"dropout", "model.hidden_dropout_prob"},
-      {"tau", "loss.temperature"},
-      {"mlm_ratio", "loss.mlm_weight"},
-      {"num_threads", "threads"},
-  };
-  return table;
-}
-
-// The closest valid key to `name` found in `section` (any section may hold the answer), or "".
-std::string closest_key(const std::string& section, const std::string& name) {
-  const std::string n = ascii_lower(name);
-  const auto alias = aliases().find(n);
-  if (alias != aliases().end()) return alias->second;
-  std::string best;
-  std::size_t best_score = std::numeric_limits<std::size_t>::max();
-  auto consider = [&](const std::string& cand_section, const std::string& cand_name) {
-    const std::optional<std::size_t> d = suggestion_distance(name, cand_name);
-    if (!d) return;
-    std::size_t score = *d;
-    if (cand_section != section) score += 1;
-    if (score < best_score) {
-      best_score = score;
-      best = full_key(cand_section, cand_name);
-    }
-  };
-  for (const auto& f : specs()) consider(f.section, f.name);
-  for (const auto& s : section_names()) consider("", s);
-  return best;
-}
-
-[[noreturn]] void unknown_key(const Origin& at, const std::string& section,
-                              const std::string& name) {
-  const std::string key = full_key(section, name);
-  std::string message = "unknown key '" + key + "'";
-  const std::string hint = closest_key(section, name);
-  if (!hint.empty()) {
-    message += " — did you mean '" + hint + "'?";
-  } else {
-    message += "; valid keys " +
-               (section.empty() ? std::string("at the top level") : "in '" + section + ":'") + ": ";
-    bool first = true;
-    for (const auto& f : specs()) {
-      if (section != f.section) continue;
-      message += (first ? "" : ", ") + std::string(f.name);
-      first = false;
-    }
-    if (section.empty()) {
-      for (const auto& s : section_names()) message += ", " + s;
-    }
-  }
-  fail(at, key, message);
-}
-
-// ---------------------------------------------------------------------------------------------
-// Decoding a document (or one override) into the struct.
-
-std::string key_name(const Source& source, const YAML::Node& key, const std::string& section) {
-  if (!key.IsScalar()) {
-    fail(source.at(key), section, "keys must be plain names, found " + describe(key));
-  }
-  return key.Scalar();
-}
-
-void read_field(const Source& source, const FieldSpec& spec, const YAML::Node& key_node,
-                const YAML::Node& value, PretrainConfig& config, Origins& origins) {
-  ValueContext ctx{source, key_node, full_key(spec.section, spec.name), nullable(spec)};
-  std::visit([&](auto* target) { strict_yaml::read_value(ctx, value, target); }, spec.bind(config));
-  origins[ctx.key] = source.at(value, &key_node);
-}
-
-void read_section(const Source& source, const std::string& section, const YAML::Node& map,
-                  PretrainConfig& config, Origins& origins) {
-  std::set<std::string> seen;
-  for (const auto& kv : map) {
-    const std::string name = key_name(source, kv.first, section);
-    const Origin at = source.at(kv.first);
-    if (!seen.insert(name).second) {
-      fail(at, full_key(section, name), "duplicate key '" + full_key(section, name) + "'");
-    }
-    if (section.empty() && is_section(name)) {
-      if (kv.second.IsNull()) continue;  // an empty section: every key keeps its default
-      if (!kv.second.IsMap()) {
-        fail(at, name, "expected a mapping of '" + name + "' keys, found " + describe(kv.second));
-      }
-      read_section(source, name, kv.second, config, origins);
-      continue;
-    }
-    const FieldSpec* spec = find_spec(section, name);
-    if (spec == nullptr) unknown_key(at, section, name);
-    read_field(source, *spec, kv.first, kv.second, config, origins);
-  }
-}
-
-void read_document(const Source& source, const YAML::Node& doc, PretrainConfig& config,
-                   Origins& origins) {
-  if (doc.IsNull()) return;
-  if (!doc.IsMap()) {
-    fail(source.at(doc), "",
-         "the config must be a mapping of keys to values, found " + describe(doc));
-  }
-  read_section(source, "", doc, config, origins);
-}
-
-void apply_override(const std::string& text, PretrainConfig& config, Origins& origins) {
-  const Source source{kCommandLine, text};
-  const Origin at{kCommandLine, "override '" + text + "'"};
-  const auto [key, value] = strict_yaml::split_override(text, "key.sub");
-  std::vector<std::string> parts;
-  for (std::size_t from = 0;;) {
-    const auto dot = key.find('.', from);
-    parts.push_back(key.substr(from, dot == std::string::npos ? std::string::npos : dot - from));
-    if (dot == std::string::npos) break;
-    from = dot + 1;
-  }
-  if (parts.size() == 1 && is_section(parts[0])) {
-    if (!value.IsMap()) {
-      fail(at, key, "expected a mapping of '" + key + "' keys, found " + describe(value));
-    }
-    read_section(source, parts[0], value, config, origins);
-    return;
-  }
-  const FieldSpec* spec = nullptr;
-  if (parts.size() == 1) {
-    spec = find_spec("", parts[0]);
-    if (spec == nullptr) unknown_key(at, "", parts[0]);
-  } else if (parts.size() == 2 && is_section(parts[0])) {
-    spec = find_spec(parts[0], parts[1]);
-    if (spec == nullptr) unknown_key(at, parts[0], parts[1]);
-  } else {
-    // No such section (or too deep): suggest from the part that names the key.
-    const bool in_section = is_section(parts[0]);
-    const std::string hint =
-        closest_key(in_section ? parts[0] : "", parts[in_section ? 1 : parts.size() - 1]);
-    fail(at, key,
-         "unknown key '" + key + "'" + (hint.empty() ? "" : " — did you mean '" + hint + "'?"));
-  }
-  read_field(source, *spec, value, value, config, origins);
+// The config's rows as YAML reads them, bound to `config`; an unknown key's message lists the
+// keys of its section when none is close.
+settings::YamlTable config_table(PretrainConfig& config) {
+  return {
+      settings::bind(pretrain_settings(), config), "the config must be a mapping of keys to values",
+      [](const std::string& section) {
+        return settings::KeyList{section.empty() ? std::string("; valid keys at the top level: ")
+                                                 : "; valid keys in '" + section + ":': ",
+                                 ""};
+      },
+      "key.sub"};
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -373,24 +98,10 @@ class Validator {
     if (!problem.empty()) fail_at(key, problem);
   }
 
-  // The ranges of the schema's rows in `section` (FieldSpec::range), in table order.
+  // The ranges of the rows of `section` (pretrain_settings()), in table order.
   void ranges(const std::string& section) const {
-    // bind() takes a mutable config to serve the reader too; here it is only read.
-    auto& config = const_cast<PretrainConfig&>(c_);
-    for (const auto& f : specs()) {
-      if (!f.range || section != f.section) continue;
-      const std::string problem = std::visit(
-          [&](const auto* target) -> std::string {
-            using T = std::decay_t<decltype(*target)>;
-            if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) {
-              return range_problem(*target, *f.range);
-            } else {
-              throw std::logic_error("trainer config: a range on the non-numeric key " +
-                                     full_key(f.section, f.name));
-            }
-          },
-          f.bind(config));
-      if (!problem.empty()) fail_at(full_key(f.section, f.name), problem);
+    if (const auto p = settings::first_problem(settings::view(pretrain_settings(), c_), section)) {
+      fail_at(p->name, p->message);
     }
   }
 
@@ -565,7 +276,9 @@ void emit(YAML::Emitter& out, const Target& target) {
   std::visit(
       [&](auto* value) {
         using T = std::remove_pointer_t<decltype(value)>;
-        if constexpr (std::is_same_v<T, int> || std::is_same_v<T, std::int64_t>) {
+        if constexpr (std::is_same_v<T, std::optional<std::int64_t>>) {
+          throw std::logic_error("trainer config: an optional key");
+        } else if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
           out << std::to_string(*value);
         } else if constexpr (std::is_same_v<T, double>) {
           out << format_real(*value);
@@ -594,6 +307,175 @@ void emit(YAML::Emitter& out, const Target& target) {
 
 // ---------------------------------------------------------------------------------------------
 
+const std::vector<settings::Setting<PretrainConfig>>& pretrain_settings() {
+  using C = PretrainConfig;
+  using D = DataConfig;
+  using L = LossConfig;
+  using settings::field;
+  using strict_yaml::kMaxSize;
+  static const std::vector<settings::Setting<C>> table = [] {
+    std::vector<settings::Setting<C>> top = {
+        field("output_dir", &C::output_dir, "run directory (required)"),
+        field("max_steps", &C::max_steps,
+              "total optimisation steps; > 0 overrides num_train_epochs")
+            .in(at_least(0, "0 = train for num_train_epochs")),
+        field("num_train_epochs", &C::num_train_epochs,
+              "epochs, each max(#labelled, #unlabelled batches) steps")
+            .in(between(1, 1000000)),
+        field("per_device_train_batch_size", &C::per_device_train_batch_size,
+              "labelled examples per step")
+            .in(between(1, kMaxSize)),
+        field("unlabelled_batch_size", &C::unlabelled_batch_size, "unlabelled examples per step")
+            .in(between(1, kMaxSize)),
+        field("learning_rate", &C::learning_rate, "peak AdamW learning rate")
+            .in(greater_than(0))
+            .alias("lr"),
+        field("weight_decay", &C::weight_decay, "AdamW decoupled weight decay").in(at_least(0)),
+        field("adam_beta1", &C::adam_beta1, "AdamW beta1").in(Range{0, true, 1, false}),
+        field("adam_beta2", &C::adam_beta2, "AdamW beta2").in(Range{0, true, 1, false}),
+        field("adam_epsilon", &C::adam_epsilon, "AdamW epsilon").in(greater_than(0)),
+        field("warmup_ratio", &C::warmup_ratio, "share of the steps in linear warm-up")
+            .in(between(0, 1))
+            .alias("warmup_steps"),
+        field("lr_scheduler_type", &C::lr_scheduler_type,
+              "learning-rate schedule: warm-up, then linear decay to 0")
+            .allows("linear"),
+        field("max_grad_norm", &C::max_grad_norm, "gradient-norm clipping (0 = off)")
+            .in(at_least(0)),
+        field("gradient_accumulation_steps", &C::gradient_accumulation_steps,
+              "micro-batches per optimiser step")
+            .in(between(1, kMaxSize)),
+        field("seed", &C::seed, "seed of initialisation, dropout and masking").in(at_least(0)),
+        field("data_seed", &C::data_seed, "seed of the batch order (absent: seed)")
+            .in(at_least(0))
+            .alias("dataloader_seed"),
+        field("logging_steps", &C::logging_steps, "a metrics.jsonl line every this many steps")
+            .in(at_least(1)),
+        field("save_steps", &C::save_steps, "a checkpoint every this many steps")
+            .in(at_least(0, "0 = save only the final model")),
+        field("save_total_limit", &C::save_total_limit, "checkpoints kept, oldest pruned first")
+            .in(at_least(0, "0 = keep every checkpoint")),
+        field("eval_steps", &C::eval_steps, "run the probe every this many steps and at the end")
+            .in(at_least(0, "0 = no evaluation during pretraining")),
+        field("eval_tasks", &C::eval_tasks, "DialoGLUE tasks the probe scores")
+            .allows("probe tasks"),
+        field("eval_data_dir", &C::eval_data_dir,
+              "DialoGLUE data folder (empty: $DIALTREE_DATA, else ../shared/data/dialoglue)"),
+        field("metric_for_best_model", &C::metric_for_best_model,
+              "metrics.jsonl key that decides the best model (\"eval_\" added when missing)"),
+        field("greater_is_better", &C::greater_is_better,
+              "whether a larger metric_for_best_model is better"),
+        field("load_best_model_at_end", &C::load_best_model_at_end,
+              "keep the best evaluation's weights as best/ and final/"),
+        field("model_name_or_path", &C::model_name_or_path,
+              "model bundle whose weights the run starts from (empty: random initialisation)")
+            .nullable(),
+        field("overwrite_output_dir", &C::overwrite_output_dir,
+              "let a fresh run replace a finished run's final/"),
+        field("resume_from_checkpoint", &C::resume_from_checkpoint,
+              "checkpoint to resume from; \"latest\" = output_dir's newest; empty = fresh start")
+            .nullable(),
+        field("bf16", &C::bf16, "bf16 autocast for matrix products; weights stay fp32")
+            .alias("fp16"),
+        field("device", &C::device, "where the model trains (docs/gpu.md)")
+            .allows("auto, cpu, cuda, cuda:N"),
+        field("padding_free", &C::padding_free,
+              "compute only the real tokens of each batch (docs/performance.md)"),
+        field("threads", &C::threads, "intra-op threads")
+            .allows("in [1, CPUs]")
+            .default_shown("every available CPU")
+            .alias("num_threads"),
+        field("ddp_backend", &C::ddp_backend, "data-parallel backend").allows("gloo"),
+        field("ddp_timeout", &C::ddp_timeout,
+              "seconds the rendezvous and every collective may wait for the other ranks")
+            .in(at_least(1, "seconds")),
+        field("ddp_bucket_cap_mb", &C::ddp_bucket_cap_mb, "MiB per gradient all-reduce bucket")
+            .in(between(1, 1 << 16)),
+        field("ddp_health_checks", &C::ddp_health_checks,
+              "per-rank step timing, straggler reports and the hang watchdog"),
+        field("ddp_straggler_ratio", &C::ddp_straggler_ratio,
+              "a rank this many times slower than its peers' median is an outlier")
+            .in(greater_than(1)),
+        field("ddp_straggler_windows", &C::ddp_straggler_windows,
+              "consecutive outlier logging windows before a report")
+            .in(between(1, 1000000)),
+        field("ddp_hang_timeout_factor", &C::ddp_hang_timeout_factor,
+              "hang timeout as a multiple of the median step seconds")
+            .in(greater_than(1)),
+        field("ddp_hang_timeout_min", &C::ddp_hang_timeout_min,
+              "lower bound of the hang timeout, seconds")
+            .in(greater_than(0)),
+    };
+    // `model:`: the encoder's own rows (model/config.h), the keys a training YAML sets, in the
+    // order print-config writes them.
+    for (auto& row :
+         settings::nest("model.", &C::model, model::encoder_settings(),
+                        {"vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
+                         "intermediate_size", "hidden_dropout_prob", "attention_probs_dropout_prob",
+                         "embedding_dropout_prob", "ffn_dropout_prob", "max_position_embeddings",
+                         "layer_norm_eps", "type_vocab_size", "initializer_range", "max_turns",
+                         "projection_views", "projection_dim"})) {
+      top.push_back(std::move(row));
+    }
+    const std::vector<settings::Setting<C>> rest = {
+        field("data.tokenizer", &C::data, &D::tokenizer,
+              "tokenizer directory (SentencePiece or WordPiece; required)"),
+        field("data.labelled", &C::data, &D::labelled, "labelled sts/1 JSONL files"),
+        field("data.unlabelled", &C::data, &D::unlabelled,
+              "unlabelled sts/1 JSONL or plain-text files"),
+        field("data.max_len", &C::data, &D::max_len, "sequence length after left truncation")
+            .in(between(3, kMaxSize, "at least one sub-word and two role markers")),
+        field("data.max_utt_len", &C::data, &D::max_utt_len,
+              "sub-words kept per utterance (its last ones)")
+            .in(between(1, kMaxSize)),
+        field("data.max_ctx_turn", &C::data, &D::max_ctx_turn,
+              "utterances kept per example, the current one included")
+            .in(between(1, kMaxSize)),
+        field("data.trigger_role", &C::data, &D::trigger_role, "roles whose turns become examples")
+            .allows("user, system, user_system"),
+        field("data.contrastive_shard_size", &C::data, &D::contrastive_shard_size,
+              "examples per contrastive-loss shard (0 = the whole batch)")
+            .allows("0, or >= 2 dividing both batch sizes"),
+        field("loss.temperature", &C::loss, &L::temperature, "contrastive temperature")
+            .in(greater_than(0))
+            .alias("tau"),
+        field("loss.base_temperature", &C::loss, &L::base_temperature,
+              "base temperature; the loss is scaled by temperature / base_temperature")
+            .in(greater_than(0)),
+        field("loss.contrastive_weight", &C::loss, &L::contrastive_weight,
+              "weight of the soft-mask contrastive loss on labelled batches")
+            .in(at_least(0)),
+        field("loss.self_supervised_weight", &C::loss, &L::self_supervised_weight,
+              "weight of the self-supervised contrastive loss on unlabelled batches")
+            .in(at_least(0)),
+        field("loss.mlm_weight", &C::loss, &L::mlm_weight,
+              "weight of the language term (MLM or RTD) on both streams")
+            .in(at_least(0))
+            .alias("mlm_ratio"),
+        field("loss.mlm_probability", &C::loss, &L::mlm_probability,
+              "probability that a sub-word is chosen for masking")
+            .in(Range{0, false, 1, false}),
+        field("loss.score_mode", &C::loss, &L::score_mode,
+              "one contrastive loss per view, or one with the views' scores averaged")
+            .allows("per_view, combined"),
+        field("loss.gather_across_devices", &C::loss, &L::gather_across_devices,
+              "data-parallel: contrast against every rank's batch"),
+        field("loss.language_objective", &C::loss, &L::language_objective,
+              "the language term: masked LM or replaced-token detection")
+            .allows("mlm, rtd"),
+        field("loss.generator_size", &C::loss, &L::generator_size,
+              "rtd: the generator's depth as a share of model.num_hidden_layers")
+            .in(Range{0, false, 1, true}),
+        field("loss.discriminator_weight", &C::loss, &L::discriminator_weight,
+              "rtd: weight of the discriminator's loss beside the generator's")
+            .in(at_least(0)),
+    };
+    top.insert(top.end(), rest.begin(), rest.end());
+    return top;
+  }();
+  return table;
+}
+
 model::EncoderConfig pretraining_model_defaults() {
   model::EncoderConfig m;
   m.vocab_size = 0;
@@ -615,17 +497,8 @@ int available_cpus() {
 }
 
 bool operator==(const PretrainConfig& a, const PretrainConfig& b) {
-  // bind() needs a mutable config; it is only read here.
-  auto& ma = const_cast<PretrainConfig&>(a);
-  auto& mb = const_cast<PretrainConfig&>(b);
-  for (const auto& f : specs()) {
-    const Target ta = f.bind(ma);
-    const Target tb = f.bind(mb);
-    const bool same = std::visit(
-        [&](auto* x) { return *x == *std::get<std::remove_reference_t<decltype(x)>>(tb); }, ta);
-    if (!same) return false;
-  }
-  return true;
+  return settings::same_values(settings::view(pretrain_settings(), a),
+                               settings::view(pretrain_settings(), b));
 }
 
 PretrainConfig parse_config(const std::string& yaml_text, const std::string& source_name,
@@ -633,9 +506,10 @@ PretrainConfig parse_config(const std::string& yaml_text, const std::string& sou
   const std::optional<YAML::Node> doc = strict_yaml::load_document(yaml_text, source_name);
   PretrainConfig config;
   Origins origins;
-  if (doc) read_document(Source{source_name, ""}, *doc, config, origins);
+  const settings::YamlTable table = config_table(config);
+  if (doc) settings::read_document(table, strict_yaml::Source{source_name, ""}, *doc, origins);
   strict_yaml::check_utf8(yaml_text, source_name);  // comments and keys (values checked above)
-  for (const auto& o : overrides) apply_override(o, config, origins);
+  for (const auto& o : overrides) settings::apply_override(table, o, origins);
   if (origins.count("data_seed") == 0) config.data_seed = config.seed;
   if (origins.count("threads") == 0) config.threads = available_cpus();
   // HF's convention: a metric name without the "eval_" prefix gets it.
@@ -657,21 +531,20 @@ PretrainConfig load_config(const std::string& yaml_path,
 }
 
 std::string dump_config(const PretrainConfig& config) {
-  auto& c = const_cast<PretrainConfig&>(config);  // bind() needs it mutable; only read
   YAML::Emitter out;
   out << YAML::Comment("dialtree pretraining config, resolved: every key with its effective value")
       << YAML::Newline;
   out << YAML::BeginMap;
   std::string open_section;
-  for (const auto& f : specs()) {
-    const std::string section = f.section;
+  for (const settings::Bound& b : settings::view(pretrain_settings(), config)) {
+    const std::string section = settings::section_of(b.info->name);
     if (section != open_section) {
       if (!open_section.empty()) out << YAML::EndMap;
       out << YAML::Key << section << YAML::Value << YAML::BeginMap;
       open_section = section;
     }
-    out << YAML::Key << f.name << YAML::Value;
-    emit(out, f.bind(c));
+    out << YAML::Key << settings::name_in_section(b.info->name) << YAML::Value;
+    emit(out, b.target);
   }
   if (!open_section.empty()) out << YAML::EndMap;
   out << YAML::EndMap;
@@ -680,7 +553,7 @@ std::string dump_config(const PretrainConfig& config) {
 
 std::vector<std::string> config_keys() {
   std::vector<std::string> keys;
-  for (const auto& f : specs()) keys.push_back(full_key(f.section, f.name));
+  for (const auto& row : pretrain_settings()) keys.push_back(row.info.name);
   return keys;
 }
 

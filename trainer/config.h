@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "common/settings_fwd.h"
 #include "model/config.h"
 #include "readers/dialoglue_tasks.h"
 #include "sts/views.h"
@@ -247,6 +248,14 @@ PretrainConfig parse_config(const std::string& yaml_text, const std::string& sou
 /// The resolved configuration as YAML: every key with its effective value, in schema order, with
 /// a leading comment. parse_config(dump_config(c), ...) == c for every valid c.
 std::string dump_config(const PretrainConfig& config);
+
+/// The config's settings, one row per key, full paths as names ("learning_rate",
+/// "model.hidden_size"): the top-level keys, then `model:` (the rows of
+/// model::encoder_settings() that a training YAML sets), `data:` and `loss:`. The one table
+/// behind the reader, the range checks, dump_config() and `dialtree print-config --settings-table
+/// trainer` (docs/training.md "Config"); rules across keys or machine limits stay in the
+/// validator (threads, one-of lists, data.contrastive_shard_size, the encoder's own rules).
+const std::vector<settings::Setting<PretrainConfig>>& pretrain_settings();
 
 /// Every valid full key path in schema order, e.g. "learning_rate", "model.hidden_size".
 std::vector<std::string> config_keys();

@@ -1,5 +1,6 @@
 // Ranges declared beside settings (common/value_range.h): the messages every config reader and
-// flag list shares, exact integer comparison, and the flag-list check of serve and embed.
+// flag list shares, and exact integer comparison (the tables that use them:
+// tests/common/settings_test.cpp).
 #include "common/value_range.h"
 
 #include <cstdint>
@@ -51,41 +52,6 @@ TEST(ValueRange, AnEmptyOptionalHasNoProblemAndAFilledOneIsChecked) {
   EXPECT_EQ(range_problem(std::optional<std::int64_t>{}, at_least(1)), "");
   EXPECT_EQ(range_problem(std::optional<std::int64_t>{0}, at_least(1)), "must be >= 1, got 0");
   EXPECT_EQ(range_problem(std::optional<std::int64_t>{-3}, at_least(1)), "must be >= 1, got -3");
-}
-
-// An options struct as serve's and embed's are declared: one visit() list, ranges beside some.
-struct Flags {
-  std::string name = "x";
-  int port = 80;
-  std::size_t batch = 8;
-  double wait_ms = 2.0;
-  template <class Self, class Visitor>
-  static void visit(Self& f, Visitor&& v) {
-    v("name", f.name, "no range");
-    v("port", f.port, "a port", between(0, 65535));
-    v("batch-size", f.batch, "a count", at_least(1));
-    v("max-wait-ms", f.wait_ms, "a time", between(0, 10000));
-  }
-};
-
-TEST(ValueRange, CheckFlagRangesNamesTheFirstFlagOutOfRange) {
-  Flags f;
-  EXPECT_NO_THROW(check_flag_ranges(f));
-  f.batch = 0;
-  f.wait_ms = -1;
-  try {
-    check_flag_ranges(f);
-    FAIL() << "no throw";
-  } catch (const std::invalid_argument& e) {
-    EXPECT_STREQ(e.what(), "--batch-size: must be >= 1, got 0");
-  }
-  f.batch = 1;
-  try {
-    check_flag_ranges(f);
-    FAIL() << "no throw";
-  } catch (const std::invalid_argument& e) {
-    EXPECT_STREQ(e.what(), "--max-wait-ms: must be in [0.0, 10000.0], got -1.0");
-  }
 }
 
 }  // namespace

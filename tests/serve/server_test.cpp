@@ -891,7 +891,7 @@ TEST_F(ServerTest, BadOptionsAndABadBundleAreClearErrors) {
   } catch (const std::invalid_argument& e) {
     EXPECT_THAT(e.what(), HasSubstr("--max-input-length"));
   }
-  // Each range comes from the visit() list and is named with the flag.
+  // Each range comes from the settings rows (serve/options.cpp) and is named with the flag.
   auto problem = [](const ServerOptions& bad) -> std::string {
     try {
       bad.validate();
