@@ -6,7 +6,8 @@
 // suggestions, range and string checks in the wording of common/value_range.h, a text form of
 // every value and a Markdown table of the settings (docs/training.md "Config", docs/evaluation.md
 // "Hyper-parameters", docs/serving.md "Settings"). Strict YAML reading is in
-// common/settings_yaml.h, JSON in common/settings_json.h, CLI11 flags in cli/settings_flags.h.
+// common/settings_yaml.h, JSON in common/settings_json.h, CLI11 flags in cli/common_options.h
+// (add_setting_flags).
 // Torch-free, yaml-free and JSON-free, so option headers can include it.
 #pragma once
 
