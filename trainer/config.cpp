@@ -307,171 +307,212 @@ void emit(YAML::Emitter& out, const Target& target) {
 
 // ---------------------------------------------------------------------------------------------
 
-const std::vector<settings::Setting<PretrainConfig>>& pretrain_settings() {
+namespace {
+
+using PretrainRows = std::vector<settings::Setting<PretrainConfig>>;
+
+// Top-level keys, output_dir .. data_seed: the run folder, the schedule and the optimiser.
+PretrainRows optimiser_setting_rows() {
   using C = PretrainConfig;
-  using D = DataConfig;
-  using L = LossConfig;
   using settings::field;
-  using strict_yaml::kMaxSize;
-  static const std::vector<settings::Setting<C>> table = [] {
-    std::vector<settings::Setting<C>> top = {
-        field("output_dir", &C::output_dir, "run directory (required)"),
-        field("max_steps", &C::max_steps,
-              "total optimisation steps; > 0 overrides num_train_epochs")
-            .in(at_least(0, "0 = train for num_train_epochs")),
-        field("num_train_epochs", &C::num_train_epochs,
-              "epochs, each max(#labelled, #unlabelled batches) steps")
-            .in(between(1, 1000000)),
-        field("per_device_train_batch_size", &C::per_device_train_batch_size,
-              "labelled examples per step")
-            .in(between(1, kMaxSize)),
-        field("unlabelled_batch_size", &C::unlabelled_batch_size, "unlabelled examples per step")
-            .in(between(1, kMaxSize)),
-        field("learning_rate", &C::learning_rate, "peak AdamW learning rate")
-            .in(greater_than(0))
-            .alias("lr"),
-        field("weight_decay", &C::weight_decay, "AdamW decoupled weight decay").in(at_least(0)),
-        field("adam_beta1", &C::adam_beta1, "AdamW beta1").in(Range{0, true, 1, false}),
-        field("adam_beta2", &C::adam_beta2, "AdamW beta2").in(Range{0, true, 1, false}),
-        field("adam_epsilon", &C::adam_epsilon, "AdamW epsilon").in(greater_than(0)),
-        field("warmup_ratio", &C::warmup_ratio, "share of the steps in linear warm-up")
-            .in(between(0, 1))
-            .alias("warmup_steps"),
-        field("lr_scheduler_type", &C::lr_scheduler_type,
-              "learning-rate schedule: warm-up, then linear decay to 0")
-            .allows("linear"),
-        field("max_grad_norm", &C::max_grad_norm, "gradient-norm clipping (0 = off)")
-            .in(at_least(0)),
-        field("gradient_accumulation_steps", &C::gradient_accumulation_steps,
-              "micro-batches per optimiser step")
-            .in(between(1, kMaxSize)),
-        field("seed", &C::seed, "seed of initialisation, dropout and masking").in(at_least(0)),
-        field("data_seed", &C::data_seed, "seed of the batch order (absent: seed)")
-            .in(at_least(0))
-            .alias("dataloader_seed"),
-        field("logging_steps", &C::logging_steps, "a metrics.jsonl line every this many steps")
-            .in(at_least(1)),
-        field("save_steps", &C::save_steps, "a checkpoint every this many steps")
-            .in(at_least(0, "0 = save only the final model")),
-        field("save_total_limit", &C::save_total_limit, "checkpoints kept, oldest pruned first")
-            .in(at_least(0, "0 = keep every checkpoint")),
-        field("eval_steps", &C::eval_steps, "run the probe every this many steps and at the end")
-            .in(at_least(0, "0 = no evaluation during pretraining")),
-        field("eval_tasks", &C::eval_tasks, "DialoGLUE tasks the probe scores")
-            .allows("probe tasks"),
-        field("eval_data_dir", &C::eval_data_dir,
-              "DialoGLUE data folder (empty: $DIALTREE_DATA, else ../shared/data/dialoglue)"),
-        field("metric_for_best_model", &C::metric_for_best_model,
-              "metrics.jsonl key that decides the best model (\"eval_\" added when missing)"),
-        field("greater_is_better", &C::greater_is_better,
-              "whether a larger metric_for_best_model is better"),
-        field("load_best_model_at_end", &C::load_best_model_at_end,
-              "keep the best evaluation's weights as best/ and final/"),
-        field("model_name_or_path", &C::model_name_or_path,
-              "model bundle whose weights the run starts from (empty: random initialisation)")
-            .nullable(),
-        field("overwrite_output_dir", &C::overwrite_output_dir,
-              "let a fresh run replace a finished run's final/"),
-        field("resume_from_checkpoint", &C::resume_from_checkpoint,
-              "checkpoint to resume from; \"latest\" = output_dir's newest; empty = fresh start")
-            .nullable(),
-        field("bf16", &C::bf16, "bf16 autocast for matrix products; weights stay fp32")
-            .alias("fp16"),
-        field("device", &C::device, "where the model trains (docs/gpu.md)")
-            .allows("auto, cpu, cuda, cuda:N"),
-        field("padding_free", &C::padding_free,
-              "compute only the real tokens of each batch (docs/performance.md)"),
-        field("threads", &C::threads, "intra-op threads")
-            .allows("in [1, CPUs]")
-            .default_shown("every available CPU")
-            .alias("num_threads"),
-        field("ddp_backend", &C::ddp_backend, "data-parallel backend").allows("gloo"),
-        field("ddp_timeout", &C::ddp_timeout,
-              "seconds the rendezvous and every collective may wait for the other ranks")
-            .in(at_least(1, "seconds")),
-        field("ddp_bucket_cap_mb", &C::ddp_bucket_cap_mb, "MiB per gradient all-reduce bucket")
-            .in(between(1, 1 << 16)),
-        field("ddp_health_checks", &C::ddp_health_checks,
-              "per-rank step timing, straggler reports and the hang watchdog"),
-        field("ddp_straggler_ratio", &C::ddp_straggler_ratio,
-              "a rank this many times slower than its peers' median is an outlier")
-            .in(greater_than(1)),
-        field("ddp_straggler_windows", &C::ddp_straggler_windows,
-              "consecutive outlier logging windows before a report")
-            .in(between(1, 1000000)),
-        field("ddp_hang_timeout_factor", &C::ddp_hang_timeout_factor,
-              "hang timeout as a multiple of the median step seconds")
-            .in(greater_than(1)),
-        field("ddp_hang_timeout_min", &C::ddp_hang_timeout_min,
-              "lower bound of the hang timeout, seconds")
-            .in(greater_than(0)),
-    };
-    // `model:`: the encoder's own rows (model/config.h), the keys a training YAML sets, in the
-    // order print-config writes them.
-    for (auto& row :
-         settings::nest("model.", &C::model, model::encoder_settings(),
-                        {"vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
-                         "intermediate_size", "hidden_dropout_prob", "attention_probs_dropout_prob",
-                         "embedding_dropout_prob", "ffn_dropout_prob", "max_position_embeddings",
-                         "layer_norm_eps", "type_vocab_size", "initializer_range", "max_turns",
-                         "projection_views", "projection_dim"})) {
-      top.push_back(std::move(row));
+  return {
+      field("output_dir", &C::output_dir, "run directory (required)"),
+      field("max_steps", &C::max_steps, "total optimisation steps; > 0 overrides num_train_epochs")
+          .in(at_least(0, "0 = train for num_train_epochs")),
+      field("num_train_epochs", &C::num_train_epochs,
+            "epochs, each max(#labelled, #unlabelled batches) steps")
+          .in(between(1, 1000000)),
+      field("per_device_train_batch_size", &C::per_device_train_batch_size,
+            "labelled examples per step")
+          .in(between(1, kMaxSize)),
+      field("unlabelled_batch_size", &C::unlabelled_batch_size, "unlabelled examples per step")
+          .in(between(1, kMaxSize)),
+      field("learning_rate", &C::learning_rate, "peak AdamW learning rate")
+          .in(greater_than(0))
+          .alias("lr"),
+      field("weight_decay", &C::weight_decay, "AdamW decoupled weight decay").in(at_least(0)),
+      field("adam_beta1", &C::adam_beta1, "AdamW beta1").in(Range{0, true, 1, false}),
+      field("adam_beta2", &C::adam_beta2, "AdamW beta2").in(Range{0, true, 1, false}),
+      field("adam_epsilon", &C::adam_epsilon, "AdamW epsilon").in(greater_than(0)),
+      field("warmup_ratio", &C::warmup_ratio, "share of the steps in linear warm-up")
+          .in(between(0, 1))
+          .alias("warmup_steps"),
+      field("lr_scheduler_type", &C::lr_scheduler_type,
+            "learning-rate schedule: warm-up, then linear decay to 0")
+          .allows("linear"),
+      field("max_grad_norm", &C::max_grad_norm, "gradient-norm clipping (0 = off)").in(at_least(0)),
+      field("gradient_accumulation_steps", &C::gradient_accumulation_steps,
+            "micro-batches per optimiser step")
+          .in(between(1, kMaxSize)),
+      field("seed", &C::seed, "seed of initialisation, dropout and masking").in(at_least(0)),
+      field("data_seed", &C::data_seed, "seed of the batch order (absent: seed)")
+          .in(at_least(0))
+          .alias("dataloader_seed"),
+  };
+}
+
+// Top-level keys, logging_steps .. threads: logging, checkpoints, evaluation and the machine.
+PretrainRows run_setting_rows() {
+  using C = PretrainConfig;
+  using settings::field;
+  return {
+      field("logging_steps", &C::logging_steps, "a metrics.jsonl line every this many steps")
+          .in(at_least(1)),
+      field("save_steps", &C::save_steps, "a checkpoint every this many steps")
+          .in(at_least(0, "0 = save only the final model")),
+      field("save_total_limit", &C::save_total_limit, "checkpoints kept, oldest pruned first")
+          .in(at_least(0, "0 = keep every checkpoint")),
+      field("eval_steps", &C::eval_steps, "run the probe every this many steps and at the end")
+          .in(at_least(0, "0 = no evaluation during pretraining")),
+      field("eval_tasks", &C::eval_tasks, "DialoGLUE tasks the probe scores").allows("probe tasks"),
+      field("eval_data_dir", &C::eval_data_dir,
+            "DialoGLUE data folder (empty: $DIALTREE_DATA, else ../shared/data/dialoglue)"),
+      field("metric_for_best_model", &C::metric_for_best_model,
+            "metrics.jsonl key that decides the best model (\"eval_\" added when missing)"),
+      field("greater_is_better", &C::greater_is_better,
+            "whether a larger metric_for_best_model is better"),
+      field("load_best_model_at_end", &C::load_best_model_at_end,
+            "keep the best evaluation's weights as best/ and final/"),
+      field("model_name_or_path", &C::model_name_or_path,
+            "model bundle whose weights the run starts from (empty: random initialisation)")
+          .nullable(),
+      field("overwrite_output_dir", &C::overwrite_output_dir,
+            "let a fresh run replace a finished run's final/"),
+      field("resume_from_checkpoint", &C::resume_from_checkpoint,
+            "checkpoint to resume from; \"latest\" = output_dir's newest; empty = fresh start")
+          .nullable(),
+      field("bf16", &C::bf16, "bf16 autocast for matrix products; weights stay fp32").alias("fp16"),
+      field("device", &C::device, "where the model trains (docs/gpu.md)")
+          .allows("auto, cpu, cuda, cuda:N"),
+      field("padding_free", &C::padding_free,
+            "compute only the real tokens of each batch (docs/performance.md)"),
+      field("threads", &C::threads, "intra-op threads")
+          .allows("in [1, CPUs]")
+          .default_shown("every available CPU")
+          .alias("num_threads"),
+  };
+}
+
+// Top-level keys, ddp_*: data-parallel runs (docs/training.md "Data parallelism").
+PretrainRows ddp_setting_rows() {
+  using C = PretrainConfig;
+  using settings::field;
+  return {
+      field("ddp_backend", &C::ddp_backend, "data-parallel backend").allows("gloo"),
+      field("ddp_timeout", &C::ddp_timeout,
+            "seconds the rendezvous and every collective may wait for the other ranks")
+          .in(at_least(1, "seconds")),
+      field("ddp_bucket_cap_mb", &C::ddp_bucket_cap_mb, "MiB per gradient all-reduce bucket")
+          .in(between(1, 1 << 16)),
+      field("ddp_health_checks", &C::ddp_health_checks,
+            "per-rank step timing, straggler reports and the hang watchdog"),
+      field("ddp_straggler_ratio", &C::ddp_straggler_ratio,
+            "a rank this many times slower than its peers' median is an outlier")
+          .in(greater_than(1)),
+      field("ddp_straggler_windows", &C::ddp_straggler_windows,
+            "consecutive outlier logging windows before a report")
+          .in(between(1, 1000000)),
+      field("ddp_hang_timeout_factor", &C::ddp_hang_timeout_factor,
+            "hang timeout as a multiple of the median step seconds")
+          .in(greater_than(1)),
+      field("ddp_hang_timeout_min", &C::ddp_hang_timeout_min,
+            "lower bound of the hang timeout, seconds")
+          .in(greater_than(0)),
+  };
+}
+
+// `model:`: the encoder's own rows (model/config.h), the keys a training YAML sets, in the order
+// print-config writes them.
+PretrainRows model_setting_rows() {
+  return settings::nest(
+      "model.", &PretrainConfig::model, model::encoder_settings(),
+      {"vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
+       "hidden_dropout_prob", "attention_probs_dropout_prob", "embedding_dropout_prob",
+       "ffn_dropout_prob", "max_position_embeddings", "layer_norm_eps", "type_vocab_size",
+       "initializer_range", "max_turns", "projection_views", "projection_dim"});
+}
+
+// `data:`: the files and how examples are cut from them.
+PretrainRows data_setting_rows() {
+  using C = PretrainConfig;
+  using settings::field;
+  using D = DataConfig;
+  return {
+      field("data.tokenizer", &C::data, &D::tokenizer,
+            "tokenizer directory (SentencePiece or WordPiece; required)"),
+      field("data.labelled", &C::data, &D::labelled, "labelled sts/1 JSONL files"),
+      field("data.unlabelled", &C::data, &D::unlabelled,
+            "unlabelled sts/1 JSONL or plain-text files"),
+      field("data.max_len", &C::data, &D::max_len, "sequence length after left truncation")
+          .in(between(3, kMaxSize, "at least one sub-word and two role markers")),
+      field("data.max_utt_len", &C::data, &D::max_utt_len,
+            "sub-words kept per utterance (its last ones)")
+          .in(between(1, kMaxSize)),
+      field("data.max_ctx_turn", &C::data, &D::max_ctx_turn,
+            "utterances kept per example, the current one included")
+          .in(between(1, kMaxSize)),
+      field("data.trigger_role", &C::data, &D::trigger_role, "roles whose turns become examples")
+          .allows("user, system, user_system"),
+      field("data.contrastive_shard_size", &C::data, &D::contrastive_shard_size,
+            "examples per contrastive-loss shard (0 = the whole batch)")
+          .allows("0, or >= 2 dividing both batch sizes"),
+  };
+}
+
+// `loss:`: the contrastive and language terms.
+PretrainRows loss_setting_rows() {
+  using C = PretrainConfig;
+  using settings::field;
+  using L = LossConfig;
+  return {
+      field("loss.temperature", &C::loss, &L::temperature, "contrastive temperature")
+          .in(greater_than(0))
+          .alias("tau"),
+      field("loss.base_temperature", &C::loss, &L::base_temperature,
+            "base temperature; the loss is scaled by temperature / base_temperature")
+          .in(greater_than(0)),
+      field("loss.contrastive_weight", &C::loss, &L::contrastive_weight,
+            "weight of the soft-mask contrastive loss on labelled batches")
+          .in(at_least(0)),
+      field("loss.self_supervised_weight", &C::loss, &L::self_supervised_weight,
+            "weight of the self-supervised contrastive loss on unlabelled batches")
+          .in(at_least(0)),
+      field("loss.mlm_weight", &C::loss, &L::mlm_weight,
+            "weight of the language term (MLM or RTD) on both streams")
+          .in(at_least(0))
+          .alias("mlm_ratio"),
+      field("loss.mlm_probability", &C::loss, &L::mlm_probability,
+            "probability that a sub-word is chosen for masking")
+          .in(Range{0, false, 1, false}),
+      field("loss.score_mode", &C::loss, &L::score_mode,
+            "one contrastive loss per view, or one with the views' scores averaged")
+          .allows("per_view, combined"),
+      field("loss.gather_across_devices", &C::loss, &L::gather_across_devices,
+            "data-parallel: contrast against every rank's batch"),
+      field("loss.language_objective", &C::loss, &L::language_objective,
+            "the language term: masked LM or replaced-token detection")
+          .allows("mlm, rtd"),
+      field("loss.generator_size", &C::loss, &L::generator_size,
+            "rtd: the generator's depth as a share of model.num_hidden_layers")
+          .in(Range{0, false, 1, true}),
+      field("loss.discriminator_weight", &C::loss, &L::discriminator_weight,
+            "rtd: weight of the discriminator's loss beside the generator's")
+          .in(at_least(0)),
+  };
+}
+
+}  // namespace
+
+const std::vector<settings::Setting<PretrainConfig>>& pretrain_settings() {
+  static const PretrainRows table = [] {
+    PretrainRows all;
+    for (PretrainRows (*part)() : {optimiser_setting_rows, run_setting_rows, ddp_setting_rows,
+                                   model_setting_rows, data_setting_rows, loss_setting_rows}) {
+      PretrainRows rows = part();
+      all.insert(all.end(), std::make_move_iterator(rows.begin()),
+                 std::make_move_iterator(rows.end()));
     }
-    const std::vector<settings::Setting<C>> rest = {
-        field("data.tokenizer", &C::data, &D::tokenizer,
-              "tokenizer directory (SentencePiece or WordPiece; required)"),
-        field("data.labelled", &C::data, &D::labelled, "labelled sts/1 JSONL files"),
-        field("data.unlabelled", &C::data, &D::unlabelled,
-              "unlabelled sts/1 JSONL or plain-text files"),
-        field("data.max_len", &C::data, &D::max_len, "sequence length after left truncation")
-            .in(between(3, kMaxSize, "at least one sub-word and two role markers")),
-        field("data.max_utt_len", &C::data, &D::max_utt_len,
-              "sub-words kept per utterance (its last ones)")
-            .in(between(1, kMaxSize)),
-        field("data.max_ctx_turn", &C::data, &D::max_ctx_turn,
-              "utterances kept per example, the current one included")
-            .in(between(1, kMaxSize)),
-        field("data.trigger_role", &C::data, &D::trigger_role, "roles whose turns become examples")
-            .allows("user, system, user_system"),
-        field("data.contrastive_shard_size", &C::data, &D::contrastive_shard_size,
-              "examples per contrastive-loss shard (0 = the whole batch)")
-            .allows("0, or >= 2 dividing both batch sizes"),
-        field("loss.temperature", &C::loss, &L::temperature, "contrastive temperature")
-            .in(greater_than(0))
-            .alias("tau"),
-        field("loss.base_temperature", &C::loss, &L::base_temperature,
-              "base temperature; the loss is scaled by temperature / base_temperature")
-            .in(greater_than(0)),
-        field("loss.contrastive_weight", &C::loss, &L::contrastive_weight,
-              "weight of the soft-mask contrastive loss on labelled batches")
-            .in(at_least(0)),
-        field("loss.self_supervised_weight", &C::loss, &L::self_supervised_weight,
-              "weight of the self-supervised contrastive loss on unlabelled batches")
-            .in(at_least(0)),
-        field("loss.mlm_weight", &C::loss, &L::mlm_weight,
-              "weight of the language term (MLM or RTD) on both streams")
-            .in(at_least(0))
-            .alias("mlm_ratio"),
-        field("loss.mlm_probability", &C::loss, &L::mlm_probability,
-              "probability that a sub-word is chosen for masking")
-            .in(Range{0, false, 1, false}),
-        field("loss.score_mode", &C::loss, &L::score_mode,
-              "one contrastive loss per view, or one with the views' scores averaged")
-            .allows("per_view, combined"),
-        field("loss.gather_across_devices", &C::loss, &L::gather_across_devices,
-              "data-parallel: contrast against every rank's batch"),
-        field("loss.language_objective", &C::loss, &L::language_objective,
-              "the language term: masked LM or replaced-token detection")
-            .allows("mlm, rtd"),
-        field("loss.generator_size", &C::loss, &L::generator_size,
-              "rtd: the generator's depth as a share of model.num_hidden_layers")
-            .in(Range{0, false, 1, true}),
-        field("loss.discriminator_weight", &C::loss, &L::discriminator_weight,
-              "rtd: weight of the discriminator's loss beside the generator's")
-            .in(at_least(0)),
-    };
-    top.insert(top.end(), rest.begin(), rest.end());
-    return top;
+    return all;
   }();
   return table;
 }
