@@ -35,10 +35,12 @@ int report(const std::exception& e, int status) {
 // The option a value error is about when the value came from its environment twin (the flag
 // is not on the command line, the variable is set): CLI11's own message names only the flag,
 // so a user who never typed it cannot see where the value came from. nullptr otherwise.
+// Searches the chosen subcommands at every depth (`serve`, and `eval dialoglue` in a group).
 const CLI::Option* env_source_of(const CLI::App& app, const CLI::ParseError& e, int argc,
                                  char** argv) {
   const std::string what = e.what();
   for (const CLI::App* cmd : app.get_subcommands()) {
+    if (const CLI::Option* nested = env_source_of(*cmd, e, argc, argv)) return nested;
     for (const CLI::Option* opt : cmd->get_options()) {
       const std::string& env = opt->get_envname();
       const std::string flag = opt->get_name();  // "--port"

@@ -76,7 +76,14 @@ CLI::Option* add_setting_flag(CLI::App* cmd, const settings::Bound& row) {
             return add_device_option(cmd, *value, "");
           }
         }
-        return cmd->add_option("--" + info.name, *value, info.help)->capture_default_str();
+        CLI::Option* plain = cmd->add_option("--" + info.name, *value, info.help);
+        if constexpr (std::is_same_v<T, std::string>) {
+          if (info.check != nullptr) {  // at parse time, so an environment twin is named
+            const settings::StringCheck check = info.check;
+            plain->check(CLI::Validator([check](std::string& v) { return check(v); }, ""));
+          }
+        }
+        return plain->capture_default_str();
       },
       row.target);
   if (info.env) option->envname(env_twin(info.name));

@@ -84,7 +84,8 @@ CLI::Option* add_data_dir_option(CLI::App* cmd, std::string& dir, const std::str
 /// DIALTREE_* environment twin when the row has one (the flag wins over the environment). The
 /// row `model` goes through add_model_option() (a required, existing model bundle folder; the
 /// row's help is its detail); the row `device` through add_device_option() (checked at parse
-/// time as every --device is). @returns the option. @throws InternalError (common/check.h) when
+/// time as every --device is). A row's string check runs at parse time too, so a bad value from
+/// the environment twin is blamed on the variable. @returns the option. @throws InternalError (common/check.h) when
 /// the `device` row's help is not kDeviceHelp, the one help of --device; otherwise only as
 /// CLI::App::add_option does.
 CLI::Option* add_setting_flag(CLI::App* cmd, const settings::Bound& row);

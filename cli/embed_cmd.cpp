@@ -137,7 +137,6 @@ void register_embed(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "embed", "Embed texts or dialogs offline with a model bundle (same vectors as serve)");
   add_setting_flags(cmd, embed_settings(), *a);  // --model, --device: their helpers
-  cmd->get_option("--input-format")->check(CLI::IsMember({"text", "jsonl"}));
   cmd->callback([a] { run_embed(*a); });
 }
 

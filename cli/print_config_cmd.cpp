@@ -57,14 +57,17 @@ void register_print_config(CLI::App& app) {
   print
       ->add_option("--settings-table", p->table,
                    "Print the Markdown table of a settings table instead (as docs/ shows it)")
-      ->check(CLI::IsMember(settings_table_names()))
-      ->excludes(config);
-  print->callback([p] {
+      ->check(CLI::IsMember(settings_table_names()));
+  print->callback([p, config] {
     if (!p->table.empty()) {
+      if (config->count() > 0) {
+        throw std::invalid_argument("--settings-table prints a table and takes no config or "
+                                    "overrides, got '" + p->config + "'");
+      }
       fmt::print("{}", settings_table(p->table));
       return;
     }
-    if (p->config.empty()) throw CLI::RequiredError("config");
+    if (config->count() == 0) throw CLI::RequiredError("config");
     fmt::print("{}", trainer::dump_config(trainer::load_config(p->config, p->overrides)));
   });
 }

@@ -35,7 +35,7 @@ const std::vector<settings::Setting<EncoderConfig>>& encoder_settings() {
   const Range positive{0, false, kInf, false};
   static const std::vector<settings::Setting<C>> table = {
       field("vocab_size", &C::vocab_size, "rows of the word-embedding table")
-          .in(between(0, 1 << 24, "0 = the tokenizer's size")),
+          .in(between(0, 1 << 24, "0 = the tokenizer's size, in a training config only")),
       field("hidden_size", &C::hidden_size, "H, a multiple of num_attention_heads")
           .in(between(1, 1 << 16)),
       field("num_hidden_layers", &C::num_hidden_layers, "transformer blocks")
@@ -67,15 +67,18 @@ const std::vector<settings::Setting<EncoderConfig>>& encoder_settings() {
       field("max_turns", &C::max_turns, "turn ids 1..max_turns (id 0 = padding)")
           .in(between(1, kMaxSize)),
       field("embedding_dropout_prob", &C::embedding_dropout_prob,
-            "dropout before the embedding LayerNorm (SPACE `embed_dropout`)")
+            "dropout before the embedding LayerNorm (SPACE `embed_dropout`); a config.json "
+            "without it takes hidden_dropout_prob")
           .in(probability),
       field("ffn_dropout_prob", &C::ffn_dropout_prob,
-            "dropout after the FFN's GELU (SPACE `ff_dropout`)")
+            "dropout after the FFN's GELU (SPACE `ff_dropout`); a config.json without it takes "
+            "hidden_dropout_prob")
           .in(probability),
       field("projection_views", &C::projection_views,
             "views with a projection sub-head, in the order of the output's view axis")
           .allows("known views, no repeats, at least one"),
-      field("projection_dim", &C::projection_dim, "P, the size of each view's sub-vector")
+      field("projection_dim", &C::projection_dim,
+            "P, the size of each view's sub-vector; a config.json without it takes hidden_size")
           .in(between(1, 1 << 16)),
       field("num_labels", &C::num_labels, "intent classifier outputs")
           .in(between(0, kMaxSize, "0 = no intent head")),

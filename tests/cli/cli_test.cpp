@@ -48,6 +48,27 @@ class Cli : public ::testing::Test {
   TempDir tmp_;
 };
 
+TEST_F(Cli, PrintConfigSettingsTableTakesNoConfig) {
+  Result r = run({"print-config", "--settings-table", "finetune"}, dir());
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_THAT(r.out, StartsWith("| key | type | default | range | help |"));
+  // An override after the table name is not taken for a config file.
+  r = run({"print-config", "--settings-table", "trainer", "lr=1"}, dir());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("--settings-table prints a table and takes no config or "
+                               "overrides, got 'lr=1'"));
+  r = run({"print-config", "--settings-table", "bogus"}, dir());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("--settings-table"));
+  // An empty config name is a config that cannot be read, not a missing argument.
+  r = run({"print-config", ""}, dir());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, Not(HasSubstr("config is required")));
+  r = run({"print-config"}, dir());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("config is required"));
+}
+
 TEST_F(Cli, ExitStatusesAndErrorLines) {
   // Usage errors found by CLI11: 2 (was 105, 106, 109 ...), with "error: ".
   Result r = run({"sts", "convert", "--bogus"}, dir());
@@ -232,6 +253,10 @@ TEST_F(Cli, IntegerFlagsAreDecimalAndInRange) {
   ::unsetenv("DIALTREE_BATCH_SIZE");
   EXPECT_EQ(r.status, 2);
   EXPECT_THAT(r.err, HasSubstr("DIALTREE_BATCH_SIZE=-1 (the environment twin of --batch-size)"));
+  // An input format is checked by its settings row alone (one list of the formats).
+  r = run({"embed", "--model", "a-bundle", "--input-format", "xml"}, dir());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("--input-format: must be text or jsonl, got \"xml\""));
   // A --model that is not a folder is named as such before anything loads.
   r = run({"tokenizer", "encode", "--model", "nowhere", "--text", "hi"}, dir());
   EXPECT_EQ(r.status, 2);

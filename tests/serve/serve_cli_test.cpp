@@ -266,6 +266,12 @@ TEST_F(ServeCli, ADeviceThatIsNotThereStopsServeAndEmbedWithStatus2) {
   r = run(with({"--device", "gpu"}), cwd);
   EXPECT_EQ(r.status, 2);
   EXPECT_THAT(r.err, HasSubstr("--device: \"gpu\" is not a device"));
+  // The same value from the environment is blamed on the variable, in a group's command too.
+  ::setenv("DIALTREE_DEVICE", "gpu", 1);
+  r = run(with({}), cwd);
+  ::unsetenv("DIALTREE_DEVICE");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.err, HasSubstr("DIALTREE_DEVICE=gpu (the environment twin of --device)"));
   ::setenv("DIALTREE_DEVICE", "cpu", 1);
   r = run(with({"device=gpu"}), cwd);
   ::unsetenv("DIALTREE_DEVICE");
