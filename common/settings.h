@@ -130,8 +130,8 @@ std::vector<Setting<Owner>> nest(const std::string& prefix, Sub Owner::*sub,
 
 /// One row bound to one object: its Info and where its value lives there.
 struct Bound {
-  const Info* info;
-  Target target;
+  const Info* info;  ///< the row's Info, owned by its table (tables are function-local statics)
+  Target target;     ///< the member of the bound object: valid while that object lives
 };
 
 /// Every row of `rows` bound to `o`, in table order.
