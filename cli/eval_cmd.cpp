@@ -228,7 +228,7 @@ void run_dialoglue_cmd(const DialoglueArgs& a) {
     } else {
       fmt::print(stderr, "{}\n", line);  // a log file: one line per epoch, as it happens
     }
-  });
+  }, [](const std::string& notice) { fmt::print(stderr, "eval dialoglue: {}\n", notice); });
   if (tty) fmt::print(stderr, "\n");
   out_folders.keep();
   fmt::print("{}", eval::results_table(results));
@@ -246,8 +246,9 @@ void register_eval_dialoglue(CLI::App& eval) {
           "; tagging: " + join_dialoglue_task_names(TaskSet::Tagging, TaskSpelling::Folder) +
           ") for each seed, select the epoch on val, predict test once, score it against "
           "gt_test.json as DialoGLUE does, and print the table (mean ± std over seeds). Writes "
-          "<out>/<task>/seed-<s>/test_predictions.json, <out>/results.json and "
-          "<out>/results.md.");
+          "<out>/<task>/seed-<s>/test_predictions.json, <out>/results.json, "
+          "<out>/results.md and <out>/submission.json; a folder that holds results of the "
+          "same model and recipe is added to (other tasks and seeds are kept).");
   add_model_option(cmd, a->model, ModelFolder::Bundle, kBundleExample);
   add_tasks_option(cmd, a->tasks, TaskSet::FineTune, "");
   cmd->add_option("--setting", a->setting, "full (train.csv) or few (train_10.csv)")
@@ -255,7 +256,8 @@ void register_eval_dialoglue(CLI::App& eval) {
       ->capture_default_str();
   cmd->add_option("--seeds", a->seeds, "Comma-separated seeds")->capture_default_str();
   add_out_option(cmd, a->out, OutputKind::Folder,
-                 "created: <task>/seed-<s>/test_predictions.json, results.json, results.md");
+                 "created, or added to: <task>/seed-<s>/test_predictions.json, results.json, "
+                 "results.md, submission.json");
   add_data_dir_option(cmd, a->data_dir, "");
   a->config_option = cmd->add_option(
       "--config", a->config,

@@ -13,8 +13,10 @@
 #include "common/json_util.h"
 #include "eval/eval_config.h"
 #include "eval/pseudo_label.h"
+#include "eval/results_file.h"
 #include "eval/submission.h"
 #include "eval/tag_mapping.h"
+#include "model/bundle.h"
 #include "model/device.h"
 #include "readers/dialoglue_tasks.h"
 
@@ -90,12 +92,21 @@ SelfTraining load_self_training(const DialoglueRun& run) {
   return out;
 }
 
+/// The fingerprint of the bundle's weights (file_fingerprint), or "none" when the file is not
+/// there (loading the bundle then fails with its own message).
+std::string weights_fingerprint(const std::string& model_dir) {
+  const fs::path weights = fs::path(model_dir) / model::kWeightsFile;
+  std::error_code ec;
+  return fs::is_regular_file(weights, ec) ? file_fingerprint(weights.string()) : "none";
+}
+
 /// The results object before any task has run: the run's settings, where the test gold comes
 /// from (`gold` read from `gold_path`, or null for the test files) and the host.
 json dialoglue_results_header(const DialoglueRun& run, const json& gold,
                               const fs::path& gold_path) {
   json results = {{"format", "dialtree-dialoglue-results/1"},
                   {"model", run.model_dir},
+                  {"model_weights", weights_fingerprint(run.model_dir)},
                   {"setting", run.setting == Setting::Few ? "few" : "full"},
                   {"seeds", run.seeds},
                   {"options", finetune_options_json(run.options)},
@@ -253,23 +264,11 @@ json write_and_score_seed(const fs::path& dir, const DialoglueTaskData& d,
   return rec;
 }
 
-/// Adds one seed's `submission` of `task` to the DialoGLUE submission object: every run's in
-/// the few-shot setting, the first run's in the full one.
-void add_to_submission(json& submission_file, Setting setting, Task task,
-                       const json& submission) {
-  // DialoGLUE's submission layouts: dump_outputs.py (full) holds one run per task,
-  // dump_outputs_fewshot.py (few) the list of runs.
-  if (setting == Setting::Few) {
-    submission_file[task_key(task)].push_back(submission);
-  } else if (!submission_file.contains(task_key(task))) {
-    submission_file[task_key(task)] = submission;
-  }
-}
-
 }  // namespace
 
 json run_dialoglue(const DialoglueRun& run,
-                   const std::function<void(const RunProgress&)>& progress) {
+                   const std::function<void(const RunProgress&)>& progress,
+                   const std::function<void(const std::string&)>& notice) {
   if (run.seeds.empty()) throw std::invalid_argument("eval dialoglue: no seeds");
   if (run.tasks.empty()) throw std::invalid_argument("eval dialoglue: no tasks");
   check_dialoglue_tasks(run.tasks);
@@ -282,16 +281,35 @@ json run_dialoglue(const DialoglueRun& run,
   if (fs::is_regular_file(gold_path)) gold = json_parse_file(gold_path.string());
 
   json results = dialoglue_results_header(run, gold, gold_path);
+  // An earlier call of the same run into this folder keeps its tasks and seeds (docs/
+  // evaluation.md "Adding to an output folder"); one of another run is set aside.
+  EarlierResults earlier = read_earlier_results(run.out_dir, results);
+  if (notice && !earlier.replaced_because.empty()) {
+    notice(fmt::format("{}/results.json described another run ({}): renamed to "
+                       "results.previous.json; this folder's results start anew",
+                       run.out_dir, earlier.replaced_because));
+  }
+  for (const std::string& d : earlier.dropped) {
+    if (notice) notice(fmt::format("{}/results.json: left out {}", run.out_dir, d));
+  }
+  if (notice && !earlier.tasks.empty()) {
+    std::string kept;
+    for (const auto& [name, entry] : earlier.tasks.items()) {
+      kept += fmt::format("{}{} ({} seeds)", kept.empty() ? "" : ", ", name,
+                          entry.at("runs").size());
+    }
+    notice(fmt::format("{}/results.json: adding to the results there: {} (a seed run again "
+                       "replaces its earlier run)", run.out_dir, kept));
+  }
+  results["tasks"] = earlier.tasks;
+  results["seeds"] = seeds_of(results["tasks"]);
   const std::size_t runs = run.tasks.size() * run.seeds.size();
-  json submission_file = json::object();
   std::size_t index = 0;
   for (const auto& name : run.tasks) {
     DialoglueTaskData d;
     load_dialoglue_task(run, name, self.tasks, gold, d);
     const std::string gold_name = gold.is_null() ? "the test file" : gold_path.string();
     json task_runs = json::array();
-    std::vector<double> test_scores;
-    double val_sum = 0;
     std::size_t train_examples = 0;
     for (const std::uint64_t seed : run.seeds) {
       RunProgress p{name, seed, index, runs, {}};
@@ -306,25 +324,23 @@ json run_dialoglue(const DialoglueRun& run,
       train_examples = o.train_examples;
       const json rec = write_and_score_seed(dir, d, gold_name, seed, o);
       task_runs.push_back(rec);
-      test_scores.push_back(rec.at("test").get<double>());
-      val_sum += o.val * 100;
-      add_to_submission(submission_file, run.setting, d.task, o.submission);
       ++index;
     }
-    const auto n = static_cast<double>(run.seeds.size());
-    const MeanStd test_ms = mean_std(test_scores);
     const std::string classifier_init = d.intent ? run.options.classifier_init : "random";
-    results["tasks"][name] = {{"metric", metric_name(d.task)},
-                              {"classifier_init", classifier_init},
-                              {"mean", test_ms.mean},
-                              {"std", test_ms.std},
-                              {"val_mean", val_sum / n},
-                              {"train_examples", train_examples},
-                              {"runs", task_runs}};
+    json entry = {{"metric", metric_name(d.task)},
+                  {"classifier_init", classifier_init},
+                  {"train_examples", train_examples},
+                  {"runs", task_runs}};
+    const json& before = earlier.tasks.contains(name) ? earlier.tasks.at(name) : json();
+    merge_task_runs(entry, before);  // sets mean, std (n - 1) and val_mean over every seed
     if (const auto it = self.pseudo_labelled.find(name); it != self.pseudo_labelled.end())
-      results["tasks"][name]["pseudo_labelled"] = it->second;
+      entry["pseudo_labelled"] = it->second;
+    results["tasks"][name] = std::move(entry);
+    results["seeds"] = seeds_of(results["tasks"]);
     write_json(fs::path(run.out_dir) / "results.json", results);  // partial results survive
-    write_submission((fs::path(run.out_dir) / "submission.json").string(), submission_file);
+    write_submission((fs::path(run.out_dir) / "submission.json").string(),
+                     submission_from_runs(results["tasks"], run.out_dir,
+                                          run.setting == Setting::Few));
   }
   write_json(fs::path(run.out_dir) / "results.json", results);
   write_file_atomic((fs::path(run.out_dir) / "results.md").string(), results_table(results));

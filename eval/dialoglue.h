@@ -52,7 +52,12 @@ struct RunProgress {
 ///    full setting each task's list of the first seed (dump_outputs.py's layout), in the few-shot
 ///    setting each task's list of runs, one per seed in seed order (dump_outputs_fewshot.py's);
 ///    `dialtree eval score` scores either back (docs/evaluation.md);
-/// all written atomically.
+/// all written atomically. The folder is added to (docs/evaluation.md "Adding to an output
+/// folder"): when out_dir already holds a results.json of the same run (run_identity_keys():
+/// model path and weights, setting, recipe, gold, pseudo-label folder), its tasks and seeds are
+/// kept, a seed run again replaces its run, and mean, std and submission.json cover every run
+/// kept; a results.json of another run is renamed to results.previous.json. `notice` gets one
+/// sentence per such event (for stderr).
 /// Test scores come from gt_test.json in data_dir when present (the official answer key), else
 /// from the test file's own labels. Mean and sample standard deviation (n - 1) are over seeds,
 /// in percent. Returns results.json's object.
@@ -64,7 +69,8 @@ struct RunProgress {
 ///   out_dir, or pseudo_label_dir with a tagging task; DataError / SchemaError for bad data or
 ///   bundle files (a missing or bad pseudo-label file is reported before any training).
 nlohmann::json run_dialoglue(const DialoglueRun& run,
-                             const std::function<void(const RunProgress&)>& progress = {});
+                             const std::function<void(const RunProgress&)>& progress = {},
+                             const std::function<void(const std::string&)>& notice = {});
 
 /// The Markdown table of a results.json object: one row per task, `mean ± std` in percent with
 /// two decimals (`mean (one seed)` for a single seed, which has no sample std), the per-seed

@@ -8,8 +8,12 @@ usage: scripts/scoreboard.py [--out runs/scoreboard] [--row NAME=PATH ...] [--se
 
 Each row is a NAME=PATH pair; PATH is a results.json (or the folder holding it) from
 `dialtree eval dialoglue`, or a JSON array of such objects (bench/reference/classical_baseline.py
---json), and may hold `{setting}`, replaced by few or full. A row whose file is missing for a
-setting is left out of that setting's table (and said on stderr); a task it did not run is "–".
+--json), and may hold `{setting}`, replaced by few or full. PATH may join several sources with
+`+` (e.g. the runs of one encoder made in parts, or the encoders of several pretraining runs):
+a task's runs are pooled, one run per (model, seed), and its mean ± std is over all of them; a
+task whose runs come from more than one model says how many ("6 runs, 2 encoders"). A row whose
+files are all missing for a setting is left out of that setting's table (and said on stderr); a
+source that is missing while others are there stops the script; a task no source ran is "–".
 Without --row, the rows of scripts/run.sh: the classical baseline, the language stage alone
 (with LM_ROW=1) and the main job.
 
@@ -59,21 +63,44 @@ def load_results(path, setting):
     return None
 
 
-def row_of(name, source, results):
+def task_runs(results, task):
+    """(seed, test, val) of each run of `task` in one results object, or None when not run."""
+    entry = results["tasks"].get(task)
+    if entry is None and task == "dstc8":
+        entry = results["tasks"].get("dstc8_sgd")  # the data folder's name, also accepted
+    if entry is None:
+        return None
+    runs = entry.get("runs") or [{"seed": None, "test": entry["mean"],
+                                  "val": entry.get("val_mean")}]
+    return [(r.get("seed"), float(r["test"]), r.get("val")) for r in runs]
+
+
+def row_of(name, sources):
+    """One row from [(path, results object)]: each task's runs pooled over the sources."""
     tasks = {}
     for task in TASKS:
-        entry = results["tasks"].get(task)
-        if entry is None and task == "dstc8":
-            entry = results["tasks"].get("dstc8_sgd")  # the data folder's name, also accepted
-        if entry is None:
+        pooled = {}  # (model, seed) -> (test, val, path)
+        for path, results in sources:
+            for seed, test, val in task_runs(results, task) or []:
+                key = (results.get("model"), seed)
+                if key in pooled:
+                    raise ValueError(f"{task}: model {key[0]} seed {seed} is in both "
+                                     f"{pooled[key][2]} and {path}; give each run once")
+                pooled[key] = (test, val, path)
+        if not pooled:
             continue
-        scores = [r["test"] for r in entry.get("runs", [])] or [entry["mean"]]
-        tasks[task] = {"mean": entry["mean"], "std": entry.get("std", 0.0), "runs": len(scores),
-                       "scores": scores, "val_mean": entry.get("val_mean")}
+        scores = [v[0] for v in pooled.values()]
+        vals = [v[1] for v in pooled.values() if v[1] is not None]
+        tasks[task] = {"mean": statistics.fmean(scores),
+                       "std": statistics.stdev(scores) if len(scores) > 1 else 0.0,
+                       "runs": len(scores), "scores": scores,
+                       "encoders": len({k[0] for k in pooled}),
+                       "val_mean": statistics.fmean(vals) if vals else None}
     average = (statistics.fmean(tasks[t]["mean"] for t in TASKS)
                if all(t in tasks for t in TASKS) else None)
-    return {"name": name, "source": source, "model": results.get("model"), "tasks": tasks,
-            "average": average}
+    models = sorted({r.get("model") for _, r in sources if r.get("model")})
+    return {"name": name, "source": "+".join(p for p, _ in sources), "models": models,
+            "tasks": tasks, "average": average}
 
 
 def cell(entry):
@@ -81,7 +108,9 @@ def cell(entry):
         return "–"
     if entry["runs"] == 1:
         return f"{entry['mean']:.2f} (1)"
-    return f"{entry['mean']:.2f} ± {entry['std']:.2f} ({entry['runs']})"
+    runs = (f"{entry['runs']} runs, {entry['encoders']} encoders" if entry["encoders"] > 1
+            else f"{entry['runs']}")
+    return f"{entry['mean']:.2f} ± {entry['std']:.2f} ({runs})"
 
 
 def table(rows):
@@ -128,25 +157,36 @@ def main():
     for setting in settings:
         got = []
         for name, path in rows:
-            source = path.replace("{setting}", setting)
-            try:
-                results = load_results(source, setting)
-            except (OSError, ValueError) as e:
-                sys.exit(f"error: {source}: {e}")
-            if results is None:
-                print(f"scoreboard: no {setting} results at {source}; row '{name}' left out",
-                      file=sys.stderr)
+            sources, missing = [], []
+            for source in path.replace("{setting}", setting).split("+"):
+                try:
+                    results = load_results(source, setting)
+                except (OSError, ValueError) as e:
+                    sys.exit(f"error: {source}: {e}")
+                if results is None:
+                    missing.append(source)
+                else:
+                    sources.append((source, results))
+            if not sources:
+                print(f"scoreboard: no {setting} results at {' or '.join(missing)}; row "
+                      f"'{name}' left out", file=sys.stderr)
                 continue
+            if missing:
+                sys.exit(f"error: row '{name}': no {setting} results at {', '.join(missing)} "
+                         f"(the row's other sources have them)")
             try:
-                got.append(row_of(name, source, results))
+                got.append(row_of(name, sources))
             except (KeyError, TypeError, AttributeError) as e:
-                sys.exit(f"error: {source}: not a dialtree results.json ({e!r} missing or "
-                         "malformed; expected tasks.<task>.mean and runs[].test)")
+                sys.exit(f"error: row '{name}' ({path}): not a dialtree results.json ({e!r} "
+                         "missing or malformed; expected tasks.<task>.mean and runs[].test)")
+            except ValueError as e:
+                sys.exit(f"error: row '{name}': {e}")
         board["settings"][setting] = {"rows": got}
         title = ("Few-shot (train_10: 10 per intent, 10 % of the slot and TOP examples)"
                  if setting == "few" else "Full data (train)")
-        md.append(f"### {title}\n\nTest score, mean ± sample std over fine-tuning seeds (seeds "
-                  f"in brackets).\n\n" + (table(got) if got else "(no results yet)") + "\n")
+        md.append(f"### {title}\n\nTest score, mean ± sample std over runs, the runs in "
+                  f"brackets: fine-tuning seeds of one encoder, or, where a cell says \"k "
+                  f"encoders\", of k pretraining runs.\n\n" + (table(got) if got else "(no results yet)") + "\n")
     anchors = [a for a in ANCHORS if a[1] in settings]
     if anchors:
         lines = ["| published anchor | setting | " + " | ".join(HEADERS[t] for t in TASKS) + " |",

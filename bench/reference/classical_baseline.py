@@ -22,7 +22,8 @@ Run with Debian's interpreter and python3-sklearn, after building dialtree:
         [--settings few,full] [--dialtree build/cli/dialtree] [--json FILE]
 
 Prints a Markdown table (test score, val in brackets for intents) and writes, with --json, one
-results.json-shaped object per setting (format dialtree-dialoglue-results/1, model
+results.json-shaped object per setting (adding to the file's earlier objects: tasks and settings
+not run again are kept) (format dialtree-dialoglue-results/1, model
 "classical (few)" / "classical (full)"),
 which scripts/scoreboard.py puts on the scoreboard.
 """
@@ -151,6 +152,27 @@ def results_object(setting, per_task, metrics):
             "tasks": tasks}
 
 
+def earlier_objects(path):
+    """The results objects an earlier --json run left at path, by setting ({} when none). Kept
+    only when their options are this script's recipe; a file of another shape stops the run."""
+    if not path or not os.path.isfile(path):
+        return {}
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+        if not isinstance(data, list):
+            raise ValueError("expected a JSON array of results objects")
+        objs = {o["setting"]: o for o in data}
+        for o in objs.values():
+            if not isinstance(o["tasks"], dict):
+                raise ValueError("'tasks' is not an object")
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        sys.exit(f"error: --json {path}: cannot add to it ({e!r}); move it away or give "
+                 "another file")
+    recipe = results_object("few", {}, {})["options"]
+    return {s: o for s, o in objs.items() if o.get("options") == recipe}
+
+
 def write_json(path, obj):
     """Writes `obj` to path atomically (a temporary sibling, then a rename)."""
     if os.path.dirname(path):
@@ -184,6 +206,23 @@ def main():
     metrics = {t: "accuracy" for t in INTENT_TASKS}
     metrics.update(restaurant8k="slot F1", dstc8="slot F1", top="exact match")
 
+    # --json adds to what an earlier run wrote there (scripts/run.sh runs TASKS in parts): tasks
+    # and settings not run now are kept, a task run again is replaced.
+    earlier = earlier_objects(args.json)
+    for s, o in sorted(earlier.items()):
+        print(f"classical: adding to {args.json}: keeping {s} {', '.join(sorted(o['tasks']))} "
+              "where not run again", file=sys.stderr)
+
+    def merged():
+        out = []
+        for s in ("few", "full"):
+            tasks_now = results_object(s, results[s], metrics)["tasks"] if results.get(s) else {}
+            if s in earlier or tasks_now:
+                obj = results_object(s, {}, metrics)
+                obj["tasks"] = {**earlier.get(s, {}).get("tasks", {}), **tasks_now}
+                out.append(obj)
+        return out
+
     start = time.perf_counter()
     results = {}
     with tempfile.TemporaryDirectory(prefix="classical-") as work:
@@ -203,8 +242,7 @@ def main():
                 print(f"{setting} {task}: {test:.2f} ({time.perf_counter() - t0:.1f} s)",
                       file=sys.stderr)
                 if args.json:  # after every task: an interrupted run keeps what it finished
-                    write_json(args.json, [results_object(s, results[s], metrics)
-                                           for s in settings if results.get(s)])
+                    write_json(args.json, merged())
     print("| setting | " + " | ".join(f"{t} ({metrics[t]})" for t in tasks) + " |")
     print("|---|" + "---|" * len(tasks))
     for setting in settings:

@@ -463,6 +463,41 @@ TEST_F(TinyIntent, DialoglueRunWritesSubmissionsResultsAndTable) {
       results_table(one),
       HasSubstr(fmt::format("| hwu | accuracy | {:.2f} (one seed) | {:.2f} |", mean, scores[0])));
 
+  // A second call of the same run into the same folder adds to it (docs/evaluation.md "Adding to
+  // an output folder"): seed 3 joins seeds 1 and 2; mean, std and submission.json cover all three.
+  std::vector<std::string> notices;
+  const auto note = [&](const std::string& n) { notices.push_back(n); };
+  run.seeds = {3};
+  const nlohmann::json added = run_dialoglue(run, {}, note);
+  ASSERT_EQ(notices.size(), 1u);
+  EXPECT_THAT(notices[0], HasSubstr("adding to the results there: hwu (2 seeds)"));
+  const auto& t3 = added.at("tasks").at("hwu");
+  ASSERT_EQ(t3.at("runs").size(), 3u);
+  EXPECT_EQ(t3.at("runs")[0], t.at("runs")[0]);
+  EXPECT_EQ(t3.at("runs")[1], t.at("runs")[1]);
+  EXPECT_EQ(t3.at("runs")[2].at("seed"), 3);
+  EXPECT_EQ(added.at("seeds"), nlohmann::json::array({1, 2, 3}));
+  scores.push_back(t3.at("runs")[2].at("test").get<double>());
+  EXPECT_DOUBLE_EQ(t3.at("mean").get<double>(), (scores[0] + scores[1] + scores[2]) / 3);
+  EXPECT_DOUBLE_EQ(t3.at("std").get<double>(), mean_std(scores).std);
+  const nlohmann::json file3 =
+      nlohmann::json::parse(std::ifstream(tmp_.path() / "out" / "submission.json"));
+  const auto back3 = score_task_runs(Task::Hwu, file3, intent_submission_json(gold_labels));
+  ASSERT_EQ(back3.size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i) EXPECT_DOUBLE_EQ(back3[i].value * 100, scores[i]);
+  // Another recipe into the same folder: the earlier results are set aside, not mixed in.
+  notices.clear();
+  run.seeds = {1};
+  run.options.num_train_epochs = 2;
+  const nlohmann::json other = run_dialoglue(run, {}, note);
+  ASSERT_EQ(notices.size(), 1u);
+  EXPECT_THAT(notices[0], HasSubstr("described another run (its options is"));
+  EXPECT_THAT(notices[0], HasSubstr("renamed to results.previous.json"));
+  EXPECT_EQ(other.at("tasks").at("hwu").at("runs").size(), 1u);
+  EXPECT_EQ(nlohmann::json::parse(std::ifstream(tmp_.path() / "out" / "results.previous.json")),
+            added);
+  run.options.num_train_epochs = options_.num_train_epochs;
+
   // Self-training: train_10 plus the pseudo-labelled records of <dir>/hwu.pseudo.jsonl.
   fs::create_directories(tmp_.path() / "pseudo");
   std::vector<sts::Dialog> records;

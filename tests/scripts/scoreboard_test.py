@@ -1,0 +1,133 @@
+#!/usr/bin/python3
+"""scripts/scoreboard.py: rows pooled from several results files (one encoder's runs made in
+parts, or several pretraining runs), worked examples of mean ± sample std, and its errors.
+Run by ctest (label scripts)."""
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SCRIPT = os.path.join(ROOT, "scripts", "scoreboard.py")
+
+
+def results(model, setting, tasks):
+    """A results.json object: tasks {task: [(seed, test, val), ...]}."""
+    out = {"format": "dialtree-dialoglue-results/1", "model": model, "setting": setting,
+           "tasks": {}}
+    for task, runs in tasks.items():
+        tests = [t for _, t, _ in runs]
+        out["tasks"][task] = {
+            "mean": statistics.fmean(tests),
+            "std": statistics.stdev(tests) if len(tests) > 1 else 0.0,
+            "runs": [{"seed": s, "test": t, "val": v} for s, t, v in runs]}
+    return out
+
+
+class Scoreboard(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = self.tmp.name
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def write(self, name, obj):
+        path = os.path.join(self.dir, name)
+        os.makedirs(path, exist_ok=True)
+        with open(os.path.join(path, "results.json"), "w", encoding="utf-8") as f:
+            json.dump(obj, f)
+        return path
+
+    def run_board(self, *rows, ok=True):
+        out = os.path.join(self.dir, "board")
+        args = [sys.executable, SCRIPT, "--settings", "few", "--out", out]
+        for r in rows:
+            args += ["--row", r]
+        p = subprocess.run(args, capture_output=True, text=True, check=False)
+        if ok:
+            self.assertEqual(p.returncode, 0, p.stderr)
+            with open(out + ".json", encoding="utf-8") as f:
+                return p.stdout, json.load(f)
+        self.assertNotEqual(p.returncode, 0)
+        return p.stderr, None
+
+    def test_parts_of_one_encoder_pool_into_one_cell(self):
+        a = self.write("a", results("m1", "few", {"hwu": [(1, 70.0, 71.0), (2, 72.0, 73.0)],
+                                                   "banking": [(1, 60.0, 61.0)]}))
+        b = self.write("b", results("m1", "few", {"hwu": [(3, 74.0, 75.0)]}))
+        text, board = self.run_board(f"main={a}+{b}")
+        row = board["settings"]["few"]["rows"][0]
+        hwu = row["tasks"]["hwu"]
+        # 70, 72, 74: mean 72, sample std 2 (deviations -2, 0, 2; 8 / 2 = 4).
+        self.assertEqual(hwu["runs"], 3)
+        self.assertAlmostEqual(hwu["mean"], 72.0)
+        self.assertAlmostEqual(hwu["std"], 2.0)
+        self.assertAlmostEqual(hwu["val_mean"], 73.0)
+        self.assertEqual(hwu["encoders"], 1)
+        self.assertEqual(row["models"], ["m1"])
+        self.assertIn("| main | 60.00 (1) | 72.00 ± 2.00 (3) | – |", text)
+
+    def test_several_pretraining_runs_say_how_many_encoders(self):
+        a = self.write("a", results("run1", "few", {"hwu": [(1, 70.0, 0), (2, 72.0, 0)]}))
+        b = self.write("b", results("run2", "few", {"hwu": [(1, 76.0, 0), (2, 78.0, 0)]}))
+        text, board = self.run_board(f"main={a}+{b}")
+        hwu = board["settings"]["few"]["rows"][0]["tasks"]["hwu"]
+        self.assertEqual((hwu["runs"], hwu["encoders"]), (4, 2))
+        # 70, 72, 76, 78: mean 74, sum of squares 16+4+4+16 = 40, / 3.
+        self.assertAlmostEqual(hwu["std"], (40 / 3) ** 0.5)
+        self.assertIn("74.00 ± 3.65 (4 runs, 2 encoders)", text)
+
+    def test_a_run_given_twice_is_refused(self):
+        a = self.write("a", results("m1", "few", {"hwu": [(1, 70.0, 0)]}))
+        err, _ = self.run_board(f"main={a}+{a}", ok=False)
+        self.assertIn("hwu: model m1 seed 1 is in both", err)
+
+    def test_missing_sources(self):
+        a = self.write("a", results("m1", "few", {"hwu": [(1, 70.0, 0)]}))
+        gone = os.path.join(self.dir, "gone")
+        # Every source missing: the row is left out of that setting and said.
+        text, board = self.run_board(f"main={a}", f"later={gone}")
+        self.assertEqual([r["name"] for r in board["settings"]["few"]["rows"]], ["main"])
+        # One of several missing: an error, not a row that silently lacks runs.
+        err, _ = self.run_board(f"main={a}+{gone}", ok=False)
+        self.assertIn(f"row 'main': no few results at {gone}", err)
+
+    def test_dstc8_folder_name_and_average_over_six(self):
+        tasks = {t: [(1, 50.0, 0)] for t in ("banking", "hwu", "clinc", "restaurant8k", "top")}
+        tasks["dstc8_sgd"] = [(1, 20.0, 0)]
+        a = self.write("a", results("m", "few", tasks))
+        _, board = self.run_board(f"all={a}")
+        row = board["settings"]["few"]["rows"][0]
+        self.assertAlmostEqual(row["tasks"]["dstc8"]["mean"], 20.0)
+        self.assertAlmostEqual(row["average"], 45.0)
+
+
+class ClassicalJson(unittest.TestCase):
+    """bench/reference/classical_baseline.py --json adds to an earlier file of its recipe."""
+
+    def test_earlier_objects(self):
+        sys.path.insert(0, os.path.join(ROOT, "bench", "reference"))
+        import classical_baseline as cb  # pylint: disable=import-outside-toplevel
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "classical.json")
+            self.assertEqual(cb.earlier_objects(path), {})  # no file yet
+            mine = cb.results_object("few", {"hwu": (71.5, 70.9, 640, 1076)}, {"hwu": "accuracy"})
+            other = dict(mine, setting="full", options={"intent": "another recipe"})
+            cb.write_json(path, [mine, other])
+            kept = cb.earlier_objects(path)
+            self.assertEqual(list(kept), ["few"])  # another recipe's object is not added to
+            self.assertEqual(kept["few"]["tasks"]["hwu"]["mean"], 70.9)
+            with open(path, "w", encoding="utf-8") as f:
+                f.write('{"setting": "few"}')
+            with self.assertRaises(SystemExit) as e:
+                cb.earlier_objects(path)
+            self.assertIn("cannot add to it", str(e.exception))
+
+
+if __name__ == "__main__":
+    unittest.main()
