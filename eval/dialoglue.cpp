@@ -111,9 +111,21 @@ json dialoglue_results_header(const DialoglueRun& run, const json& gold,
                   {"seeds", run.seeds},
                   {"options", finetune_options_json(run.options)},
                   {"gold", gold.is_null() ? "test files" : gold_path.string()},
+                  {"gold_fingerprint",
+                   gold.is_null() ? "test files" : file_fingerprint(gold_path.string())},
                   {"env", model::host_environment()},
                   {"tasks", json::object()}};
-  if (!run.pseudo_label_dir.empty()) results["pseudo_label_dir"] = run.pseudo_label_dir;
+  if (!run.pseudo_label_dir.empty()) {
+    // Which labels self-training read: the files, not the folder, identify the run (a later
+    // part may write new teachers' labels to the same folder).
+    results["pseudo_label_dir"] = run.pseudo_label_dir;
+    for (const auto& t : run.tasks) {
+      const fs::path file = fs::path(run.pseudo_label_dir) / (t + ".pseudo.jsonl");
+      std::error_code ec;
+      results["pseudo_labels"][t] =
+          fs::is_regular_file(file, ec) ? file_fingerprint(file.string()) : "none";
+    }
+  }
   return results;
 }
 
@@ -282,13 +294,10 @@ json run_dialoglue(const DialoglueRun& run,
 
   json results = dialoglue_results_header(run, gold, gold_path);
   // An earlier call of the same run into this folder keeps its tasks and seeds (docs/
-  // evaluation.md "Adding to an output folder"); one of another run is set aside.
-  EarlierResults earlier = read_earlier_results(run.out_dir, results);
-  if (notice && !earlier.replaced_because.empty()) {
-    notice(fmt::format("{}/results.json described another run ({}): renamed to "
-                       "results.previous.json; this folder's results start anew",
-                       run.out_dir, earlier.replaced_because));
-  }
+  // evaluation.md "Adding to an output folder"); one of another run is set aside at the first
+  // write, so a call that fails before it leaves the folder as it was.
+  const EarlierResults earlier = read_earlier_results(run.out_dir, results);
+  bool set_aside = !earlier.other_run.empty();
   for (const std::string& d : earlier.dropped) {
     if (notice) notice(fmt::format("{}/results.json: left out {}", run.out_dir, d));
   }
@@ -303,6 +312,26 @@ json run_dialoglue(const DialoglueRun& run,
   }
   results["tasks"] = earlier.tasks;
   results["seeds"] = seeds_of(results["tasks"]);
+  // results.json, results.md and submission.json after every seed: an interrupted call leaves
+  // them agreeing with the seed folders.
+  const auto write_results = [&] {
+    if (set_aside) {
+      const std::string previous = set_aside_results(run.out_dir);
+      set_aside = false;
+      if (notice) {
+        notice(fmt::format("{}/results.json described another run ({}): renamed to {}; this "
+                           "folder's results start anew (its seed folders are overwritten as "
+                           "this run reaches them)",
+                           run.out_dir, earlier.other_run, previous));
+      }
+    }
+    results["seeds"] = seeds_of(results["tasks"]);
+    write_json(fs::path(run.out_dir) / "results.json", results);
+    write_file_atomic((fs::path(run.out_dir) / "results.md").string(), results_table(results));
+    write_submission((fs::path(run.out_dir) / "submission.json").string(),
+                     submission_from_runs(results["tasks"], run.out_dir,
+                                          run.setting == Setting::Few));
+  };
   const std::size_t runs = run.tasks.size() * run.seeds.size();
   std::size_t index = 0;
   for (const auto& name : run.tasks) {
@@ -322,50 +351,45 @@ json run_dialoglue(const DialoglueRun& run,
       const SeedOutcome o = d.intent ? finetune_intent_seed(run, d, seed, on_epoch, save_dir)
                                      : finetune_tagging_seed(run, d, seed, on_epoch, save_dir);
       train_examples = o.train_examples;
-      const json rec = write_and_score_seed(dir, d, gold_name, seed, o);
-      task_runs.push_back(rec);
+      task_runs.push_back(write_and_score_seed(dir, d, gold_name, seed, o));
       ++index;
+      const std::string classifier_init = d.intent ? run.options.classifier_init : "random";
+      json entry = {{"metric", metric_name(d.task)},
+                    {"classifier_init", classifier_init},
+                    {"train_examples", train_examples},
+                    {"runs", task_runs}};
+      const json& before = earlier.tasks.contains(name) ? earlier.tasks.at(name) : json();
+      merge_task_runs(entry, before);  // sets mean, std (n - 1) and val_mean over every seed
+      if (const auto it = self.pseudo_labelled.find(name); it != self.pseudo_labelled.end())
+        entry["pseudo_labelled"] = it->second;
+      results["tasks"][name] = std::move(entry);
+      write_results();
     }
-    const std::string classifier_init = d.intent ? run.options.classifier_init : "random";
-    json entry = {{"metric", metric_name(d.task)},
-                  {"classifier_init", classifier_init},
-                  {"train_examples", train_examples},
-                  {"runs", task_runs}};
-    const json& before = earlier.tasks.contains(name) ? earlier.tasks.at(name) : json();
-    merge_task_runs(entry, before);  // sets mean, std (n - 1) and val_mean over every seed
-    if (const auto it = self.pseudo_labelled.find(name); it != self.pseudo_labelled.end())
-      entry["pseudo_labelled"] = it->second;
-    results["tasks"][name] = std::move(entry);
-    results["seeds"] = seeds_of(results["tasks"]);
-    write_json(fs::path(run.out_dir) / "results.json", results);  // partial results survive
-    write_submission((fs::path(run.out_dir) / "submission.json").string(),
-                     submission_from_runs(results["tasks"], run.out_dir,
-                                          run.setting == Setting::Few));
   }
-  write_json(fs::path(run.out_dir) / "results.json", results);
-  write_file_atomic((fs::path(run.out_dir) / "results.md").string(), results_table(results));
   return results;
 }
 
 std::string results_table(const json& results) {
   std::string out = fmt::format(
-      "model `{}`, setting {}, seeds {}\n\n| task | metric | test mean ± std | per seed | val "
+      "model `{}`, setting {}, seeds {}\n\n| task | metric | test mean ± std | seed: test | val "
       "mean |\n|---|---|---|---|---|\n",
       results.at("model").get<std::string>(), results.at("setting").get<std::string>(),
       results.at("seeds").dump());
   for (const auto& [name, t] : results.at("tasks").items()) {
     std::string per_seed;
     for (const auto& r : t.at("runs")) {
-      per_seed +=
-          (per_seed.empty() ? "" : ", ") + fmt::format("{:.2f}", r.at("test").get<double>());
+      per_seed += fmt::format("{}{}: {:.2f}", per_seed.empty() ? "" : ", ",
+                              r.at("seed").get<std::uint64_t>(), r.at("test").get<double>());
     }
     // One seed has no sample std (n - 1 = 0): say so rather than print "± 0.00".
     const std::string spread = t.at("runs").size() > 1
                                    ? fmt::format("± {:.2f}", t.at("std").get<double>())
                                    : std::string("(one seed)");
-    out += fmt::format("| {} | {} | {:.2f} {} | {} | {:.2f} |\n", name,
+    const json& val = t.contains("val_mean") ? t.at("val_mean") : json();
+    out += fmt::format("| {} | {} | {:.2f} {} | {} | {} |\n", name,
                        t.at("metric").get<std::string>(), t.at("mean").get<double>(), spread,
-                       per_seed, t.at("val_mean").get<double>());
+                       per_seed,
+                       val.is_number() ? fmt::format("{:.2f}", val.get<double>()) : "–");
   }
   return out;
 }

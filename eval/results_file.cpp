@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <stdexcept>
 #include <system_error>
 
 #include <fmt/core.h>
@@ -18,10 +19,8 @@ namespace dialtree::eval {
 namespace fs = std::filesystem;
 
 const std::vector<std::string>& run_identity_keys() {
-  // What makes two calls one run: the same weights fine-tuned the same way on the same setting,
-  // scored against the same gold. `env` (the host) and `seeds` (each call's own) are not.
-  static const std::vector<std::string> keys = {
-      "format", "model", "model_weights", "setting", "options", "gold", "pseudo_label_dir"};
+  static const std::vector<std::string> keys = {"format",  "model_weights",    "setting",
+                                                "options", "gold_fingerprint", "pseudo_labels"};
   return keys;
 }
 
@@ -46,12 +45,36 @@ std::string file_fingerprint(const std::string& path) {
 
 namespace {
 
-/// `v` for a message: short values whole, long ones (an options object) cut.
-std::string shown(const json* v) {
-  if (v == nullptr) return "absent";
-  std::string s = v->dump();
-  if (s.size() > 120) s = s.substr(0, 117) + "...";
-  return s;
+/// The value of identity key `key` as compared: `options` without its `device`.
+json identity_value(const json& header, const std::string& key) {
+  if (!header.contains(key)) return json();  // null: "absent"
+  json v = header.at(key);
+  if (key == "options" && v.is_object()) v.erase("device");
+  return v;
+}
+
+/// Why `was` and `now` (the values of identity key `key`) differ, for a message: for objects
+/// (the recipe) each key that differs with both values, else both values.
+std::string difference(const std::string& key, const json& was, const json& now) {
+  const auto shown = [](const json& v) { return v.is_null() ? std::string("absent") : v.dump(); };
+  if (was.is_object() && now.is_object()) {
+    std::string out;
+    for (const auto& [k, v] : was.items()) {
+      const json other = now.contains(k) ? now.at(k) : json();
+      if (v != other) {
+        out += fmt::format("{}{}.{} was {}, is {}", out.empty() ? "" : "; ", key, k, shown(v),
+                           shown(other));
+      }
+    }
+    for (const auto& [k, v] : now.items()) {
+      if (!was.contains(k)) {
+        out += fmt::format("{}{}.{} was absent, is {}", out.empty() ? "" : "; ", key, k,
+                           shown(v));
+      }
+    }
+    return out;
+  }
+  return fmt::format("{} was {}, is {}", key, shown(was), shown(now));
 }
 
 /// Checks one earlier task entry's shape: a "runs" array of objects with an integer "seed" and
@@ -87,19 +110,9 @@ EarlierResults read_earlier_results(const std::string& out_dir, const json& head
   const JsonPlace place{file.string(), ""};
   json_as_object(earlier, place, "");
   for (const std::string& key : run_identity_keys()) {
-    const json* was = earlier.contains(key) ? &earlier.at(key) : nullptr;
-    const json* now = header.contains(key) ? &header.at(key) : nullptr;
-    if ((was == nullptr) != (now == nullptr) || (was != nullptr && *was != *now)) {
-      out.replaced_because =
-          fmt::format("its {} is {}, this run's is {}", key, shown(was), shown(now));
-      const fs::path previous = fs::path(out_dir) / "results.previous.json";
-      fs::rename(file, previous, ec);
-      if (ec) {
-        throw DataError(file.string(), "", "",
-                        "describes another run (" + out.replaced_because +
-                            ") and could not be renamed to " + previous.string() + ": " +
-                            ec.message());
-      }
+    const json was = identity_value(earlier, key), now = identity_value(header, key);
+    if (was != now) {
+      out.other_run = difference(key, was, now);
       return out;
     }
   }
@@ -111,16 +124,40 @@ EarlierResults read_earlier_results(const std::string& out_dir, const json& head
     kept["runs"] = json::array();
     for (const json& r : entry.at("runs")) {
       const auto seed = r.at("seed").get<std::uint64_t>();
-      if (!fs::is_regular_file(predictions_path(out_dir, name, seed), ec)) {
-        out.dropped.push_back(fmt::format("{} seed {}: {} is missing", name, seed,
-                                          predictions_path(out_dir, name, seed).string()));
+      const fs::path predictions = predictions_path(out_dir, name, seed);
+      if (!fs::is_regular_file(predictions, ec)) {
+        out.dropped.push_back(
+            fmt::format("{} seed {}: {} is missing", name, seed, predictions.string()));
+        continue;
+      }
+      try {
+        json_parse_file(predictions.string());
+      } catch (const DataError& e) {
+        out.dropped.push_back(fmt::format("{} seed {}: {}", name, seed, e.what()));
         continue;
       }
       kept["runs"].push_back(r);
     }
-    if (!kept["runs"].empty()) out.tasks[name] = std::move(kept);
+    if (kept["runs"].empty()) continue;
+    merge_task_runs(kept, json());  // mean, std and val_mean over the runs kept
+    out.tasks[name] = std::move(kept);
   }
   return out;
+}
+
+std::string set_aside_results(const std::string& out_dir) {
+  const fs::path file = fs::path(out_dir) / "results.json";
+  std::error_code ec;
+  fs::path previous = fs::path(out_dir) / "results.previous.json";
+  for (int n = 2; fs::exists(previous, ec); ++n) {
+    previous = fs::path(out_dir) / ("results.previous-" + std::to_string(n) + ".json");
+  }
+  fs::rename(file, previous, ec);
+  if (ec) {
+    throw DataError(file.string(), "", "",
+                    "could not be renamed to " + previous.string() + ": " + ec.message());
+  }
+  return previous.string();
 }
 
 void merge_task_runs(json& entry, const json& earlier) {
@@ -135,6 +172,7 @@ void merge_task_runs(json& entry, const json& earlier) {
   std::stable_sort(runs.begin(), runs.end(), [](const json& a, const json& b) {
     return a.at("seed").get<std::uint64_t>() < b.at("seed").get<std::uint64_t>();
   });
+  if (runs.empty()) throw std::invalid_argument("merge_task_runs: no runs");
   std::vector<double> test;
   double val_sum = 0;
   std::size_t val_count = 0;
@@ -149,7 +187,8 @@ void merge_task_runs(json& entry, const json& earlier) {
   entry["runs"] = std::move(runs);
   entry["mean"] = ms.mean;
   entry["std"] = ms.std;
-  if (val_count > 0) entry["val_mean"] = val_sum / static_cast<double>(val_count);
+  // No run with a val score (a hand-made file): null, which results_table prints as "–".
+  entry["val_mean"] = val_count > 0 ? json(val_sum / static_cast<double>(val_count)) : json();
 }
 
 std::vector<std::uint64_t> seeds_of(const json& tasks) {

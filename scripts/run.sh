@@ -276,12 +276,9 @@ if [[ ${EVAL:-1} != 0 ]]; then
       --json "runs/baselines/classical-$setting.json" >/dev/null
   done
   scripts/scoreboard.py --settings "$settings" --out runs/scoreboard
-  for setting in ${settings//,/ }; do
-    rows=("runs/baselines/classical-$setting.json")
-    for r in "runs/eval-$setting-lm" "runs/eval-$setting"; do
-      [[ -f $r/results.json ]] && rows+=("$r")
-    done
-    "$bin" plot "${rows[@]}" --out "runs/figures/scoreboard-$setting" --format png >/dev/null
+  for setting in ${settings//,/ }; do  # the figure: the scoreboard's own rows
+    "$bin" plot "runs/scoreboard-$setting.rows.json" --out "runs/figures/scoreboard-$setting" \
+      --format png >/dev/null
   done
 fi
 "$bin" plot "${figures[@]}" --out runs/figures

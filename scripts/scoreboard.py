@@ -17,7 +17,9 @@ source that is missing while others are there stops the script; a task no source
 Without --row, the rows of scripts/run.sh: the classical baseline, the language stage alone
 (with LM_ROW=1) and the main job.
 
-Writes OUT.md and OUT.json (atomically) and prints OUT.md. The "Average" column is the plain
+Writes OUT.md, OUT.json and, per setting, OUT-<setting>.rows.json (the rows as results.json
+objects, which `dialtree plot OUT-few.rows.json --out DIR` draws as the figure), atomically, and
+prints OUT.md. The "Average" column is the plain
 mean of the six task means (DialoGLUE's leaderboard averages its seven; MultiWOZ is absent), shown
 only for a row that has all six.
 """
@@ -33,6 +35,8 @@ HEADERS = {"banking": "BANKING77", "hwu": "HWU64", "clinc": "CLINC150", "restaur
            "dstc8": "DSTC8", "top": "TOP"}
 METRICS = {"banking": "acc", "hwu": "acc", "clinc": "acc", "restaurant8k": "slot F1",
            "dstc8": "slot F1", "top": "EM"}
+METRIC_NAMES = {"banking": "accuracy", "hwu": "accuracy", "clinc": "accuracy",
+                "restaurant8k": "slot F1", "dstc8": "slot F1", "top": "exact match"}
 DEFAULT_ROWS = [
     ("classical baseline", "runs/baselines/classical-{setting}.json"),
     ("language stage alone", "runs/eval-{setting}-lm"),
@@ -82,9 +86,12 @@ def row_of(name, sources):
         pooled = {}  # (model, seed) -> (test, val, path)
         for path, results in sources:
             for seed, test, val in task_runs(results, task) or []:
-                key = (results.get("model"), seed)
+                # One encoder = one set of weights: a bundle path is reused by every
+                # pretraining run, so the weights' fingerprint names it where recorded.
+                key = (results.get("model_weights") or results.get("model"), seed)
                 if key in pooled:
-                    raise ValueError(f"{task}: model {key[0]} seed {seed} is in both "
+                    raise ValueError(f"{task}: model {results.get('model')} ({key[0]}) seed "
+                                     f"{seed} is in both "
                                      f"{pooled[key][2]} and {path}; give each run once")
                 pooled[key] = (test, val, path)
         if not pooled:
@@ -94,6 +101,7 @@ def row_of(name, sources):
         tasks[task] = {"mean": statistics.fmean(scores),
                        "std": statistics.stdev(scores) if len(scores) > 1 else 0.0,
                        "runs": len(scores), "scores": scores,
+                       "seeds": [k[1] if k[1] is not None else 0 for k in pooled],
                        "encoders": len({k[0] for k in pooled}),
                        "val_mean": statistics.fmean(vals) if vals else None}
     average = (statistics.fmean(tasks[t]["mean"] for t in TASKS)
@@ -121,6 +129,21 @@ def table(rows):
         lines.append(f"| {r['name']} | " + " | ".join(cell(r["tasks"].get(t)) for t in TASKS) +
                      f" | {avg} |")
     return "\n".join(lines)
+
+
+def plot_rows(setting, rows):
+    """The rows as results.json-shaped objects (model = the row's name), which `dialtree plot`
+    draws as the scoreboard's figure: per task its mean ± std and each run's score."""
+    out = []
+    for r in rows:
+        tasks = {}
+        for t, e in r["tasks"].items():
+            tasks[t] = {"metric": METRIC_NAMES[t], "mean": e["mean"], "std": e["std"],
+                        "runs": [{"seed": seed, "test": x}
+                                 for seed, x in zip(e["seeds"], e["scores"])]}
+        out.append({"format": "dialtree-dialoglue-results/1", "model": r["name"],
+                    "setting": setting, "tasks": tasks})
+    return out
 
 
 def write_atomic(path, text):
@@ -204,6 +227,9 @@ def main():
         os.makedirs(out_dir, exist_ok=True)
     write_atomic(args.out + ".md", text)
     write_atomic(args.out + ".json", json.dumps(board, indent=2) + "\n")
+    for setting, part in board["settings"].items():
+        write_atomic(f"{args.out}-{setting}.rows.json",
+                     json.dumps(plot_rows(setting, part["rows"]), indent=1) + "\n")
     print(text, end="")
 
 

@@ -153,8 +153,9 @@ def results_object(setting, per_task, metrics):
 
 
 def earlier_objects(path):
-    """The results objects an earlier --json run left at path, by setting ({} when none). Kept
-    only when their options are this script's recipe; a file of another shape stops the run."""
+    """The results objects an earlier --json run left at path, by setting ({} when none). A file
+    holding another recipe's results is moved to PATH.previous (-2, -3, ...: never overwritten)
+    and nothing is kept; a file of another shape stops the run."""
     if not path or not os.path.isfile(path):
         return {}
     try:
@@ -170,7 +171,16 @@ def earlier_objects(path):
         sys.exit(f"error: --json {path}: cannot add to it ({e!r}); move it away or give "
                  "another file")
     recipe = results_object("few", {}, {})["options"]
-    return {s: o for s, o in objs.items() if o.get("options") == recipe}
+    other = [s for s, o in objs.items() if o.get("options") != recipe]
+    if other:  # another recipe's results are not added to: set the file aside, never lose it
+        n, previous = 2, path + ".previous"
+        while os.path.exists(previous):
+            previous, n = f"{path}.previous-{n}", n + 1
+        os.replace(path, previous)
+        print(f"classical: {path} held results of another recipe (settings "
+              f"{', '.join(map(str, other))}); moved to {previous}", file=sys.stderr)
+        return {}
+    return objs
 
 
 def write_json(path, obj):

@@ -452,8 +452,9 @@ TEST_F(TinyIntent, DialoglueRunWritesSubmissionsResultsAndTable) {
   EXPECT_DOUBLE_EQ(back[1].value * 100, scores[1]);
   std::ifstream md(tmp_.path() / "out" / "results.md");
   const std::string table((std::istreambuf_iterator<char>(md)), {});
-  EXPECT_THAT(table, HasSubstr(fmt::format("| hwu | accuracy | {:.2f} ± {:.2f} | {:.2f}, {:.2f} |",
-                                           mean, t.at("std").get<double>(), scores[0], scores[1])));
+  EXPECT_THAT(table,
+              HasSubstr(fmt::format("| hwu | accuracy | {:.2f} ± {:.2f} | 1: {:.2f}, 2: {:.2f} |",
+                                    mean, t.at("std").get<double>(), scores[0], scores[1])));
 
   // One seed has no sample std: the table says so instead of "± 0.00" (README walk-through).
   nlohmann::json one = r;
@@ -461,7 +462,7 @@ TEST_F(TinyIntent, DialoglueRunWritesSubmissionsResultsAndTable) {
   one["tasks"]["hwu"]["std"] = 0.0;
   EXPECT_THAT(
       results_table(one),
-      HasSubstr(fmt::format("| hwu | accuracy | {:.2f} (one seed) | {:.2f} |", mean, scores[0])));
+      HasSubstr(fmt::format("| hwu | accuracy | {:.2f} (one seed) | 1: {:.2f} |", mean, scores[0])));
 
   // A second call of the same run into the same folder adds to it (docs/evaluation.md "Adding to
   // an output folder"): seed 3 joins seeds 1 and 2; mean, std and submission.json cover all three.
@@ -491,8 +492,9 @@ TEST_F(TinyIntent, DialoglueRunWritesSubmissionsResultsAndTable) {
   run.options.num_train_epochs = 2;
   const nlohmann::json other = run_dialoglue(run, {}, note);
   ASSERT_EQ(notices.size(), 1u);
-  EXPECT_THAT(notices[0], HasSubstr("described another run (its options is"));
-  EXPECT_THAT(notices[0], HasSubstr("renamed to results.previous.json"));
+  EXPECT_THAT(notices[0], HasSubstr("described another run (options.num_train_epochs was 25, "
+                                     "is 2): renamed to "));
+  EXPECT_THAT(notices[0], HasSubstr("results.previous.json"));
   EXPECT_EQ(other.at("tasks").at("hwu").at("runs").size(), 1u);
   EXPECT_EQ(nlohmann::json::parse(std::ifstream(tmp_.path() / "out" / "results.previous.json")),
             added);

@@ -39,8 +39,9 @@ json header(const std::string& model = "runs/m/final") {
           {"model_weights", "10 bytes, fnv1a64 0000000000000001"},
           {"setting", "few"},
           {"seeds", {1, 2}},
-          {"options", {{"learning_rate", 3e-4}}},
+          {"options", {{"learning_rate", 3e-4}, {"device", "auto"}}},
           {"gold", "gt_test.json"},
+          {"gold_fingerprint", "20 bytes, fnv1a64 0000000000000003"},
           {"env", {{"cpu_model", "A"}}},
           {"tasks", json::object()}};
 }
@@ -87,6 +88,9 @@ TEST(ResultsFile, MergeKeepsEarlierSeedsAndRecomputesMeanStd) {
   merge_task_runs(alone, json());
   EXPECT_DOUBLE_EQ(alone.at("mean").get<double>(), 42);
   EXPECT_DOUBLE_EQ(alone.at("std").get<double>(), 0);
+  json no_val = {{"runs", {{{"seed", 1}, {"test", 10.0}}}}};
+  merge_task_runs(no_val, json());
+  EXPECT_TRUE(no_val.at("val_mean").is_null());
   EXPECT_EQ(seeds_of(json{{"hwu", entry}, {"banking", alone}}),
             (std::vector<std::uint64_t>{1, 2, 3, 5}));
 }
@@ -97,22 +101,34 @@ TEST(ResultsFile, EarlierResultsOfTheSameRunAreKeptAndOfAnotherRunSetAside) {
   EXPECT_TRUE(read_earlier_results(out.string(), header()).tasks.empty());  // no file yet
 
   json earlier = header();
-  earlier["tasks"]["hwu"] = {{"mean", 45}, {"runs", {run(1, 40, 55), run(2, 50, 60)}}};
+  earlier["tasks"]["hwu"] = {{"mean", 45}, {"std", 7.07}, {"val_mean", 57.5},
+                             {"runs", {run(1, 40, 55), run(2, 50, 60)}}};
   earlier["tasks"]["dstc8_sgd"] = {{"mean", 30}, {"runs", {run(1, 30, 45)}}};
+  earlier["tasks"]["top"] = {{"mean", 60}, {"runs", {run(1, 60, 61)}}};
   write(out / "results.json", earlier.dump());
   write(out / "hwu" / "seed-1" / "test_predictions.json", R"(["a", "b"])");
   write(out / "dstc8_sgd" / "seed-1" / "test_predictions.json", R"([["time:1-2"], []])");
-  // seed 2's predictions are gone: that run is left out and said.
+  write(out / "top" / "seed-1" / "test_predictions.json", R"([["IN_GET", )");  // cut short
+  // hwu seed 2's predictions are gone: that run is left out and said.
 
-  json now = header();
-  now["env"] = {{"cpu_model", "B"}};  // another host, the same run
+  // The same run from another host, another spelling of the model's path, another device.
+  json now = header("./runs/m/final/");
+  now["env"] = {{"cpu_model", "B"}};
   now["seeds"] = {7};
+  now["options"]["device"] = "cuda";
   const EarlierResults kept = read_earlier_results(out.string(), now);
-  EXPECT_TRUE(kept.replaced_because.empty());
-  ASSERT_EQ(kept.dropped.size(), 1u);
+  EXPECT_TRUE(kept.other_run.empty()) << kept.other_run;
+  ASSERT_EQ(kept.dropped.size(), 2u);
   EXPECT_THAT(kept.dropped[0], HasSubstr("hwu seed 2: "));
   EXPECT_THAT(kept.dropped[0], HasSubstr("seed-2/test_predictions.json is missing"));
-  ASSERT_EQ(kept.tasks.at("hwu").at("runs").size(), 1u);
+  EXPECT_THAT(kept.dropped[1], HasSubstr("top seed 1: "));
+  EXPECT_FALSE(kept.tasks.contains("top"));  // its one run is gone: no entry
+  // What is kept says what it holds: hwu's figures are seed 1's alone now.
+  const json& hwu = kept.tasks.at("hwu");
+  ASSERT_EQ(hwu.at("runs").size(), 1u);
+  EXPECT_DOUBLE_EQ(hwu.at("mean").get<double>(), 40);
+  EXPECT_DOUBLE_EQ(hwu.at("std").get<double>(), 0);
+  EXPECT_DOUBLE_EQ(hwu.at("val_mean").get<double>(), 55);
   EXPECT_EQ(kept.tasks.at("dstc8_sgd").at("runs")[0], run(1, 30, 45));
 
   // The submission file from the runs: dstc8_sgd's key is gt_test.json's "dstc8".
@@ -121,23 +137,44 @@ TEST(ResultsFile, EarlierResultsOfTheSameRunAreKeptAndOfAnotherRunSetAside) {
   const json full = submission_from_runs(kept.tasks, out.string(), false);
   EXPECT_EQ(full, json::parse(R"({"hwu": ["a", "b"], "dstc8": [["time:1-2"], []]})"));
 
-  // Another model's weights at the same path: set aside under results.previous.json.
+  // Another model's weights at the same path: another run. Reading moves nothing.
   json retrained = header();
   retrained["model_weights"] = "10 bytes, fnv1a64 0000000000000002";
   const EarlierResults other = read_earlier_results(out.string(), retrained);
   EXPECT_TRUE(other.tasks.empty());
-  EXPECT_THAT(other.replaced_because,
-              HasSubstr("its model_weights is \"10 bytes, fnv1a64 0000000000000001\", this "
-                        "run's is \"10 bytes, fnv1a64 0000000000000002\""));
+  EXPECT_EQ(other.other_run,
+            "model_weights was \"10 bytes, fnv1a64 0000000000000001\", is \"10 bytes, fnv1a64 "
+            "0000000000000002\"");
+  EXPECT_TRUE(fs::exists(out / "results.json"));
+  // Another recipe: the keys that differ, with both values.
+  json recipe = header();
+  recipe["options"]["learning_rate"] = 1e-4;
+  recipe["options"]["rdrop_weight"] = 5.0;
+  EXPECT_EQ(read_earlier_results(out.string(), recipe).other_run,
+            "options.learning_rate was 0.0003, is 0.0001; options.rdrop_weight was absent, is "
+            "5.0");
+  // Other pseudo-label files (self-training with new teachers' labels): another run.
+  json relabelled = header();
+  relabelled["pseudo_labels"] = {{"hwu", "5 bytes, fnv1a64 0000000000000009"}};
+  EXPECT_THAT(read_earlier_results(out.string(), relabelled).other_run,
+              HasSubstr("pseudo_labels was absent"));
+
+  // Setting aside never overwrites an earlier set-aside file.
+  EXPECT_EQ(set_aside_results(out.string()), (out / "results.previous.json").string());
   EXPECT_FALSE(fs::exists(out / "results.json"));
   EXPECT_EQ(json::parse(std::ifstream(out / "results.previous.json")), earlier);
+  write(out / "results.json", "{}");
+  EXPECT_EQ(set_aside_results(out.string()), (out / "results.previous-2.json").string());
+  EXPECT_EQ(json::parse(std::ifstream(out / "results.previous.json")), earlier);
+  EXPECT_THAT(testing::error_of<DataError>([&] { set_aside_results(out.string()); }),
+              HasSubstr("could not be renamed"));
 
-  // A results.json written before model_weights existed describes an unknown run: set aside.
+  // A results.json written before model_weights existed describes an unknown run.
   json old = header();
   old.erase("model_weights");
   write(out / "results.json", old.dump());
-  EXPECT_THAT(read_earlier_results(out.string(), header()).replaced_because,
-              HasSubstr("its model_weights is absent"));
+  EXPECT_THAT(read_earlier_results(out.string(), header()).other_run,
+              HasSubstr("model_weights was absent"));
 }
 
 TEST(ResultsFile, MalformedEarlierResultsNameTheFileAndField) {

@@ -71,6 +71,14 @@ class Scoreboard(unittest.TestCase):
         self.assertEqual(hwu["encoders"], 1)
         self.assertEqual(row["models"], ["m1"])
         self.assertIn("| main | 60.00 (1) | 72.00 ± 2.00 (3) | – |", text)
+        # The figure's input: the row as one results.json object, every run with its seed.
+        with open(os.path.join(self.dir, "board-few.rows.json"), encoding="utf-8") as f:
+            plot = json.load(f)
+        self.assertEqual([o["model"] for o in plot], ["main"])
+        self.assertEqual(plot[0]["tasks"]["hwu"]["runs"],
+                         [{"seed": 1, "test": 70.0}, {"seed": 2, "test": 72.0},
+                          {"seed": 3, "test": 74.0}])
+        self.assertEqual(plot[0]["tasks"]["hwu"]["metric"], "accuracy")
 
     def test_several_pretraining_runs_say_how_many_encoders(self):
         a = self.write("a", results("run1", "few", {"hwu": [(1, 70.0, 0), (2, 72.0, 0)]}))
@@ -85,7 +93,17 @@ class Scoreboard(unittest.TestCase):
     def test_a_run_given_twice_is_refused(self):
         a = self.write("a", results("m1", "few", {"hwu": [(1, 70.0, 0)]}))
         err, _ = self.run_board(f"main={a}+{a}", ok=False)
-        self.assertIn("hwu: model m1 seed 1 is in both", err)
+        self.assertIn("hwu: model m1 (m1) seed 1 is in both", err)
+
+    def test_encoders_are_told_apart_by_their_weights(self):
+        # Every scripts/run.sh run saves its encoder to the same path; the weights differ.
+        first = results("runs/main/final", "few", {"hwu": [(1, 70.0, 0)]})
+        first["model_weights"] = "10 bytes, fnv1a64 01"
+        second = dict(first, model_weights="10 bytes, fnv1a64 02")
+        a, b = self.write("a", first), self.write("b", second)
+        _, board = self.run_board(f"main={a}+{b}")
+        hwu = board["settings"]["few"]["rows"][0]["tasks"]["hwu"]
+        self.assertEqual((hwu["runs"], hwu["encoders"]), (2, 2))
 
     def test_missing_sources(self):
         a = self.write("a", results("m1", "few", {"hwu": [(1, 70.0, 0)]}))
@@ -118,10 +136,19 @@ class ClassicalJson(unittest.TestCase):
             self.assertEqual(cb.earlier_objects(path), {})  # no file yet
             mine = cb.results_object("few", {"hwu": (71.5, 70.9, 640, 1076)}, {"hwu": "accuracy"})
             other = dict(mine, setting="full", options={"intent": "another recipe"})
-            cb.write_json(path, [mine, other])
+            cb.write_json(path, [mine])
             kept = cb.earlier_objects(path)
-            self.assertEqual(list(kept), ["few"])  # another recipe's object is not added to
+            self.assertEqual(list(kept), ["few"])
             self.assertEqual(kept["few"]["tasks"]["hwu"]["mean"], 70.9)
+            # Another recipe's file is moved aside whole, never overwritten.
+            cb.write_json(path, [mine, other])
+            self.assertEqual(cb.earlier_objects(path), {})
+            self.assertFalse(os.path.exists(path))
+            with open(path + ".previous", encoding="utf-8") as f:
+                self.assertEqual(json.load(f), [mine, other])
+            cb.write_json(path, [other])
+            self.assertEqual(cb.earlier_objects(path), {})
+            self.assertTrue(os.path.exists(path + ".previous-2"))
             with open(path, "w", encoding="utf-8") as f:
                 f.write('{"setting": "few"}')
             with self.assertRaises(SystemExit) as e:
