@@ -24,22 +24,23 @@ const std::vector<std::string>& settings_table_names() {
   return names;
 }
 
+/// The Markdown table of `rows` bound to a default-constructed Owner: the defaults in words.
+template <class Owner>
+std::string defaults_table(const std::vector<settings::Setting<Owner>>& rows,
+                           const settings::TableStyle& style = {}) {
+  const Owner defaults;  // named: a Bound must not point into a temporary (common/settings.h)
+  return settings::markdown_table(settings::view(rows, defaults), style);
+}
+
 std::string settings_table(const std::string& name) {
-  using settings::markdown_table;
-  using settings::view;
-  if (name == "trainer") {
-    // The defaults a config gets: threads and data_seed are resolved from the machine and seed.
-    return markdown_table(view(trainer::pretrain_settings(), trainer::PretrainConfig{}));
-  }
-  if (name == "finetune")
-    return markdown_table(view(eval::finetune_settings(), eval::FinetuneOptions{}));
-  if (name == "model")
-    return markdown_table(view(model::encoder_settings(), model::EncoderConfig{}));
+  // The trainer's defaults are a config's: threads and data_seed are resolved from the machine
+  // and seed.
+  if (name == "trainer") return defaults_table(trainer::pretrain_settings());
+  if (name == "finetune") return defaults_table(eval::finetune_settings());
+  if (name == "model") return defaults_table(model::encoder_settings());
   const settings::TableStyle flags{/*flags=*/true};
-  if (name == "serve") {
-    return markdown_table(view(serve::server_settings(), serve::ServerOptions{}), flags);
-  }
-  if (name == "embed") return markdown_table(view(embed_settings(), EmbedArgs{}), flags);
+  if (name == "serve") return defaults_table(serve::server_settings(), flags);
+  if (name == "embed") return defaults_table(embed_settings(), flags);
   throw std::invalid_argument("no settings table '" + name + "'");
 }
 

@@ -149,6 +149,17 @@ std::vector<Bound> view(const std::vector<Setting<Owner>>& rows, const Owner& o)
   return bind(rows, const_cast<Owner&>(o));
 }
 
+// A Bound points into its object and at its row's Info: binding a temporary object or a
+// temporary table would leave it dangling at the end of the statement, so neither compiles.
+template <class Owner>
+std::vector<Bound> bind(const std::vector<Setting<Owner>>& rows, Owner&& o) = delete;
+template <class Owner>
+std::vector<Bound> bind(std::vector<Setting<Owner>>&& rows, Owner& o) = delete;
+template <class Owner>
+std::vector<Bound> view(const std::vector<Setting<Owner>>& rows, const Owner&& o) = delete;
+template <class Owner>
+std::vector<Bound> view(std::vector<Setting<Owner>>&& rows, const Owner& o) = delete;
+
 /// The Info of every row, in table order.
 template <class Owner>
 std::vector<const Info*> infos(const std::vector<Setting<Owner>>& rows) {

@@ -7,6 +7,8 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <gmock/gmock.h>
@@ -95,6 +97,29 @@ std::string read(const std::string& text, const std::vector<std::string>& overri
   return "";
 }
 
+// bind() and view() of a temporary object or table would dangle at the end of the statement:
+// those overloads are deleted, so such a call does not compile (checked here without calling).
+template <class Rows, class Object, class = void>
+struct CanBind : std::false_type {};
+template <class Rows, class Object>
+struct CanBind<Rows, Object,
+               std::void_t<decltype(settings::bind(std::declval<Rows>(), std::declval<Object>()))>>
+    : std::true_type {};
+template <class Rows, class Object, class = void>
+struct CanView : std::false_type {};
+template <class Rows, class Object>
+struct CanView<Rows, Object,
+               std::void_t<decltype(settings::view(std::declval<Rows>(), std::declval<Object>()))>>
+    : std::true_type {};
+using InnerRows = std::vector<settings::Setting<Inner>>;
+static_assert(CanBind<const InnerRows&, Inner&>::value);
+static_assert(!CanBind<const InnerRows&, Inner&&>::value);
+static_assert(!CanBind<InnerRows&&, Inner&>::value);
+static_assert(CanView<const InnerRows&, const Inner&>::value);
+static_assert(CanView<const InnerRows&, Inner&>::value);
+static_assert(!CanView<const InnerRows&, Inner&&>::value);
+static_assert(!CanView<InnerRows&&, const Inner&>::value);
+
 TEST(Settings, LookupSuggestsAnAliasThenTheClosestKeyThenListsTheKeys) {
   const auto rows = settings::infos(yaml_rows());
   EXPECT_EQ(settings::suggestion(rows, "", "LR"), "port");             // an alias, any case
@@ -180,13 +205,14 @@ TEST(Settings, CheckFlagsNamesTheFirstFlagOutOfRange) {
   } catch (const std::invalid_argument& e) {
     EXPECT_STREQ(e.what(), "--dimensions: must be >= 1, got 0");
   }
-  EXPECT_EQ(settings::markdown_table(settings::view(rows, Flags{})),
+  const Flags defaults;
+  EXPECT_EQ(settings::markdown_table(settings::view(rows, defaults)),
             "| key | type | default | range | help |\n"
             "|---|---|---|---|---|\n"
             "| `batch-size` | integer | `8` | >= 1 | a count |\n"
             "| `max-wait-ms` | real | `2.0` | in [0.0, 10000.0] | a time |\n"
             "| `dimensions` | integer | `none` | >= 1 | first N |\n");
-  EXPECT_EQ(settings::markdown_table(settings::view(rows, Flags{}), {/*flags=*/true}),
+  EXPECT_EQ(settings::markdown_table(settings::view(rows, defaults), {/*flags=*/true}),
             "| flag | environment | type | default | range | help |\n"
             "|---|---|---|---|---|---|\n"
             "| `--batch-size` | `DIALTREE_BATCH_SIZE` | integer | `8` | >= 1 | a count |\n"
