@@ -12,6 +12,7 @@
 
 #include "cli/commands.h"
 #include "cli/common_options.h"
+#include "common/join.h"
 #include "eval/metrics.h"
 #include "eval/submission.h"
 #include "eval/tag_mapping.h"
@@ -237,7 +238,7 @@ std::string metrics_by_task() {
     for (; j < rows.size() && rows[j].metric == rows[i].metric; ++j)
       names.emplace_back(rows[j].name);
     out += (out.empty() ? "" : ", ") + std::string(rows[i].metric) + " (" +
-           readers::join_names(names) + ")";
+           join(names) + ")";
     i = j;
   }
   return out;

@@ -7,16 +7,11 @@
 #include <type_traits>
 
 #include "common/strict_yaml.h"
+#include "common/join.h"
 #include "common/text_distance.h"
 
 namespace dialtree::settings {
 namespace {
-
-std::string join(const std::vector<std::string>& items, const char* sep) {
-  std::string out;
-  for (const auto& s : items) out += (out.empty() ? "" : sep) + s;
-  return out;
-}
 
 }  // namespace
 

@@ -15,6 +15,7 @@
 
 #include "common/atomic_file.h"
 #include "common/error.h"
+#include "common/join.h"
 #include "common/json_util.h"
 #include "common/shape_text.h"
 #include "data/tokenizer_factory.h"
@@ -74,15 +75,6 @@ constexpr Special kSpecials[] = {
 /// dialtree parameters HF BERT has no place for (initialised on import, side file on export).
 bool is_space2_only(const std::string& name) {
   return name == kTurnEmbeddings || starts_with(name, "projection.") || is_task_head_tensor(name);
-}
-
-std::string join(const std::vector<std::string>& items, std::size_t max_shown = 0) {
-  std::string out;
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    if (max_shown && i == max_shown) return out + ", ... (" + std::to_string(items.size()) + ")";
-    out += (i ? ", " : "") + items[i];
-  }
-  return out;
 }
 
 // ------------------------------------------------------------------------------------------
@@ -567,7 +559,7 @@ NamedTensors complete_hf_import(
   }
   if (!missing.empty()) {
     throw DataError(weights, "", "",
-                    std::to_string(missing.size()) + " tensor(s) missing: " + join(missing, 20) +
+                    std::to_string(missing.size()) + " tensor(s) missing: " + join(missing, ", ", 20) +
                         " (pass --allow-missing to initialise them, e.g. the MLM head of a "
                         "BertModel save)");
   }

@@ -1,6 +1,7 @@
 #include "readers/dialoglue_tasks.h"
 
 #include "common/check.h"
+#include "common/join.h"
 
 namespace dialtree::readers {
 
@@ -80,18 +81,9 @@ std::vector<std::string> dialoglue_task_names(TaskSet set, TaskSpelling spelling
   return out;
 }
 
-std::string join_names(const std::vector<std::string>& names, std::string_view separator) {
-  std::string out;
-  for (const auto& n : names) {
-    if (!out.empty()) out += separator;
-    out += n;
-  }
-  return out;
-}
-
 std::string join_dialoglue_task_names(TaskSet set, TaskSpelling spelling,
                                       std::string_view separator) {
-  return join_names(dialoglue_task_names(set, spelling), separator);
+  return join(dialoglue_task_names(set, spelling), separator);
 }
 
 }  // namespace dialtree::readers

@@ -74,11 +74,8 @@ enum class TaskSpelling {
 std::vector<std::string> dialoglue_task_names(TaskSet set,
                                               TaskSpelling spelling = TaskSpelling::Name);
 
-/// `names` joined by `separator`: the lists of help texts and error messages ("banking, clinc,
-/// hwu") and of comma-separated defaults (separator ",").
-std::string join_names(const std::vector<std::string>& names, std::string_view separator = ", ");
-
-/// join_names(dialoglue_task_names(set, spelling), separator).
+/// join(dialoglue_task_names(set, spelling), separator) (common/join.h): the lists of help texts
+/// and error messages ("banking, clinc, hwu") and of comma-separated defaults (separator ",").
 std::string join_dialoglue_task_names(TaskSet set, TaskSpelling spelling = TaskSpelling::Name,
                                       std::string_view separator = ", ");
 

@@ -8,6 +8,7 @@
 #include "common/atomic_file.h"
 #include "common/cpu_features.h"
 #include "common/error.h"
+#include "common/join.h"
 #include "common/json_util.h"
 #include "common/text_distance.h"
 #include "common/utf8.h"
@@ -15,6 +16,16 @@
 
 namespace dialtree {
 namespace {
+
+TEST(Join, SeparatorAndACapOnTheItemsShown) {
+  EXPECT_EQ(join({}), "");
+  EXPECT_EQ(join({"a"}), "a");
+  EXPECT_EQ(join({"banking", "clinc", "hwu"}), "banking, clinc, hwu");
+  EXPECT_EQ(join({"banking", "clinc", "hwu"}, ","), "banking,clinc,hwu");
+  // A long list: the first max_shown, then the total count.
+  EXPECT_EQ(join({"a", "b", "c", "d"}, ", ", 2), "a, b, ... (4)");
+  EXPECT_EQ(join({"a", "b"}, ", ", 2), "a, b");  // all fit: no ellipsis
+}
 
 TEST(Utf8, SubstrCountsCodePointsLikePython) {
   const std::string s = "caf\xC3\xA9 \xF0\x9F\x98\x80 ok";  // "café 😀 ok"

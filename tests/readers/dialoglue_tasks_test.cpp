@@ -54,8 +54,6 @@ TEST(DialoglueTasks, DerivedLists) {
             "banking, clinc, hwu, restaurant8k, dstc8 (or dstc8_sgd), top, multiwoz");
   EXPECT_EQ(join_dialoglue_task_names(TaskSet::Intent, TaskSpelling::Name, ","),
             "banking,clinc,hwu");
-  EXPECT_EQ(join_names({}), "");
-  EXPECT_EQ(join_names({"a"}), "a");
 }
 
 }  // namespace
