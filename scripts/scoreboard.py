@@ -10,8 +10,11 @@ Each row is a NAME=PATH pair; PATH is a results.json (or the folder holding it) 
 `dialtree eval dialoglue`, or a JSON array of such objects (bench/reference/classical_baseline.py
 --json), and may hold `{setting}`, replaced by few or full. PATH may join several sources with
 `+` (e.g. the runs of one encoder made in parts, or the encoders of several pretraining runs):
-a task's runs are pooled, one run per (model, seed), and its mean ± std is over all of them; a
-task whose runs come from more than one model says how many ("6 runs, 2 encoders"). A row whose
+a task's runs are pooled, one run per (encoder, seed), and its mean ± std is over all of them; a
+task whose runs come from more than one encoder says how many ("6 runs, 2 encoders"). An
+encoder is a set of weights (results.json's model_weights); a file written before dialtree
+recorded them counts as the encoder the row's other files record for the same model path, when
+they name exactly one, else as its model path. A row whose
 files are all missing for a setting is left out of that setting's table (and said on stderr); a
 source that is missing while others are there stops the script; a task no source ran is "–".
 Without --row, the rows of scripts/run.sh: the classical baseline, the language stage alone
@@ -51,12 +54,16 @@ ANCHORS = [
 ]
 
 
+MISSING = "missing"
+
+
 def load_results(path, setting):
-    """The results object of `setting` at path (a folder, a results.json, or an array), or None."""
+    """The results object of `setting` at path (a folder, a results.json, or an array); None
+    when the file holds results of the other setting only; MISSING when there is no file."""
     if os.path.isdir(path):
         path = os.path.join(path, "results.json")
     if not os.path.isfile(path):
-        return None
+        return MISSING
     with open(path, encoding="utf-8") as f:
         data = json.load(f)
     for obj in data if isinstance(data, list) else [data]:
@@ -79,16 +86,33 @@ def task_runs(results, task):
     return [(r.get("seed"), float(r["test"]), r.get("val")) for r in runs]
 
 
+def encoder_keys(sources):
+    """Each source's encoder: its model_weights; a source written before dialtree recorded them
+    takes the weights that the row's other sources record for the same model path, when they
+    name exactly one; else its model path."""
+    by_path = {}
+    for _, r in sources:
+        if r.get("model_weights"):
+            by_path.setdefault(r.get("model"), set()).add(r["model_weights"])
+    keys = []
+    for _, r in sources:
+        known = by_path.get(r.get("model"), set())
+        keys.append(r.get("model_weights") or (next(iter(known)) if len(known) == 1
+                                                else r.get("model")))
+    return keys
+
+
 def row_of(name, sources):
     """One row from [(path, results object)]: each task's runs pooled over the sources."""
+    keys = encoder_keys(sources)
     tasks = {}
     for task in TASKS:
         pooled = {}  # (model, seed) -> (test, val, path)
-        for path, results in sources:
+        for (path, results), encoder in zip(sources, keys):
             for seed, test, val in task_runs(results, task) or []:
                 # One encoder = one set of weights: a bundle path is reused by every
                 # pretraining run, so the weights' fingerprint names it where recorded.
-                key = (results.get("model_weights") or results.get("model"), seed)
+                key = (encoder, seed)
                 if key in pooled:
                     raise ValueError(f"{task}: model {results.get('model')} ({key[0]}) seed "
                                      f"{seed} is in both "
@@ -186,13 +210,13 @@ def main():
                     results = load_results(source, setting)
                 except (OSError, ValueError) as e:
                     sys.exit(f"error: {source}: {e}")
-                if results is None:
+                if results is MISSING:
                     missing.append(source)
-                else:
+                elif results is not None:  # None: a file of the other setting, not this table's
                     sources.append((source, results))
             if not sources:
-                print(f"scoreboard: no {setting} results at {' or '.join(missing)}; row "
-                      f"'{name}' left out", file=sys.stderr)
+                print(f"scoreboard: no {setting} results in row '{name}' ({path}); left out",
+                      file=sys.stderr)
                 continue
             if missing:
                 sys.exit(f"error: row '{name}': no {setting} results at {', '.join(missing)} "

@@ -105,6 +105,24 @@ class Scoreboard(unittest.TestCase):
         hwu = board["settings"]["few"]["rows"][0]["tasks"]["hwu"]
         self.assertEqual((hwu["runs"], hwu["encoders"]), (2, 2))
 
+    def test_older_files_join_the_encoder_of_their_model_path(self):
+        # Seeds 1-2 written before model_weights was recorded, seed 3 after: one encoder.
+        old = self.write("old", results("runs/main/final", "few", {"hwu": [(1, 70.0, 0),
+                                                                         (2, 72.0, 0)]}))
+        new = results("runs/main/final", "few", {"hwu": [(3, 74.0, 0)]})
+        new["model_weights"] = "10 bytes, fnv1a64 01"
+        new = self.write("new", new)
+        _, board = self.run_board(f"main={old}+{new}")
+        hwu = board["settings"]["few"]["rows"][0]["tasks"]["hwu"]
+        self.assertEqual((hwu["runs"], hwu["encoders"]), (3, 1))
+        # Two recorded weights at that path: the older file cannot be told apart, stays its own.
+        other = results("runs/main/final", "few", {"hwu": [(4, 76.0, 0)]})
+        other["model_weights"] = "10 bytes, fnv1a64 02"
+        other = self.write("other", other)
+        _, board = self.run_board(f"main={old}+{new}+{other}")
+        hwu = board["settings"]["few"]["rows"][0]["tasks"]["hwu"]
+        self.assertEqual((hwu["runs"], hwu["encoders"]), (4, 3))
+
     def test_missing_sources(self):
         a = self.write("a", results("m1", "few", {"hwu": [(1, 70.0, 0)]}))
         gone = os.path.join(self.dir, "gone")
@@ -114,6 +132,10 @@ class Scoreboard(unittest.TestCase):
         # One of several missing: an error, not a row that silently lacks runs.
         err, _ = self.run_board(f"main={a}+{gone}", ok=False)
         self.assertIn(f"row 'main': no few results at {gone}", err)
+        # A full-data folder in the row is not the few-shot table's: it is passed over.
+        full = self.write("full", results("m1", "full", {"hwu": [(1, 90.0, 0)]}))
+        text, board = self.run_board(f"main={a}+{full}")
+        self.assertIn("| main | – | 70.00 (1) |", text)
 
     def test_dstc8_folder_name_and_average_over_six(self):
         tasks = {t: [(1, 50.0, 0)] for t in ("banking", "hwu", "clinc", "restaurant8k", "top")}

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The scoreboard of docs/results.md ("The DialoGLUE scoreboard") from the run folders its
+# commands wrote: scripts/scoreboard.py with one row per model, each row pooling the folders
+# that hold its runs (runs made in parts: seeds 1, then 2-3, then 4-5), then the figures.
+# Writes docs/figures/scoreboard/{scoreboard,runs}.{md,json}, *-<setting>.rows.json and the
+# figures few/ and full/ (dialtree plot), and prints the tables.
+#   usage: scripts/docs-scoreboard.sh     env: BUILD_DIR (default build)
+# A folder that is missing stops it with its name (scoreboard.py): the rows below are the
+# runs docs/results.md reports, nothing else.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+bin=${BUILD_DIR:-build}/cli/dialtree
+out=docs/figures/scoreboard
+join() { local IFS=+; echo "$*"; }
+
+# The second pretraining run of the main job's recipe (run B: runs/pretrain-lm, then
+# runs/pretrain-intent-pseudo), fine-tuned on every task.
+lang=runs/lang/mlm/eval-few  # the language stage alone, intent tasks, one folder per task and seed
+lm_few=$(join $lang/banking-s{1,2,3} $lang/hwu-s{1,2,3} $lang/clinc-s1 \
+  runs/tag-few-lm/{restaurant8k,dstc8,top} runs/tag-few-lm-s23/{restaurant8k,dstc8} \
+  runs/tag-few-lm-s45)
+main_few=$(join runs/eval-few-main2 runs/tag-few-main/{restaurant8k,dstc8,top} \
+  runs/tag-few-main-s23/{restaurant8k,dstc8} runs/tag-few-main-s45)
+scratch_few=$(join runs/scratch-few/tagging runs/scratch-few/top)
+
+scripts/scoreboard.py --settings few,full --out "$out/scoreboard" \
+  --row "classical baseline=runs/baselines/classical-{setting}.json" \
+  --row "no pretraining=$scratch_few" \
+  --row "language stage alone=$lm_few" \
+  --row "main job=$main_few+$(join runs/eval-full runs/eval-full-main)"
+# Two pretraining runs of the intent rows: run A (the first, whose per-seed results
+# docs/figures/scoreboard/run-a-*.json transcribe from docs/results.md) and run B, apart and
+# pooled.
+scripts/scoreboard.py --settings few --out "$out/runs" \
+  --row "main job, run A=$out/run-a-main-few.json" \
+  --row "main job, run B=runs/eval-few-main2" \
+  --row "main job, runs A and B=$out/run-a-main-few.json+runs/eval-few-main2" \
+  --row "language stage alone, run A (classifier started at random)=$out/run-a-lm-few.json" \
+  --row "language stage alone, run B=$(join $lang/banking-s{1,2,3} $lang/hwu-s{1,2,3} $lang/clinc-s1)"
+for setting in few full; do
+  "$bin" plot "$out/scoreboard-$setting.rows.json" --out "$out/$setting" --format png >/dev/null
+done
