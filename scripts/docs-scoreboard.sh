@@ -16,19 +16,23 @@ join() { local IFS=+; echo "$*"; }
 
 # The second pretraining run of the main job's recipe (run B: runs/pretrain-lm, then
 # runs/pretrain-intent-pseudo), fine-tuned on every task.
-lang=runs/lang/mlm/eval-few  # the language stage alone, intent tasks, one folder per task and seed
-lm_few=$(join $lang/banking-s{1,2,3} $lang/hwu-s{1,2,3} $lang/clinc-s1 \
-  runs/tag-few-lm/{restaurant8k,dstc8,top} runs/tag-few-lm-s23/{restaurant8k,dstc8} \
-  runs/tag-few-lm-s45)
+# The language stage alone: the intent tasks with the classifier started at random (the start
+# val chose for it), the slot and TOP tasks in the folders of each seed group.
+lm_few=$(join runs/eval-few-lm-random runs/tag-few-lm/{restaurant8k,dstc8,top} \
+  runs/tag-few-lm-s23/{restaurant8k,dstc8} runs/tag-few-lm-s45)
 main_few=$(join runs/eval-few-main2 runs/tag-few-main/{restaurant8k,dstc8,top} \
   runs/tag-few-main-s23/{restaurant8k,dstc8} runs/tag-few-main-s45)
+# The language stage alone of run B fine-tuned from the linear probe (scripts/language-stage.sh's
+# folders, one per task and seed).
+lang=runs/lang/mlm/eval-few
+lm_probe_start=$(join $lang/banking-s{1,2,3} $lang/hwu-s{1,2,3} $lang/clinc-s1)
 scratch_few=$(join runs/scratch-few/tagging runs/scratch-few/top)
 
 scripts/scoreboard.py --settings few,full --out "$out/scoreboard" \
   --row "classical baseline=runs/baselines/classical-{setting}.json" \
   --row "no pretraining=$scratch_few" \
   --row "language stage alone=$lm_few" \
-  --row "main job=$main_few+$(join runs/eval-full runs/eval-full-main)"
+  --row "main job=$main_few+runs/eval-full"
 # Two pretraining runs of the intent rows: run A (the first, whose per-seed results
 # docs/figures/scoreboard/run-a-*.json transcribe from docs/results.md) and run B, apart and
 # pooled.
@@ -36,8 +40,11 @@ scripts/scoreboard.py --settings few --out "$out/runs" \
   --row "main job, run A=$out/run-a-main-few.json" \
   --row "main job, run B=runs/eval-few-main2" \
   --row "main job, runs A and B=$out/run-a-main-few.json+runs/eval-few-main2" \
-  --row "language stage alone, run A (classifier started at random)=$out/run-a-lm-few.json" \
-  --row "language stage alone, run B=$(join $lang/banking-s{1,2,3} $lang/hwu-s{1,2,3} $lang/clinc-s1)"
+  --row "language stage alone, run A=$out/run-a-lm-few.json" \
+  --row "language stage alone, run B=runs/eval-few-lm-random" \
+  --row "language stage alone, runs A and B=$out/run-a-lm-few.json+runs/eval-few-lm-random" \
+  --row "language stage alone from the linear probe, run A=$out/run-a-lm-probe-start-few.json" \
+  --row "language stage alone from the linear probe, run B=$lm_probe_start"
 for setting in few full; do
   "$bin" plot "$out/scoreboard-$setting.rows.json" --out "$out/$setting" --format png >/dev/null
 done
