@@ -19,9 +19,9 @@ join() { local IFS=+; echo "$*"; }
 # The language stage alone: the intent tasks with the classifier started at random (the start
 # val chose for it), the slot and TOP tasks in the folders of each seed group.
 lm_few=$(join runs/eval-few-lm-random runs/tag-few-lm/{restaurant8k,dstc8,top} \
-  runs/tag-few-lm-s23/{restaurant8k,dstc8} runs/tag-few-lm-s45)
+  runs/tag-few-lm-s23/{restaurant8k,dstc8} runs/tag-few-lm-s45 runs/tag-few-lm-top-s2)
 main_few=$(join runs/eval-few-main2 runs/tag-few-main/{restaurant8k,dstc8,top} \
-  runs/tag-few-main-s23/{restaurant8k,dstc8} runs/tag-few-main-s45)
+  runs/tag-few-main-s23/{restaurant8k,dstc8} runs/tag-few-main-s45 runs/tag-few-main-top-s2)
 # The language stage alone of run B fine-tuned from the linear probe (scripts/language-stage.sh's
 # folders, one per task and seed).
 lang=runs/lang/mlm/eval-few
