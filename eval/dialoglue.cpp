@@ -92,21 +92,14 @@ SelfTraining load_self_training(const DialoglueRun& run) {
   return out;
 }
 
-/// The fingerprint of the bundle's weights (file_fingerprint), or "none" when the file is not
-/// there (loading the bundle then fails with its own message).
-std::string weights_fingerprint(const std::string& model_dir) {
-  const fs::path weights = fs::path(model_dir) / model::kWeightsFile;
-  std::error_code ec;
-  return fs::is_regular_file(weights, ec) ? file_fingerprint(weights.string()) : "none";
-}
-
 /// The results object before any task has run: the run's settings, where the test gold comes
 /// from (`gold` read from `gold_path`, or null for the test files) and the host.
 json dialoglue_results_header(const DialoglueRun& run, const json& gold,
                               const fs::path& gold_path) {
   json results = {{"format", "dialtree-dialoglue-results/1"},
                   {"model", run.model_dir},
-                  {"model_weights", weights_fingerprint(run.model_dir)},
+                  {"model_weights",
+                   fingerprint_or_none((fs::path(run.model_dir) / model::kWeightsFile).string())},
                   {"setting", run.setting == Setting::Few ? "few" : "full"},
                   {"seeds", run.seeds},
                   {"options", finetune_options_json(run.options)},
@@ -120,10 +113,8 @@ json dialoglue_results_header(const DialoglueRun& run, const json& gold,
     // part may write new teachers' labels to the same folder).
     results["pseudo_label_dir"] = run.pseudo_label_dir;
     for (const auto& t : run.tasks) {
-      const fs::path file = fs::path(run.pseudo_label_dir) / (t + ".pseudo.jsonl");
-      std::error_code ec;
       results["pseudo_labels"][t] =
-          fs::is_regular_file(file, ec) ? file_fingerprint(file.string()) : "none";
+          fingerprint_or_none((fs::path(run.pseudo_label_dir) / (t + ".pseudo.jsonl")).string());
     }
   }
   return results;

@@ -43,6 +43,11 @@ std::string file_fingerprint(const std::string& path) {
   return fmt::format("{} bytes, fnv1a64 {:016x}", bytes, hash);
 }
 
+std::string fingerprint_or_none(const std::string& path) {
+  std::error_code ec;
+  return fs::is_regular_file(path, ec) ? file_fingerprint(path) : "none";
+}
+
 namespace {
 
 /// The value of identity key `key` as compared: `options` without its `device`.

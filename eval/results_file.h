@@ -25,6 +25,10 @@ const std::vector<std::string>& run_identity_keys();
 /// whole file (about 0.05 s for the small model). @throws DataError when it cannot be read.
 std::string file_fingerprint(const std::string& path);
 
+/// file_fingerprint(path), or "none" when no regular file is there (a missing bundle or
+/// pseudo-label file then fails later with its own reader's message).
+std::string fingerprint_or_none(const std::string& path);
+
 /// What an earlier results.json in the output folder gives the run starting now.
 struct EarlierResults {
   /// Its task entries (results.json "tasks") with the runs kept, each entry's mean, std and
