@@ -6,12 +6,14 @@ val and test (the [CLS] intent probe of banking / clinc / hwu and the token-leve
 restaurant8k / dstc8 / TOP) and the fine-tuned few-shot test scores (mean ± sample std over
 fine-tuning seeds, seeds in brackets, val mean after the slash).
 
-usage: scripts/stage-table.py NAME=DIR [NAME=DIR ...]
+usage: scripts/stage-table.py [--eval-dir NAME] NAME=DIR [NAME=DIR ...]
 
 DIR holds what those scripts write: probe-val.json and probe-test.json (`dialtree eval probe
---out`), and eval-few/<task>*/results.json (`dialtree eval dialoglue --out`; several folders of
-one task, e.g. seed 1 and seeds 2-3, are merged by seed). A missing file leaves its cells "–".
-Prints a Markdown table.
+--out`), and the fine-tuning results under DIR/EVAL (`--eval-dir EVAL`, default eval-few;
+language-stage.sh writes eval-few-random and eval-few-linear_probe): every results.json in EVAL
+or one folder down (`dialtree eval dialoglue --out`), whichever tasks it holds. Runs of one task in several files,
+e.g. seed 1 and seeds 2-3, are merged by seed; a seed found twice is an error. A missing file
+leaves its cells "–". Prints a Markdown table.
 """
 
 import glob
@@ -22,7 +24,6 @@ import sys
 
 INTENT = ["banking", "clinc", "hwu"]
 TAGGING = ["restaurant8k", "dstc8", "top"]
-FOLDER = {"dstc8": "dstc8"}  # eval-few/<task> as tree-stage.sh names it
 
 
 def probe(path):
@@ -36,19 +37,25 @@ def probe(path):
     return out
 
 
-def finetuned(folder, task):
-    """(test scores by seed, val scores by seed) of every results.json of `task` in `folder`."""
-    tests, vals = {}, {}
-    for path in sorted(glob.glob(os.path.join(folder, "eval-few", FOLDER.get(task, task) + "*",
-                                              "results.json"))):
+def finetuned(folder, eval_dir, task):
+    """(test scores by seed, val scores by seed) of `task` in every results.json of
+    folder/eval_dir/ and of its subfolders. Exits naming both files when one seed is in two."""
+    tests, vals, where = {}, {}, {}
+    root = os.path.join(folder, eval_dir)
+    paths = [os.path.join(root, "results.json")] + glob.glob(os.path.join(root, "*", "results.json"))
+    for path in sorted(p for p in paths if os.path.isfile(p)):
         with open(path, encoding="utf-8") as f:
             results = json.load(f)
         for name, t in results["tasks"].items():
             if name.replace("_sgd", "") != task:
                 continue
             for run in t["runs"]:
-                tests[run["seed"]] = run["test"]
-                vals[run["seed"]] = run["val"]
+                seed = run["seed"]
+                if seed in where:
+                    sys.exit(f"stage-table: {task} seed {seed} is in both {where[seed]} and {path}")
+                where[seed] = path
+                tests[seed] = run["test"]
+                vals[seed] = run["val"]
     return tests, vals
 
 
@@ -63,7 +70,11 @@ def cell(tests, vals):
 
 
 def main():
-    rows = [a.split("=", 1) for a in sys.argv[1:]]
+    args = sys.argv[1:]
+    eval_dir = "eval-few"
+    if args[:1] == ["--eval-dir"] and len(args) >= 2:
+        eval_dir, args = args[1], args[2:]
+    rows = [a.split("=", 1) for a in args]
     if not rows or any(len(r) != 2 for r in rows):
         sys.exit(__doc__)
     tasks = INTENT + TAGGING
@@ -87,7 +98,7 @@ def main():
     print("| row | " + " | ".join(tasks) + " |")
     print("|---|" + "---|" * len(tasks))
     for name, folder in rows:
-        print(f"| {name} | " + " | ".join(cell(*finetuned(folder, t)) for t in tasks) + " |")
+        print(f"| {name} | " + " | ".join(cell(*finetuned(folder, eval_dir, t)) for t in tasks) + " |")
 
 
 if __name__ == "__main__":
