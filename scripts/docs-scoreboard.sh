@@ -24,7 +24,7 @@ main_few=$(join runs/eval-few-main2 runs/tag-few-main/{restaurant8k,dstc8,top} \
   runs/tag-few-main-s23/{restaurant8k,dstc8} runs/tag-few-main-s45 runs/tag-few-main-top-s2)
 # The language stage alone of run B fine-tuned from the linear probe (scripts/language-stage.sh's
 # folders, one per task and seed).
-lang=runs/lang/mlm/eval-few
+lang=runs/lang/mlm/eval-few-linear_probe
 lm_probe_start=$(join $lang/banking-s{1,2,3} $lang/hwu-s{1,2,3} $lang/clinc-s1)
 scratch_few=$(join runs/scratch-few/tagging runs/scratch-few/top)
 
