@@ -25,6 +25,7 @@
 #include "common/json_util.h"
 #include "common/temp_cleanup.h"
 #include "eval/dialoglue.h"
+#include "eval/results_file.h"
 #include "eval/eval_config.h"
 #include "eval/metrics.h"
 #include "eval/probe_model.h"

@@ -283,46 +283,12 @@ json run_dialoglue(const DialoglueRun& run,
   json gold;
   if (fs::is_regular_file(gold_path)) gold = json_parse_file(gold_path.string());
 
-  json results = dialoglue_results_header(run, gold, gold_path);
   // An earlier call of the same run into this folder keeps its tasks and seeds (docs/
-  // evaluation.md "Adding to an output folder"); one of another run is set aside at the first
-  // write, so a call that fails before it leaves the folder as it was.
-  const EarlierResults earlier = read_earlier_results(run.out_dir, results);
-  bool set_aside = !earlier.other_run.empty();
-  for (const std::string& d : earlier.dropped) {
-    if (notice) notice(fmt::format("{}/results.json: left out {}", run.out_dir, d));
-  }
-  if (notice && !earlier.tasks.empty()) {
-    std::string kept;
-    for (const auto& [name, entry] : earlier.tasks.items()) {
-      kept += fmt::format("{}{} ({} seeds)", kept.empty() ? "" : ", ", name,
-                          entry.at("runs").size());
-    }
-    notice(fmt::format("{}/results.json: adding to the results there: {} (a seed run again "
-                       "replaces its earlier run)", run.out_dir, kept));
-  }
-  results["tasks"] = earlier.tasks;
-  results["seeds"] = seeds_of(results["tasks"]);
-  // results.json, results.md and submission.json after every seed: an interrupted call leaves
-  // them agreeing with the seed folders.
-  const auto write_results = [&] {
-    if (set_aside) {
-      const std::string previous = set_aside_results(run.out_dir);
-      set_aside = false;
-      if (notice) {
-        notice(fmt::format("{}/results.json described another run ({}): renamed to {}; this "
-                           "folder's results start anew (its seed folders are overwritten as "
-                           "this run reaches them)",
-                           run.out_dir, earlier.other_run, previous));
-      }
-    }
-    results["seeds"] = seeds_of(results["tasks"]);
-    write_json(fs::path(run.out_dir) / "results.json", results);
-    write_file_atomic((fs::path(run.out_dir) / "results.md").string(), results_table(results));
-    write_submission((fs::path(run.out_dir) / "submission.json").string(),
-                     submission_from_runs(results["tasks"], run.out_dir,
-                                          run.setting == Setting::Few));
-  };
+  // evaluation.md "Adding to an output folder"); results.json, results.md and submission.json
+  // are rewritten after every seed, so an interrupted call leaves them agreeing with the seed
+  // folders.
+  ResultsFolder folder(run.out_dir, dialoglue_results_header(run, gold, gold_path),
+                       run.setting == Setting::Few, notice);
   const std::size_t runs = run.tasks.size() * run.seeds.size();
   std::size_t index = 0;
   for (const auto& name : run.tasks) {
@@ -349,40 +315,12 @@ json run_dialoglue(const DialoglueRun& run,
                     {"classifier_init", classifier_init},
                     {"train_examples", train_examples},
                     {"runs", task_runs}};
-      const json& before = earlier.tasks.contains(name) ? earlier.tasks.at(name) : json();
-      merge_task_runs(entry, before);  // sets mean, std (n - 1) and val_mean over every seed
       if (const auto it = self.pseudo_labelled.find(name); it != self.pseudo_labelled.end())
         entry["pseudo_labelled"] = it->second;
-      results["tasks"][name] = std::move(entry);
-      write_results();
+      folder.record(name, std::move(entry), seed, o.submission);
     }
   }
-  return results;
-}
-
-std::string results_table(const json& results) {
-  std::string out = fmt::format(
-      "model `{}`, setting {}, seeds {}\n\n| task | metric | test mean ± std | seed: test | val "
-      "mean |\n|---|---|---|---|---|\n",
-      results.at("model").get<std::string>(), results.at("setting").get<std::string>(),
-      results.at("seeds").dump());
-  for (const auto& [name, t] : results.at("tasks").items()) {
-    std::string per_seed;
-    for (const auto& r : t.at("runs")) {
-      per_seed += fmt::format("{}{}: {:.2f}", per_seed.empty() ? "" : ", ",
-                              r.at("seed").get<std::uint64_t>(), r.at("test").get<double>());
-    }
-    // One seed has no sample std (n - 1 = 0): say so rather than print "± 0.00".
-    const std::string spread = t.at("runs").size() > 1
-                                   ? fmt::format("± {:.2f}", t.at("std").get<double>())
-                                   : std::string("(one seed)");
-    const json& val = t.contains("val_mean") ? t.at("val_mean") : json();
-    out += fmt::format("| {} | {} | {:.2f} {} | {} | {} |\n", name,
-                       t.at("metric").get<std::string>(), t.at("mean").get<double>(), spread,
-                       per_seed,
-                       val.is_number() ? fmt::format("{:.2f}", val.get<double>()) : "–");
-  }
-  return out;
+  return folder.results();
 }
 
 }  // namespace dialtree::eval

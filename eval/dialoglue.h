@@ -72,9 +72,5 @@ nlohmann::json run_dialoglue(const DialoglueRun& run,
                              const std::function<void(const RunProgress&)>& progress = {},
                              const std::function<void(const std::string&)>& notice = {});
 
-/// The Markdown table of a results.json object: one row per task, `mean ± std` in percent with
-/// two decimals (`mean (one seed)` for a single seed, which has no sample std), the per-seed
-/// scores, and the mean val accuracy.
-std::string results_table(const nlohmann::json& results);
 
 }  // namespace dialtree::eval

@@ -10,6 +10,7 @@
 
 #include <fmt/core.h>
 
+#include "common/atomic_file.h"
 #include "common/error.h"
 #include "eval/metrics.h"
 #include "eval/submission.h"
@@ -136,7 +137,7 @@ EarlierResults read_earlier_results(const std::string& out_dir, const json& head
         continue;
       }
       try {
-        json_parse_file(predictions.string());
+        out.predictions[{name, seed}] = json_parse_file(predictions.string());
       } catch (const DataError& e) {
         out.dropped.push_back(fmt::format("{} seed {}: {}", name, seed, e.what()));
         continue;
@@ -204,22 +205,101 @@ std::vector<std::uint64_t> seeds_of(const json& tasks) {
   return {seeds.begin(), seeds.end()};
 }
 
-json submission_from_runs(const json& tasks, const std::string& out_dir, bool few) {
+json submission_of(const json& tasks, const RunPredictions& predictions, bool few) {
   json submission = json::object();
   for (const auto& [name, entry] : tasks.items()) {
     const std::string key = task_key(parse_task(name));
     for (const json& r : entry.at("runs")) {
-      const json list = json_parse_file(
-          predictions_path(out_dir, name, r.at("seed").get<std::uint64_t>()).string());
+      const auto seed = r.at("seed").get<std::uint64_t>();
+      const auto it = predictions.find({name, seed});
+      if (it == predictions.end()) {
+        throw std::invalid_argument(
+            fmt::format("submission_of: no predictions for {} seed {}", name, seed));
+      }
       if (few) {
-        submission[key].push_back(list);
+        submission[key].push_back(it->second);
       } else {
-        submission[key] = list;  // runs are in seed order: the first seed's list
+        submission[key] = it->second;  // runs are in seed order: the first seed's list
         break;
       }
     }
   }
   return submission;
+}
+
+std::string results_table(const json& results) {
+  std::string out = fmt::format(
+      "model `{}`, setting {}, seeds {}\n\n| task | metric | test mean ± std | seed: test | val "
+      "mean |\n|---|---|---|---|---|\n",
+      results.at("model").get<std::string>(), results.at("setting").get<std::string>(),
+      results.at("seeds").dump());
+  for (const auto& [name, t] : results.at("tasks").items()) {
+    std::string per_seed;
+    for (const auto& r : t.at("runs")) {
+      per_seed += fmt::format("{}{}: {:.2f}", per_seed.empty() ? "" : ", ",
+                              r.at("seed").get<std::uint64_t>(), r.at("test").get<double>());
+    }
+    // One seed has no sample std (n - 1 = 0): say so rather than print "± 0.00".
+    const std::string spread = t.at("runs").size() > 1
+                                   ? fmt::format("± {:.2f}", t.at("std").get<double>())
+                                   : std::string("(one seed)");
+    const json& val = t.contains("val_mean") ? t.at("val_mean") : json();
+    out += fmt::format("| {} | {} | {:.2f} {} | {} | {} |\n", name,
+                       t.at("metric").get<std::string>(), t.at("mean").get<double>(), spread,
+                       per_seed,
+                       val.is_number() ? fmt::format("{:.2f}", val.get<double>()) : "–");
+  }
+  return out;
+}
+
+ResultsFolder::ResultsFolder(std::string out_dir, json header, bool few,
+                             std::function<void(const std::string&)> notice)
+    : out_dir_(std::move(out_dir)), few_(few), notice_(std::move(notice)),
+      results_(std::move(header)) {
+  EarlierResults earlier = read_earlier_results(out_dir_, results_);
+  other_run_ = std::move(earlier.other_run);
+  earlier_tasks_ = std::move(earlier.tasks);
+  predictions_ = std::move(earlier.predictions);
+  if (notice_) {
+    for (const std::string& d : earlier.dropped) {
+      notice_(fmt::format("{}/results.json: left out {}", out_dir_, d));
+    }
+    if (!earlier_tasks_.empty()) {
+      std::string kept;
+      for (const auto& [name, entry] : earlier_tasks_.items()) {
+        kept += fmt::format("{}{} ({} seeds)", kept.empty() ? "" : ", ", name,
+                            entry.at("runs").size());
+      }
+      notice_(fmt::format("{}/results.json: adding to the results there: {} (a seed run again "
+                          "replaces its earlier run)",
+                          out_dir_, kept));
+    }
+  }
+  results_["tasks"] = earlier_tasks_;
+  results_["seeds"] = seeds_of(results_["tasks"]);
+}
+
+void ResultsFolder::record(const std::string& task, json entry, std::uint64_t seed,
+                           json predictions) {
+  if (!other_run_.empty()) {
+    const std::string previous = set_aside_results(out_dir_);
+    if (notice_) {
+      notice_(fmt::format("{}/results.json described another run ({}): renamed to {}; this "
+                          "folder's results start anew (its seed folders are overwritten as "
+                          "this run reaches them)",
+                          out_dir_, other_run_, previous));
+    }
+    other_run_.clear();
+  }
+  predictions_[{task, seed}] = std::move(predictions);
+  merge_task_runs(entry, earlier_tasks_.contains(task) ? earlier_tasks_.at(task) : json());
+  results_["tasks"][task] = std::move(entry);
+  results_["seeds"] = seeds_of(results_["tasks"]);
+  const fs::path dir(out_dir_);
+  write_file_atomic((dir / "results.json").string(), results_.dump(2) + "\n");
+  write_file_atomic((dir / "results.md").string(), results_table(results_));
+  write_submission((dir / "submission.json").string(),
+                   submission_of(results_["tasks"], predictions_, few_));
 }
 
 }  // namespace dialtree::eval

@@ -5,7 +5,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/json_util.h"
@@ -29,6 +32,10 @@ std::string file_fingerprint(const std::string& path);
 /// pseudo-label file then fails later with its own reader's message).
 std::string fingerprint_or_none(const std::string& path);
 
+/// The test predictions of runs (the task's DialoGLUE submission list, as
+/// `<task>/seed-<s>/test_predictions.json` holds it), by (results.json task name, seed).
+using RunPredictions = std::map<std::pair<std::string, std::uint64_t>, json>;
+
 /// What an earlier results.json in the output folder gives the run starting now.
 struct EarlierResults {
   /// Its task entries (results.json "tasks") with the runs kept, each entry's mean, std and
@@ -42,12 +49,15 @@ struct EarlierResults {
   /// Runs left out because their test_predictions.json is gone ("banking seed 2: ..."), so the
   /// submission file could not hold them.
   std::vector<std::string> dropped;
+  /// The kept runs' test predictions, parsed once here (submission_of builds on them).
+  RunPredictions predictions;
 };
 
 /// Reads `<out_dir>/results.json` when present and keeps its tasks when its run identity (the
 /// keys of run_identity_keys()) equals `header`'s; otherwise says why in `other_run` and keeps
 /// nothing (the file stays where it is). A kept run whose
-/// `<task>/seed-<s>/test_predictions.json` is missing or not JSON is dropped and listed.
+/// `<task>/seed-<s>/test_predictions.json` is missing or not JSON is dropped and listed; the
+/// others' predictions are returned parsed.
 /// @throws DataError when the file is not JSON, SchemaError when it is not a results object (no
 /// "tasks" object, a run without an integer "seed" or a number "test").
 EarlierResults read_earlier_results(const std::string& out_dir, const json& header);
@@ -66,10 +76,48 @@ void merge_task_runs(json& entry, const json& earlier);
 /// The seeds of every task's runs in `tasks` (results.json "tasks"), ascending, each once.
 std::vector<std::uint64_t> seeds_of(const json& tasks);
 
-/// DialoGLUE's submission object for the results' tasks, read back from each run's
-/// `<out_dir>/<task>/seed-<s>/test_predictions.json`: with `few` every run's list in seed order
-/// (dump_outputs_fewshot.py's layout), else the first seed's list (dump_outputs.py's layout).
-/// Keys as gt_test.json's (task_key). @throws DataError when a file cannot be read or parsed.
-json submission_from_runs(const json& tasks, const std::string& out_dir, bool few);
+/// DialoGLUE's submission object for the runs of `tasks` (results.json "tasks"), from their
+/// `predictions`: with `few` every run's list in seed order (dump_outputs_fewshot.py's layout),
+/// else the first seed's list (dump_outputs.py's layout). Keys as gt_test.json's (task_key).
+/// @throws std::invalid_argument when a run has no predictions (a caller's bug).
+json submission_of(const json& tasks, const RunPredictions& predictions, bool few);
+
+/// The Markdown table of a results.json object: one row per task, `mean ± std` in percent with
+/// two decimals (`mean (one seed)` for a single seed, which has no sample std), the per-seed
+/// scores ("seed: test"), and the mean val score.
+std::string results_table(const json& results);
+
+/// One `eval dialoglue --out` folder while a call adds to it (docs/evaluation.md "Adding to an
+/// output folder"): the earlier results of the same run, this call's runs merged into them, and
+/// the three files that describe them all, rewritten after every run.
+class ResultsFolder {
+ public:
+  /// Reads `<out_dir>/results.json` (read_earlier_results against `header`, this call's results
+  /// object without "tasks") and says through `notice` (may be empty) what it keeps and what it
+  /// leaves out. `few`: the setting is few-shot (the submission's layout).
+  /// @throws as read_earlier_results.
+  ResultsFolder(std::string out_dir, json header, bool few,
+                std::function<void(const std::string&)> notice);
+
+  /// Records this call's runs of `task` (`entry`: results.json's task entry, its "runs" this
+  /// call's so far) and the test `predictions` of its newest run `seed`, merges the earlier runs
+  /// of seeds not run again (merge_task_runs), and rewrites results.json, results.md and
+  /// submission.json atomically. An earlier results.json of another run is renamed
+  /// (set_aside_results) at the first call, and said.
+  /// @throws as set_aside_results and the atomic writers.
+  void record(const std::string& task, json entry, std::uint64_t seed, json predictions);
+
+  /// The results object as last written (the header, "tasks", "seeds").
+  const json& results() const { return results_; }
+
+ private:
+  std::string out_dir_;
+  bool few_;
+  std::function<void(const std::string&)> notice_;
+  json results_;
+  json earlier_tasks_;
+  std::string other_run_;  ///< non-empty until the earlier file of another run is set aside
+  RunPredictions predictions_;
+};
 
 }  // namespace dialtree::eval

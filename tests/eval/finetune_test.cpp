@@ -16,6 +16,7 @@
 #include "data/serialize.h"
 #include "data/tokenizer_factory.h"
 #include "eval/dialoglue.h"
+#include "eval/results_file.h"
 #include "eval/finetune.h"
 #include "eval/submission.h"
 #include "eval/finetune_step.h"

@@ -7,7 +7,9 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -132,9 +134,9 @@ TEST(ResultsFile, EarlierResultsOfTheSameRunAreKeptAndOfAnotherRunSetAside) {
   EXPECT_EQ(kept.tasks.at("dstc8_sgd").at("runs")[0], run(1, 30, 45));
 
   // The submission file from the runs: dstc8_sgd's key is gt_test.json's "dstc8".
-  const json few = submission_from_runs(kept.tasks, out.string(), true);
+  const json few = submission_of(kept.tasks, kept.predictions, true);
   EXPECT_EQ(few, json::parse(R"({"hwu": [["a", "b"]], "dstc8": [[["time:1-2"], []]]})"));
-  const json full = submission_from_runs(kept.tasks, out.string(), false);
+  const json full = submission_of(kept.tasks, kept.predictions, false);
   EXPECT_EQ(full, json::parse(R"({"hwu": ["a", "b"], "dstc8": [["time:1-2"], []]})"));
 
   // Another model's weights at the same path: another run. Reading moves nothing.
@@ -175,6 +177,60 @@ TEST(ResultsFile, EarlierResultsOfTheSameRunAreKeptAndOfAnotherRunSetAside) {
   write(out / "results.json", old.dump());
   EXPECT_THAT(read_earlier_results(out.string(), header()).other_run,
               HasSubstr("model_weights was absent"));
+}
+
+TEST(ResultsFile, AFolderAddsTheCallsRunsToTheEarlierOnesAndRewritesItsFiles) {
+  testing::TempDir tmp;
+  const fs::path out = tmp.path();
+  json earlier = header();
+  earlier["tasks"]["hwu"] = {{"metric", "accuracy"},
+                             {"runs", {run(1, 40, 55), run(2, 50, 60)}}};
+  write(out / "results.json", earlier.dump());
+  write(out / "hwu" / "seed-1" / "test_predictions.json", R"(["a", "b"])");
+  write(out / "hwu" / "seed-2" / "test_predictions.json", R"(["c", "d"])");
+  std::vector<std::string> said;
+  ResultsFolder folder(out.string(), header(), /*few=*/true,
+                       [&](const std::string& s) { said.push_back(s); });
+  ASSERT_EQ(said.size(), 1u);
+  EXPECT_THAT(said[0], HasSubstr("adding to the results there: hwu (2 seeds)"));
+  EXPECT_EQ(folder.results().at("seeds"), json({1, 2}));
+
+  // This call runs seed 2 again (it replaces the earlier run) and seed 3.
+  json entry = {{"metric", "accuracy"}, {"runs", {run(2, 60, 62)}}};
+  folder.record("hwu", entry, 2, json{"e", "f"});
+  entry["runs"].push_back(run(3, 70, 64));
+  folder.record("hwu", entry, 3, json{"g", "h"});
+  const json written = json::parse(std::ifstream(out / "results.json"));
+  EXPECT_EQ(written, folder.results());
+  const json& hwu = written.at("tasks").at("hwu");
+  ASSERT_EQ(hwu.at("runs").size(), 3u);
+  EXPECT_DOUBLE_EQ(hwu.at("mean").get<double>(), 56.666666666666664);  // 40, 60, 70
+  EXPECT_DOUBLE_EQ(hwu.at("std").get<double>(), std::sqrt(233.33333333333334));
+  EXPECT_DOUBLE_EQ(hwu.at("val_mean").get<double>(), 60.333333333333336);  // 55, 62, 64
+  EXPECT_EQ(written.at("seeds"), json({1, 2, 3}));
+  // The submission: seed 1's predictions read back from its file, seeds 2-3 from this call.
+  EXPECT_EQ(json::parse(std::ifstream(out / "submission.json")),
+            json::parse(R"({"hwu": [["a", "b"], ["e", "f"], ["g", "h"]]})"));
+  std::ifstream md(out / "results.md");
+  const std::string table((std::istreambuf_iterator<char>(md)), std::istreambuf_iterator<char>());
+  EXPECT_THAT(table, HasSubstr("| hwu | accuracy | 56.67 ± 15.28 | 1: 40.00, 2: 60.00, 3: 70.00 | "
+                               "60.33 |"));
+
+  // Another run in the same folder: the file is set aside at its first record, and said.
+  json other = header();
+  other["model_weights"] = "10 bytes, fnv1a64 0000000000000003";
+  said.clear();
+  ResultsFolder another(out.string(), other, /*few=*/false,
+                        [&](const std::string& s) { said.push_back(s); });
+  EXPECT_TRUE(said.empty());
+  EXPECT_TRUE(fs::exists(out / "results.json"));  // nothing moves before the first record
+  another.record("hwu", {{"metric", "accuracy"}, {"runs", {run(5, 80, 81)}}}, 5, json{"x", "y"});
+  ASSERT_EQ(said.size(), 1u);
+  EXPECT_THAT(said[0], HasSubstr("renamed to " + (out / "results.previous.json").string()));
+  EXPECT_EQ(json::parse(std::ifstream(out / "results.previous.json")), written);
+  EXPECT_EQ(json::parse(std::ifstream(out / "results.json")).at("seeds"), json({5}));
+  EXPECT_EQ(json::parse(std::ifstream(out / "submission.json")),
+            json::parse(R"({"hwu": ["x", "y"]})"));  // full data: one run's list
 }
 
 TEST(ResultsFile, MalformedEarlierResultsNameTheFileAndField) {
