@@ -102,8 +102,8 @@ echo "run: STS files in $out/sts, tokenizer in $out/tokenizer"
 # done (a finished stage) counts 0. `eta` prints a part with its minutes and when the job should
 # end, then takes the part off what remains.
 declare -A minutes=(
-  [lm]=40 [stage1]=16 [intent]=3 [pseudo]=5 [probe]=1
-  [few:banking]=5 [few:clinc]=10 [few:hwu]=2 [few:restaurant8k]=2 [few:dstc8]=2 [few:top]=10
+  [lm]=45 [stage1]=16 [intent]=3 [pseudo]=5 [probe]=1
+  [few:banking]=5 [few:clinc]=10 [few:hwu]=3 [few:restaurant8k]=2 [few:dstc8]=2 [few:top]=10
   [full:banking]=40 [full:clinc]=60 [full:hwu]=30 [full:restaurant8k]=40 [full:dstc8]=20
   [full:top]=120
   [self:banking]=8 [self:clinc]=18 [self:hwu]=4
