@@ -26,7 +26,11 @@
 #        self-training teachers), FULL_SEEDS (the first of SEEDS: full-data seeds),
 #        SELF_TRAIN (0; 1 adds self-training of the intent tasks, about 90 min), LM_ROW (0; 1
 #        also fine-tunes the language stage alone into runs/eval-<setting>-lm, the scoreboard's
-#        row), STAGE1 (0; 1 adds SPACE-2's stage 1)
+#        row), STAGE1 (0; 1 adds SPACE-2's stage 1),
+#        RUNS (runs: the folder of every run folder above, e.g. runs/p2 for a second pretraining
+#        run), PRETRAIN_SEED (the configs' seeds; N sets seed and data_seed of every stage),
+#        LM_OPTIONS (key=value overrides of the language stage, space-separated, e.g.
+#        "loss.mlm_probability=0.3")
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -36,6 +40,28 @@ BUILD_TARGETS=${BUILD_TARGETS:-dialtree dialtree-torch} scripts/setup.sh
 shared=$(cd "${DIALTREE_SHARED:-$root/../shared}" && pwd -P)
 data=$shared/data
 out=$root/out  # configs/pretrain-small.yaml reads out/sts and out/tokenizer
+# Every run folder (pretraining stages, fine-tuning, scoreboard, figures) goes under RUNS, so that
+# a second pretraining run (PRETRAIN_SEED) or another language stage (LM_OPTIONS) keeps its own.
+runs=${RUNS:-runs}
+runs=${runs%/}
+[[ -n $runs && $runs != *[[:space:]]* ]] ||
+  { echo "run: RUNS='${RUNS:-}': expected a folder name without spaces" >&2; exit 2; }
+# Overrides of every pretraining stage (a pretraining seed) and of the language stage alone.
+pretrain_options=()
+if [[ -n ${PRETRAIN_SEED:-} ]]; then
+  [[ $PRETRAIN_SEED =~ ^[0-9]+$ ]] ||
+    { echo "run: PRETRAIN_SEED='$PRETRAIN_SEED': expected a non-negative integer" >&2; exit 2; }
+  pretrain_options=("seed=$PRETRAIN_SEED" "data_seed=$PRETRAIN_SEED")
+fi
+read -r -a lm_options <<<"${LM_OPTIONS:-}"
+for option in "${lm_options[@]}"; do
+  [[ $option == ?*=* ]] ||
+    { echo "run: LM_OPTIONS: '$option': expected key=value" >&2; exit 2; }
+done
+# The pseudo-labels of the intent stage belong to one pretraining run: out/pseudo for runs/ (where
+# earlier runs' configurations name them), RUNS/pseudo otherwise.
+pseudo=$out/pseudo pseudo_teacher=$out/pseudo-teacher
+[[ $runs == runs ]] || pseudo=$runs/pseudo pseudo_teacher=$runs/pseudo-teacher
 bin=${BUILD_DIR:-build}/cli/dialtree
 [[ -d $data/dialoglue ]] || { echo "run: no data in $data (set DIALTREE_SHARED)" >&2; exit 1; }
 # What to evaluate, checked before anything runs (a typo must not cost the pretraining first).
@@ -131,9 +157,10 @@ eta() {  # what minutes
 # thread count, data folder, resume point and overwrite_output_dir aside, and keys that a newer
 # dialtree added with their defaults), stopped with the difference when finished with another
 # (an earlier recipe), resumed from its newest checkpoint when interrupted.
-stage() {  # run_dir config [overrides...]
+stage() {  # run_dir config [overrides...]: trains into run_dir (output_dir)
   local run_dir=$1 config=$2
   shift 2
+  set -- "output_dir=$run_dir" "$@"
   if [[ -f $run_dir/final/model.safetensors ]]; then
     local ignore='^(resume_from_checkpoint|threads|eval_data_dir|overwrite_output_dir):' difference
     difference=$(diff <(grep -Ev "$ignore" "$run_dir/config.yaml") \
@@ -157,11 +184,11 @@ stage() {  # run_dir config [overrides...]
 }
 # The plan: what this run will do, in minutes.
 left() { [[ -f $1/final/model.safetensors ]] && echo 0 || echo "$2"; }
-remaining=$(($(left runs/pretrain-lm "${minutes[lm]}") \
-  + $(left runs/pretrain-intent "${minutes[intent]}") \
-  + $(left runs/pretrain-intent-pseudo "${minutes[pseudo]}")))
+remaining=$(($(left $runs/pretrain-lm "${minutes[lm]}") \
+  + $(left $runs/pretrain-intent "${minutes[intent]}") \
+  + $(left $runs/pretrain-intent-pseudo "${minutes[pseudo]}")))
 if [[ ${STAGE1:-0} != 0 ]]; then
-  remaining=$((remaining + $(left runs/pretrain-small "${minutes[stage1]}")))
+  remaining=$((remaining + $(left $runs/pretrain-small "${minutes[stage1]}")))
 fi
 remaining=$((remaining + minutes[probe]))
 if [[ ${EVAL:-1} != 0 ]]; then
@@ -179,46 +206,47 @@ if [[ ${EVAL:-1} != 0 ]]; then
     remaining=$((remaining + $(plan_minutes "classical-$setting" "$tasks" 1)))
   done
 fi
-eta "the language stage (runs/pretrain-lm)" "$(left runs/pretrain-lm "${minutes[lm]}")"
-stage runs/pretrain-lm configs/pretrain-lm.yaml eval_data_dir="$data/dialoglue"
-figures=(runs/pretrain-lm)
-start=runs/pretrain-lm/final
+eta "the language stage ($runs/pretrain-lm)" "$(left $runs/pretrain-lm "${minutes[lm]}")"
+stage $runs/pretrain-lm configs/pretrain-lm.yaml eval_data_dir="$data/dialoglue" \
+  ${pretrain_options[@]+"${pretrain_options[@]}"} ${lm_options[@]+"${lm_options[@]}"}
+figures=($runs/pretrain-lm)
+start=$runs/pretrain-lm/final
 # SPACE-2's tree-structured contrastive stage (stage 1) runs only with STAGE1=1: after the
 # language stage it lowers the frozen vectors' probe and leaves the fine-tuned score where it was,
 # and its 16 minutes serve the language stage better (docs/results.md "Does SPACE-2's
 # tree-structured stage help?").
 if [[ ${STAGE1:-0} != 0 ]]; then
-  eta "SPACE-2's stage 1 (runs/pretrain-small)" "$(left runs/pretrain-small "${minutes[stage1]}")"
-  stage runs/pretrain-small configs/pretrain-small.yaml model_name_or_path=runs/pretrain-lm/final \
-    eval_data_dir="$data/dialoglue"
-  figures+=(runs/pretrain-small)
-  start=runs/pretrain-small/final
+  eta "SPACE-2's stage 1 ($runs/pretrain-small)" "$(left $runs/pretrain-small "${minutes[stage1]}")"
+  stage $runs/pretrain-small configs/pretrain-small.yaml model_name_or_path=$runs/pretrain-lm/final \
+    eval_data_dir="$data/dialoglue" ${pretrain_options[@]+"${pretrain_options[@]}"}
+  figures+=($runs/pretrain-small)
+  start=$runs/pretrain-small/final
 fi
-eta "the intent stage (runs/pretrain-intent)" "$(left runs/pretrain-intent "${minutes[intent]}")"
-stage runs/pretrain-intent configs/pretrain-intent.yaml model_name_or_path="$start" \
-  eval_data_dir="$data/dialoglue"
+eta "the intent stage ($runs/pretrain-intent)" "$(left $runs/pretrain-intent "${minutes[intent]}")"
+stage $runs/pretrain-intent configs/pretrain-intent.yaml model_name_or_path="$start" \
+  eval_data_dir="$data/dialoglue" ${pretrain_options[@]+"${pretrain_options[@]}"}
 # The semi-supervised intent stage (docs/training.md "Pseudo-labelled intent stage"): the intent
 # stage's probe labels the unlabelled training utterances of the three tasks (train.csv's texts;
 # its labels are never read), and the intent stage runs again from the same start with the 30
 # most confident per intent beside train_10.
-eta "the pseudo-labelled intent stage (runs/pretrain-intent-pseudo)" \
-  "$(left runs/pretrain-intent-pseudo "${minutes[pseudo]}")"
-if [[ ! -f runs/pretrain-intent-pseudo/final/model.safetensors ]]; then
-  "$bin" eval pseudo-label --model runs/pretrain-intent/final --out-dir "$out/pseudo" \
+eta "the pseudo-labelled intent stage ($runs/pretrain-intent-pseudo)" \
+  "$(left $runs/pretrain-intent-pseudo "${minutes[pseudo]}")"
+if [[ ! -f $runs/pretrain-intent-pseudo/final/model.safetensors ]]; then
+  "$bin" eval pseudo-label --model $runs/pretrain-intent/final --out-dir "$pseudo" \
     --per-label 30 --data "$data/dialoglue"
 fi
 labelled=()
 for task in banking clinc hwu; do labelled+=("$out/sts/$task.train_10.jsonl"); done
-for task in banking clinc hwu; do labelled+=("$out/pseudo/$task.pseudo.jsonl"); done
-stage runs/pretrain-intent-pseudo configs/pretrain-intent.yaml \
-  output_dir=runs/pretrain-intent-pseudo model_name_or_path="$start" \
+for task in banking clinc hwu; do labelled+=("$pseudo/$task.pseudo.jsonl"); done
+stage $runs/pretrain-intent-pseudo configs/pretrain-intent.yaml \
+  output_dir=$runs/pretrain-intent-pseudo model_name_or_path="$start" \
   num_train_epochs=6 eval_steps=91 "data.labelled=[$(IFS=,; echo "${labelled[*]}")]" \
-  eval_data_dir="$data/dialoglue"
-figures+=(runs/pretrain-intent runs/pretrain-intent-pseudo)
-model=runs/pretrain-intent-pseudo/final
+  eval_data_dir="$data/dialoglue" ${pretrain_options[@]+"${pretrain_options[@]}"}
+figures+=($runs/pretrain-intent $runs/pretrain-intent-pseudo)
+model=$runs/pretrain-intent-pseudo/final
 eta "the probe on test" "${minutes[probe]}"
 "$bin" eval probe --model "$model" --tasks "$tasks" --protocols dialoglue-few --split test \
-  --data "$data/dialoglue" --out runs/probe.json
+  --data "$data/dialoglue" --out $runs/probe.json
 if [[ ${EVAL:-1} != 0 ]]; then
   for setting in ${settings//,/ }; do
     s=$seeds
@@ -232,17 +260,17 @@ if [[ ${EVAL:-1} != 0 ]]; then
     # with a slot or TOP model), and OUT/submission.json is DialoGLUE's submission file.
     "$bin" eval dialoglue --model "$model" --tasks "$tasks" --setting "$setting" --seeds "$s" \
       --config "configs/eval-$setting.yaml" --data-dir "$data/dialoglue" \
-      --out "runs/eval-$setting" --save-models classifier_init=linear_probe
-    figures+=("runs/eval-$setting")
+      --out "$runs/eval-$setting" --save-models classifier_init=linear_probe
+    figures+=("$runs/eval-$setting")
     if [[ ${LM_ROW:-0} != 0 ]]; then  # the scoreboard's "language stage alone" row
       eta "fine-tuning the language stage alone, $setting" \
         "$(plan_minutes "$setting" "$tasks" "$s")"
       # Its intent classifier starts at random: the recipe val chose for an MLM-only encoder,
       # whose probe is weak (docs/results.md "The DialoGLUE scoreboard": val 75.52 at random
       # against 72.40 from the linear probe, banking seed 1).
-      "$bin" eval dialoglue --model runs/pretrain-lm/final --tasks "$tasks" --setting "$setting" \
+      "$bin" eval dialoglue --model $runs/pretrain-lm/final --tasks "$tasks" --setting "$setting" \
         --seeds "$s" --config "configs/eval-$setting.yaml" --data-dir "$data/dialoglue" \
-        --out "runs/eval-$setting-lm"
+        --out "$runs/eval-$setting-lm"
     fi
   done
   if [[ ${SELF_TRAIN:-0} != 0 && ,$settings, == *,few,* && ${#intent_tasks[@]} -gt 0 ]]; then
@@ -255,45 +283,47 @@ if [[ ${EVAL:-1} != 0 ]]; then
     # "Self-training and pseudo-labels").
     teachers=()
     for task in "${intent_tasks[@]}"; do
-      teachers+=(--teacher "$task=runs/eval-few/$task/seed-${seeds%%,*}/model")
+      teachers+=(--teacher "$task=$runs/eval-few/$task/seed-${seeds%%,*}/model")
     done
-    "$bin" eval pseudo-label --tasks "$itasks" "${teachers[@]}" --out-dir "$out/pseudo-teacher" \
+    "$bin" eval pseudo-label --tasks "$itasks" "${teachers[@]}" --out-dir "$pseudo_teacher" \
       --per-label 30 --data "$data/dialoglue"
     "$bin" eval dialoglue --model "$model" --tasks "$itasks" --setting few --seeds "$seeds" \
-      --config configs/eval-few.yaml --data-dir "$data/dialoglue" --out runs/eval-few-self \
-      --save-models --pseudo-labels "$out/pseudo-teacher" classifier_init=linear_probe \
+      --config configs/eval-few.yaml --data-dir "$data/dialoglue" --out $runs/eval-few-self \
+      --save-models --pseudo-labels "$pseudo_teacher" classifier_init=linear_probe \
       num_train_epochs=25 early_stopping_patience=6
-    figures+=(runs/eval-few-self)
+    figures+=($runs/eval-few-self)
   fi
   # The classical baselines of the same tasks and settings (no pretraining; scikit-learn), then
-  # the scoreboard (runs/scoreboard.{md,json}) and its figure per setting.
+  # the scoreboard ($runs/scoreboard.{md,json}) and its figure per setting.
   n=0
   for setting in ${settings//,/ }; do
     n=$((n + $(plan_minutes "classical-$setting" "$tasks" 1)))
   done
   eta "classical baselines" "$n"
-  mkdir -p runs/baselines
+  mkdir -p $runs/baselines
   for setting in ${settings//,/ }; do
     /usr/bin/python3 bench/reference/classical_baseline.py --data "$data/dialoglue" \
       --tasks "$tasks" --settings "$setting" --dialtree "$bin" \
-      --json "runs/baselines/classical-$setting.json" >/dev/null
+      --json "$runs/baselines/classical-$setting.json" >/dev/null
   done
-  scripts/scoreboard.py --settings "$settings" --out runs/scoreboard
+  scripts/scoreboard.py --settings "$settings" --out $runs/scoreboard \
+    --row "classical baseline=$runs/baselines/classical-{setting}.json" \
+    --row "language stage alone=$runs/eval-{setting}-lm" --row "main job=$runs/eval-{setting}"
   for setting in ${settings//,/ }; do  # the figure: the scoreboard's own rows
-    "$bin" plot "runs/scoreboard-$setting.rows.json" --out "runs/figures/scoreboard-$setting" \
+    "$bin" plot "$runs/scoreboard-$setting.rows.json" --out "$runs/figures/scoreboard-$setting" \
       --format png >/dev/null
   done
 fi
-"$bin" plot "${figures[@]}" --out runs/figures
+"$bin" plot "${figures[@]}" --out $runs/figures
 if [[ ${EVAL:-1} != 0 ]]; then
   first_seed=${seeds%%,*}
   for setting in ${settings//,/ }; do
     for task in ${tasks//,/ }; do
       folder=${task/#dstc8/dstc8_sgd}  # eval dialoglue's folder of a task
-      [[ -d runs/eval-$setting/$folder/seed-$first_seed/model ]] || continue
+      [[ -d $runs/eval-$setting/$folder/seed-$first_seed/model ]] || continue
       route=/classify
       [[ $task == restaurant8k || $task == dstc8 || $task == top ]] && route=/parse
-      echo "run: serve $task: $bin serve --model runs/eval-$setting/$folder/seed-$first_seed/model" \
+      echo "run: serve $task: $bin serve --model $runs/eval-$setting/$folder/seed-$first_seed/model" \
         "--bf16 true   (answers $route)"
     done
   done
