@@ -37,15 +37,20 @@ class LanguageCurve(unittest.TestCase):
         ]
         with open(os.path.join(self.run_dir, "metrics.jsonl"), "w", encoding="utf-8") as f:
             f.writelines(json.dumps(r) + "\n" for r in self.records)
-        self.ckpt = os.path.join(d, "lang", "m-100")
-        self.final = os.path.join(d, "lang", "m")
-        write_json(os.path.join(self.ckpt, "eval-few-random", "hwu-s1", "results.json"),
+        self.out_dir = os.path.join(d, "curves", "m")
+        self.scratch = os.path.join(d, "scratch")
+        self.ckpt = os.path.join(d, "lang", "m-100", "eval-few-random")
+        self.final = os.path.join(d, "lang", "m", "eval-few-random")
+        write_json(os.path.join(self.scratch, "results.json"),
+                   {"tasks": {"hwu": results("hwu", [(1, 0, 40.0)])["tasks"]["hwu"],
+                              "banking": results("banking", [(1, 0, 30.0)])["tasks"]["banking"]}})
+        write_json(os.path.join(self.ckpt, "hwu-s1", "results.json"),
                    results("hwu", [(1, 60.0, 62.0)]))
-        write_json(os.path.join(self.ckpt, "eval-few-random", "hwu-s2", "results.json"),
+        write_json(os.path.join(self.ckpt, "hwu-s2", "results.json"),
                    results("hwu", [(2, 60.0, 64.0)]))
-        write_json(os.path.join(self.ckpt, "eval-few-random", "banking-s1", "results.json"),
+        write_json(os.path.join(self.ckpt, "banking-s1", "results.json"),
                    results("banking", [(1, 50.0, 57.0)]))
-        write_json(os.path.join(self.final, "eval-few-random", "results.json"),
+        write_json(os.path.join(self.final, "results.json"),
                    {"tasks": {"hwu": results("hwu", [(1, 0, 70.0)])["tasks"]["hwu"],
                               "banking": results("banking", [(1, 0, 60.0)])["tasks"]["banking"]}})
 
@@ -53,18 +58,20 @@ class LanguageCurve(unittest.TestCase):
         self.tmp.cleanup()
 
     def run_script(self, *args, ok=True):
-        p = subprocess.run([sys.executable, SCRIPT, self.run_dir, *args],
+        p = subprocess.run([sys.executable, SCRIPT, self.run_dir, self.out_dir, *args],
                            capture_output=True, text=True, check=False)
         self.assertEqual(p.returncode == 0, ok, p.stderr)
         return p.stdout if ok else p.stderr
 
     def test_points_at_their_steps(self):
-        out = self.run_script(f"100={self.ckpt}", f"final={self.final}")
+        out = self.run_script(f"0={self.scratch}", f"100={self.ckpt}", f"final={self.final}")
+        self.assertIn("step 0 (0.0 min): banking 30.00, hwu 40.00, mean 35.00", out)
         self.assertIn("step 100 (1.0 min): banking 57.00, hwu 63.00, mean 60.00", out)
-        with open(os.path.join(self.run_dir, "metrics-with-finetuned.jsonl"),
-                  encoding="utf-8") as f:
+        with open(os.path.join(self.out_dir, "metrics.jsonl"), encoding="utf-8") as f:
             written = [json.loads(line) for line in f]
         self.assertEqual(written[:3], self.records)
+        self.assertEqual(written[3]["train_seconds"], 0.0)
+        written = written[:3] + written[4:]
         self.assertEqual(written[3]["step"], 100)
         self.assertEqual(written[3]["train_seconds"], 60.0)
         self.assertAlmostEqual(written[3]["eval_finetuned_val_hwu_accuracy"], 0.63)
@@ -77,10 +84,9 @@ class LanguageCurve(unittest.TestCase):
                       self.run_script(f"150={self.ckpt}", ok=False))
         self.assertIn("no clinc result",
                       self.run_script(f"100={self.ckpt}", "--tasks", "hwu,clinc", ok=False))
-        self.assertIn("no eval-few-linear_probe/ folder",
-                      self.run_script(f"100={self.ckpt}", "--eval-dir", "eval-few-linear_probe",
-                                      ok=False))
-        self.assertIn("expected STEP=DIR", self.run_script("100", ok=False))
+        self.assertIn("no such folder",
+                      self.run_script(f"100={self.ckpt}-gone", ok=False))
+        self.assertIn("expected STEP=RESULTS", self.run_script("100", ok=False))
 
 
 if __name__ == "__main__":
