@@ -2,7 +2,7 @@
 # The scoreboard of docs/results.md ("The DialoGLUE scoreboard") from the run folders its
 # commands wrote: scripts/scoreboard.py with one row per model, each row pooling the folders
 # that hold its runs (runs made in parts: seeds 1, then 2-3, then 4-5), then the figures.
-# Writes docs/figures/scoreboard/{scoreboard,runs}.{md,json}, *-<setting>.rows.json and the
+# Writes docs/figures/scoreboard/{scoreboard,runs,mask-rate}.{md,json}, *-<setting>.rows.json and the
 # figures few/ and full/ (dialtree plot), and prints the tables.
 #   usage: scripts/docs-scoreboard.sh     env: BUILD_DIR (default build)
 # A folder that is missing stops it with its name (scoreboard.py): the rows below are the
@@ -45,6 +45,16 @@ scripts/scoreboard.py --settings few --out "$out/runs" \
   --row "language stage alone, runs A and B=$out/run-a-lm-few.json+runs/eval-few-lm-random" \
   --row "language stage alone from the linear probe, run A=$out/run-a-lm-probe-start-few.json" \
   --row "language stage alone from the linear probe, run B=$lm_probe_start"
+# The language stage masking 30 % of the sub-words (runs/pretrain-mlm30) against run B's 15 %,
+# alone and under the main job's intent stages (RUNS=runs/mlm30 scripts/run.sh, its language
+# stage copied from runs/pretrain-mlm30): docs/results.md "Which language stage teaches the
+# encoder more per CPU-minute?".
+mlm30=runs/lang/mlm30/eval-few-random
+scripts/scoreboard.py --settings few --out "$out/mask-rate" \
+  --row "language stage alone, 15 %=runs/eval-few-lm-random" \
+  --row "language stage alone, 30 %=$(join $mlm30/{banking,clinc,hwu}-s{1,2,3})" \
+  --row "main job, 15 % (run B)=runs/eval-few-main2" \
+  --row "main job, 30 %=runs/mlm30/eval-few"
 for setting in few full; do
   "$bin" plot "$out/scoreboard-$setting.rows.json" --out "$out/$setting" --format png >/dev/null
 done
