@@ -6,10 +6,12 @@ language stage teaches the encoder more per CPU-minute?").
 reads RUN_DIR's metrics (metrics-with-train-seconds.jsonl where scripts/add-train-seconds.py
 wrote one, else metrics.jsonl; neither is changed) and writes OUT_DIR/metrics.jsonl (so that
 `dialtree plot OUT_DIR ...` names the curve after OUT_DIR): every record as it was, plus one
-evaluation record per STEP=RESULTS given, at that step, with the train_seconds of the run's
+evaluation record per STEP=RESULTS given, at that step (after the run's last record of that
+step), with the train_seconds of the run's
 training record of that step (0 at step 0), and
 
   eval_finetuned_val_<task>_accuracy   the val score, mean over the fine-tuning seeds found
+                                       (over those of --seeds only, when given)
   eval_finetuned_val_mean_accuracy     the mean of those over the tasks (only when every task
                                        has a score, so that one point means one set of tasks)
 
@@ -21,7 +23,7 @@ for its last step. A step without a training record, a task with no score or a m
 is an error that names it.
 
 usage: scripts/language-curve.py RUN_DIR OUT_DIR STEP=RESULTS [STEP=RESULTS ...]
-           [--tasks banking,hwu]
+           [--tasks banking,hwu] [--seeds 1,2,3]
 Prints, per step, the minutes and the scores it wrote.
 """
 
@@ -54,8 +56,13 @@ def main():
     ap.add_argument("out_dir")
     ap.add_argument("points", nargs="+", metavar="STEP=RESULTS")
     ap.add_argument("--tasks", default="banking,hwu")
+    ap.add_argument("--seeds", default="", help="only these fine-tuning seeds (default: all)")
     a = ap.parse_args()
     tasks = a.tasks.split(",")
+    try:
+        seeds = {int(x) for x in a.seeds.split(",")} if a.seeds else None
+    except ValueError:
+        sys.exit(f"language-curve: --seeds '{a.seeds}': expected integers separated by commas")
     path, records = read_metrics(a.run_dir)
     seconds = {0: 0.0}  # step -> train_seconds of its training record
     for r in records:
@@ -80,12 +87,17 @@ def main():
         scores = {}
         for task in tasks:
             _, vals = stage_table.finetuned(folder, "", task)
+            if seeds is not None:
+                vals = {k: v for k, v in vals.items() if k in seeds}
             if not vals:
-                sys.exit(f"language-curve: {folder}: no {task} result")
+                sys.exit(f"language-curve: {folder}: no {task} result"
+                         + (f" of seeds {a.seeds}" if seeds is not None else ""))
             scores[task] = statistics.fmean(vals.values()) / 100
             rec[f"eval_finetuned_val_{task}_accuracy"] = scores[task]
         rec["eval_finetuned_val_mean_accuracy"] = statistics.fmean(scores.values())
-        out.append(rec)
+        # After the last record of its step or an earlier one: the file's steps keep rising.
+        at = max((i + 1 for i, r in enumerate(out) if r.get("step", 0) <= step), default=0)
+        out.insert(at, rec)
         print(f"step {step} ({seconds[step] / 60:.1f} min): " +
               ", ".join(f"{t} {100 * s:.2f}" for t, s in scores.items()) +
               f", mean {100 * rec['eval_finetuned_val_mean_accuracy']:.2f}")

@@ -69,15 +69,23 @@ class LanguageCurve(unittest.TestCase):
         self.assertIn("step 100 (1.0 min): banking 57.00, hwu 63.00, mean 60.00", out)
         with open(os.path.join(self.out_dir, "metrics.jsonl"), encoding="utf-8") as f:
             written = [json.loads(line) for line in f]
-        self.assertEqual(written[:3], self.records)
-        self.assertEqual(written[3]["train_seconds"], 0.0)
-        written = written[:3] + written[4:]
-        self.assertEqual(written[3]["step"], 100)
-        self.assertEqual(written[3]["train_seconds"], 60.0)
-        self.assertAlmostEqual(written[3]["eval_finetuned_val_hwu_accuracy"], 0.63)
-        self.assertAlmostEqual(written[3]["eval_finetuned_val_mean_accuracy"], 0.60)
-        self.assertEqual(written[4]["step"], 200)
-        self.assertAlmostEqual(written[4]["eval_finetuned_val_mean_accuracy"], 0.65)
+        # In step order: step 0's point first, step 100's after the run's step-100 record.
+        self.assertEqual([r["step"] for r in written], [0, 100, 100, 200, 200, 200])
+        self.assertEqual(written[0]["train_seconds"], 0.0)
+        self.assertEqual([written[1], written[3], written[4]], self.records)
+        written = [written[2], written[5]]
+        self.assertEqual(written[0]["step"], 100)
+        self.assertEqual(written[0]["train_seconds"], 60.0)
+        self.assertAlmostEqual(written[0]["eval_finetuned_val_hwu_accuracy"], 0.63)
+        self.assertAlmostEqual(written[0]["eval_finetuned_val_mean_accuracy"], 0.60)
+        self.assertEqual(written[1]["step"], 200)
+        self.assertAlmostEqual(written[1]["eval_finetuned_val_mean_accuracy"], 0.65)
+
+    def test_seeds_choose_the_runs(self):
+        out = self.run_script(f"100={self.ckpt}", "--seeds", "2", "--tasks", "hwu")
+        self.assertIn("step 100 (1.0 min): hwu 64.00, mean 64.00", out)
+        self.assertIn("no banking result of seeds 2",
+                      self.run_script(f"100={self.ckpt}", "--seeds", "2", ok=False))
 
     def test_errors_name_what_is_missing(self):
         self.assertIn("no training record at step 150",
