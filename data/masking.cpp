@@ -83,6 +83,12 @@ MaskedTokens mask_for_mlm(const SerializedExample& example,
     throw std::invalid_argument("mask_for_mlm: vocab_size must be >= 2, got " +
                                 std::to_string(vocab_size));
   }
+  const std::vector<std::uint8_t>* continues = options.continues_word.get();
+  if (continues && continues->size() != static_cast<std::size_t>(vocab_size)) {
+    throw std::invalid_argument("mask_for_mlm: continues_word has " +
+                                std::to_string(continues->size()) + " entries, vocab_size is " +
+                                std::to_string(vocab_size));
+  }
   const auto never_target = [&](std::int32_t id) {
     return id == special.sos_u || id == special.eos_u || id == special.sos_r ||
            id == special.eos_r || id == special.pad;
@@ -101,6 +107,8 @@ MaskedTokens mask_for_mlm(const SerializedExample& example,
     bool has_span = false;
     for (std::size_t k = begin; k < end && !has_span; ++k) has_span = flagged(k);
 
+    bool word_chosen = false;  // whole-word: the draw of the word the last sub-word began
+    bool in_word = false;      // whole-word: the previous position was an eligible sub-word
     for (std::size_t k = begin; k < end; ++k) {
       const std::int32_t id = example.input_ids[k];
       if (has_span) {
@@ -109,8 +117,20 @@ MaskedTokens mask_for_mlm(const SerializedExample& example,
         out.input_ids[k] = special.mask;
         continue;
       }
-      if (never_target(id)) continue;
-      if (uniform01(rng) >= options.mask_prob) continue;
+      if (never_target(id)) {
+        in_word = false;
+        continue;
+      }
+      if (continues) {
+        // Ids outside [0, vocab_size) begin a word (the model rejects them later).
+        const bool continuation = in_word && id >= 0 && id < vocab_size &&
+                                  (*continues)[static_cast<std::size_t>(id)] != 0;
+        if (!continuation) word_chosen = uniform01(rng) < options.mask_prob;
+        in_word = true;
+        if (!word_chosen) continue;
+      } else if (uniform01(rng) >= options.mask_prob) {
+        continue;
+      }
       out.labels[k] = id;
       const double u = uniform01(rng);
       if (u < options.mask_token) {
@@ -121,6 +141,26 @@ MaskedTokens mask_for_mlm(const SerializedExample& example,
       }  // else: unchanged
     }
     begin = end;
+  }
+  return out;
+}
+
+std::vector<std::uint8_t> word_continuation_flags(const Tokenizer& tokenizer) {
+  const std::int32_t n = tokenizer.vocab_size();
+  std::vector<std::uint8_t> out(static_cast<std::size_t>(std::max(n, 0)), 0);
+  const bool wordpiece = tokenizer.type() == "wordpiece";
+  const std::string_view word_start = "\xE2\x96\x81";  // U+2581, SentencePiece's word start
+  for (std::int32_t id = 0; id < n; ++id) {
+    if (is_special_id(tokenizer.special(), id)) continue;
+    const std::string piece = tokenizer.id_to_token(id);
+    bool continuation = false;
+    if (wordpiece) {
+      continuation = piece.size() > 2 && piece.compare(0, 2, "##") == 0;
+    } else if (!piece.empty() && piece.compare(0, word_start.size(), word_start) != 0 &&
+               !(piece.size() == 6 && piece.compare(0, 3, "<0x") == 0)) {  // byte piece <0xNN>
+      continuation = is_word_char(utf8::decode(piece).front());
+    }
+    out[static_cast<std::size_t>(id)] = continuation ? 1 : 0;
   }
   return out;
 }

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <random>
 #include <string_view>
 #include <utility>
@@ -31,10 +32,21 @@ using CharSpan = std::pair<std::size_t, std::size_t>;
 /// BERT masking parameters (docs/method.md §4.2 defaults). Span masking has no parameters: it
 /// always replaces 100 % of the span tokens by [MASK].
 struct MlmMaskingOptions {
-  double mask_prob = 0.15;    ///< probability that an eligible sub-word becomes a target
+  double mask_prob = 0.15;    ///< probability that an eligible sub-word (or word) becomes a target
   double mask_token = 0.8;    ///< share of the targets replaced by [MASK]
   double random_token = 0.1;  ///< share replaced by a random id; the rest stays unchanged
+  /// Whole-word masking (docs/training.md "Whole-word masking") when set: one flag per vocabulary
+  /// id, 1 where the id continues the word of the sub-word before it (word_continuation_flags());
+  /// the masking decision is drawn once per word and every sub-word of a chosen word is a target.
+  /// Null: every sub-word is drawn on its own (BERT's original masking).
+  std::shared_ptr<const std::vector<std::uint8_t>> continues_word;
 };
+
+/// The whole-word table of MlmMaskingOptions::continues_word, one flag per id of `tokenizer`:
+/// 1 for a WordPiece "##" piece, and for a SentencePiece piece without the word-start mark
+/// U+2581 whose first character is a letter or digit (so "," after a word starts a word of its
+/// own, as BERT's punctuation split makes it). Special tokens and byte pieces are 0.
+std::vector<std::uint8_t> word_continuation_flags(const Tokenizer& tokenizer);
 
 /// Output of mask_for_mlm(): both vectors have the example's length L.
 struct MaskedTokens {
@@ -49,18 +61,22 @@ struct MaskedTokens {
 ///    non-padding position) gets exactly its flagged tokens replaced by special.mask, 100 %,
 ///    labels = the original ids; it gets no random masking.
 ///  - Every other utterance gets BERT masking: each eligible token is chosen independently with
-///    p = options.mask_prob; a chosen token becomes special.mask with share mask_token, a random
+///    p = options.mask_prob (with options.continues_word: each word, its first eligible sub-word
+///    drawing for all; a continuation after a marker or at the utterance's start begins a word);
+///    a chosen token becomes special.mask with share mask_token, a random
 ///    id drawn uniformly from [1, vocab_size - 1] with share random_token, or stays unchanged.
 ///    The random id excludes nothing else: it can be a role marker, [MASK], [CLS], [UNK] or the
 ///    original id itself (as in SPACE-2 and BERT); only 0 ([PAD] in both vocabularies) is out.
 /// The role markers special.sos_u/eos_u/sos_r/eos_r and special.pad are never targets.
-/// RNG use: one draw per eligible token of a BERT utterance, one more per chosen token, and
+/// RNG use: one draw per eligible token (per word, whole-word) of a BERT utterance, one more per
+/// chosen token, and
 /// one or (rarely, rejection sampling) more per random replacement; span utterances draw nothing.
 /// @param span_flags empty (no spans), or one flag per token of `example` (see
 ///   context_span_flags()).
 /// @throws std::invalid_argument if span_flags is non-empty with a size other than
 ///   input_ids.size(), if position_ids has another size than input_ids, if vocab_size < 2, or
-///   if the options are not probabilities with mask_token + random_token <= 1.
+///   if the options are not probabilities with mask_token + random_token <= 1, or if
+///   options.continues_word has another size than vocab_size.
 MaskedTokens mask_for_mlm(const SerializedExample& example,
                           const std::vector<std::uint8_t>& span_flags, const SpecialTokens& special,
                           std::int32_t vocab_size, std::mt19937_64& rng,

@@ -484,6 +484,8 @@ PretrainRows loss_setting_rows() {
       field("loss.mlm_probability", &C::loss, &L::mlm_probability,
             "probability that a sub-word is chosen for masking")
           .in(Range{0, false, 1, false}),
+      field("loss.whole_word_mask", &C::loss, &L::whole_word_mask,
+            "mask whole words: the probability chooses words, all their sub-words are targets"),
       field("loss.score_mode", &C::loss, &L::score_mode,
             "one contrastive loss per view, or one with the views' scores averaged")
           .allows("per_view, combined"),

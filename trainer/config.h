@@ -84,6 +84,9 @@ struct LossConfig {
   double mlm_weight = 0.1;
   /// Probability that a sub-word is chosen for random masking, in (0, 1).
   double mlm_probability = 0.15;
+  /// Whole-word masking (docs/training.md "Whole-word masking"): mlm_probability chooses words,
+  /// and every sub-word of a chosen word becomes a target. false: each sub-word on its own.
+  bool whole_word_mask = false;
   /// "per_view": one contrastive loss per projection view with that view's scores, averaged
   /// (SPACE-2); "combined": one loss with the views' scores averaged.
   std::string score_mode = "per_view";

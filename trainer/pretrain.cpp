@@ -217,7 +217,7 @@ torch::Tensor soft_masks(const std::vector<const PretrainExample*>& batch,
 // The tensors of one batch (docs/method.md §4.1-§4.2): the unmasked inputs, the soft masks, and the
 // masked MLM copy (labelled value spans fully masked, §4.2).
 StreamBatch prepare_batch(const std::vector<const PretrainExample*>& batch, torch::Tensor masks,
-                          const PretrainConfig& cfg, const data::Tokenizer& tok,
+                          const data::MlmMaskingOptions& mopt, const data::Tokenizer& tok,
                           std::mt19937_64& rng, bool labelled) {
   std::vector<data::SerializedExample> tokens;
   tokens.reserve(batch.size());
@@ -225,8 +225,6 @@ StreamBatch prepare_batch(const std::vector<const PretrainExample*>& batch, torc
   StreamBatch out;
   out.inputs = model::collate(tokens);
   out.masks = std::move(masks);
-  data::MlmMaskingOptions mopt;
-  mopt.mask_prob = cfg.loss.mlm_probability;
   std::vector<std::vector<std::int32_t>> labels;
   labels.reserve(batch.size());
   for (std::size_t i = 0; i < batch.size(); ++i) {
@@ -254,6 +252,7 @@ std::vector<const PretrainExample*> resolve(const Stream& s, const BatchRef& r) 
 struct Run {
   const PretrainConfig& cfg;
   std::unique_ptr<data::Tokenizer> tok;
+  data::MlmMaskingOptions masking;  // loss.mlm_probability and loss.whole_word_mask
   model::EncoderConfig ecfg;
   model::SpaceModel net{nullptr};
   // loss.language_objective rtd: the generator and discriminator head (null otherwise).
@@ -440,6 +439,11 @@ void prepare_device(Run& r, const LogSink& say) {
 void build_model(Run& r, bool fresh, const LogSink& say) {
   const PretrainConfig& config = r.cfg;
   r.tok = data::load_tokenizer(config.data.tokenizer);
+  r.masking.mask_prob = config.loss.mlm_probability;
+  if (config.loss.whole_word_mask) {
+    r.masking.continues_word =
+        std::make_shared<const std::vector<std::uint8_t>>(data::word_continuation_flags(*r.tok));
+  }
   r.ecfg = encoder_config(config, *r.tok);
   r.net = model::SpaceModel(r.ecfg);
   if (!config.model_name_or_path.empty() && fresh) {
@@ -702,7 +706,7 @@ StreamBatch rank_batch(Run& r, const Stream& s, const std::vector<BatchRef>& ref
   const auto own = resolve(s, refs[static_cast<std::size_t>(r.rank)]);
   torch::Tensor masks;
   if (s.labelled) masks = soft_masks(gather ? all : own, r.views, c.loss.score_mode);
-  StreamBatch b = to_device(prepare_batch(own, masks, c, *r.tok, rng, s.labelled), r.device,
+  StreamBatch b = to_device(prepare_batch(own, masks, r.masking, *r.tok, rng, s.labelled), r.device,
                             /*non_blocking=*/true);
   if (gather) {
     b.gather_group = r.group;

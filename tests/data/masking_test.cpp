@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -264,6 +265,119 @@ TEST(MlmMasking, DeterministicForASeedAndChecksItsInputs) {
   SerializeOptions zero;
   zero.max_utt_len = 0;
   EXPECT_THROW(context_span_flags({{1}}, zero), std::invalid_argument);
+}
+
+// Whole-word masking (docs/training.md "Whole-word masking"): the draw is per word, every
+// sub-word of a chosen word is a target, and a word ends at a marker or an utterance's end.
+TEST(MlmMasking, WholeWordChoosesWordsWithAllTheirSubWords) {
+  const SpecialTokens special;
+  constexpr std::int32_t kVocab = 64;
+  // Ids 40..63 continue a word, every other id begins one.
+  auto table = std::make_shared<std::vector<std::uint8_t>>(kVocab, 0);
+  for (std::int32_t id = 40; id < kVocab; ++id) (*table)[static_cast<std::size_t>(id)] = 1;
+  MlmMaskingOptions whole;
+  whole.continues_word = table;
+  whole.mask_prob = 0.3;
+  // user: words [20 41 42] [21] [22 43]; system: [44 45] (a continuation after the marker
+  // begins a word) [23 46].
+  const SerializedExample ex = serialize_context(
+      {{"user", {20, 41, 42, 21, 22, 43}}, {"system", {44, 45, 23, 46}}}, special);
+  const std::vector<std::vector<std::size_t>> words = {{1, 2, 3}, {4}, {5, 6}, {9, 10}, {11, 12}};
+  std::mt19937_64 rng(5);
+  std::vector<int> chosen(words.size(), 0);
+  const int draws = 20000;
+  for (int d = 0; d < draws; ++d) {
+    const MaskedTokens m = mask_for_mlm(ex, {}, special, kVocab, rng, whole);
+    for (std::size_t w = 0; w < words.size(); ++w) {
+      std::size_t targets = 0;
+      for (std::size_t k : words[w]) targets += m.labels[k] != kMlmIgnoreLabel ? 1 : 0;
+      ASSERT_TRUE(targets == 0 || targets == words[w].size()) << "word " << w << ", draw " << d;
+      chosen[w] += targets > 0 ? 1 : 0;
+    }
+    for (std::size_t k : {0, 7, 8, 13}) ASSERT_EQ(m.labels[k], kMlmIgnoreLabel) << k;  // markers
+  }
+  // Each word is chosen with p = 0.3 (standard error 0.0032 over 20,000 draws).
+  for (std::size_t w = 0; w < words.size(); ++w) {
+    EXPECT_NEAR(static_cast<double>(chosen[w]) / draws, 0.3, 0.016) << "word " << w;
+  }
+  // p = 1: every sub-word is a target, 80/10/10 applied per sub-word as without whole words.
+  whole.mask_prob = 1.0;
+  whole.mask_token = 1.0;
+  whole.random_token = 0.0;
+  const MaskedTokens all = mask_for_mlm(ex, {}, special, kVocab, rng, whole);
+  EXPECT_THAT(all.labels, ElementsAre(kMlmIgnoreLabel, 20, 41, 42, 21, 22, 43, kMlmIgnoreLabel,
+                                      kMlmIgnoreLabel, 44, 45, 23, 46, kMlmIgnoreLabel));
+  EXPECT_EQ(std::count(all.input_ids.begin(), all.input_ids.end(), special.mask), 10);
+  // Known answer, pinned so that a change in RNG use is noticed: seed 7, p = 0.5, [MASK] only.
+  whole.mask_prob = 0.5;
+  std::mt19937_64 seeded(7);
+  const MaskedTokens k = mask_for_mlm(ex, {}, special, kVocab, seeded, whole);
+  std::vector<std::int32_t> target_positions;
+  for (std::size_t i = 0; i < k.labels.size(); ++i) {
+    if (k.labels[i] != kMlmIgnoreLabel) target_positions.push_back(static_cast<std::int32_t>(i));
+  }
+  EXPECT_THAT(target_positions, ElementsAre(5, 6, 9, 10, 11, 12));  // words 3, 4 and 5
+  // A table of another size than the vocabulary is refused.
+  whole.continues_word = std::make_shared<std::vector<std::uint8_t>>(kVocab - 1, 0);
+  EXPECT_THROW(mask_for_mlm(ex, {}, special, kVocab, rng, whole), std::invalid_argument);
+}
+
+TEST(MlmMasking, WordContinuationFlagsOfBothTokenizerKinds) {
+  const WordPieceTokenizer bert(
+      dialtree::testing::shared_data("dialoglue/bert-base-uncased-vocab.txt"));
+  const std::vector<std::uint8_t> flags = word_continuation_flags(bert);
+  ASSERT_EQ(flags.size(), static_cast<std::size_t>(bert.vocab_size()));
+  const auto continues = [&](const std::string& token) {
+    const std::int32_t id = bert.token_to_id(token);
+    EXPECT_GE(id, 0) << token;
+    return flags[static_cast<std::size_t>(id)] != 0;
+  };
+  EXPECT_TRUE(continues("##ing"));
+  EXPECT_TRUE(continues("##s"));
+  EXPECT_FALSE(continues("the"));
+  EXPECT_FALSE(continues(","));
+  EXPECT_FALSE(continues("[CLS]"));
+  EXPECT_FALSE(continues("[MASK]"));
+  // "unaffordable": un ##af ##ford ##able, one word.
+  const std::vector<std::int32_t> ids = bert.encode("unaffordable, really");
+  std::vector<int> of_ids;
+  for (std::int32_t id : ids) of_ids.push_back(flags[static_cast<std::size_t>(id)]);
+  EXPECT_EQ(bert.tokenize("unaffordable, really").size(), ids.size());
+  EXPECT_EQ(std::count(of_ids.begin(), of_ids.end(), 1),
+            static_cast<std::ptrdiff_t>(ids.size()) - 3);  // "un", ",", "really" begin words
+  EXPECT_EQ(of_ids.front(), 0);
+
+  // SentencePiece: a piece with U+2581 begins a word; "," after a word begins one too.
+  dialtree::testing::TempDir dir;
+  {
+    std::ifstream in(dialtree::testing::shared_data("dialoglue/mlm_all_no_multiwoz.txt"));
+    std::ofstream out(dir.file("corpus.txt"));
+    int n = 0;
+    for (std::string line; std::getline(in, line) && n < 4000;) {
+      if (!line.empty() && utf8::is_valid(line)) out << line << '\n', ++n;
+    }
+  }
+  SentencePieceTrainOptions o;
+  o.inputs = {dir.file("corpus.txt")};
+  o.out_dir = dir.file("spm");
+  o.vocab_size = 600;
+  o.character_coverage = 1.0;
+  const SentencePieceTokenizer spm(train_sentencepiece(o).model_path);
+  const std::vector<std::uint8_t> sp = word_continuation_flags(spm);
+  ASSERT_EQ(sp.size(), static_cast<std::size_t>(spm.vocab_size()));
+  const std::string text = "I'd like a reservation, please";
+  const std::vector<std::int32_t> pieces = spm.encode(text);
+  const std::vector<std::string> strings = spm.tokenize(text);
+  ASSERT_EQ(pieces.size(), strings.size());
+  std::string words;  // the pieces joined, " " before each word start
+  for (std::size_t i = 0; i < pieces.size(); ++i) {
+    std::string piece = strings[i];
+    if (piece.rfind("\xE2\x96\x81", 0) == 0) piece = piece.substr(3);
+    if (i > 0 && sp[static_cast<std::size_t>(pieces[i])] == 0) words += ' ';
+    words += piece;
+  }
+  EXPECT_EQ(words, "I 'd like a reservation , please");
+  EXPECT_EQ(sp[static_cast<std::size_t>(spm.special().mask)], 0);
 }
 
 /// Code point span of the first occurrence of `needle` in `text`.

@@ -519,7 +519,7 @@ TEST(Config, OverridesDefaultsAndResolution) {
         dot == std::string::npos ? node[key] : node[key.substr(0, dot)][key.substr(dot + 1)];
     EXPECT_TRUE(v.IsDefined()) << key;
   }
-  EXPECT_EQ(config_keys().size(), 75u);
+  EXPECT_EQ(config_keys().size(), 76u);
 
   // Paths stay as written (relative to the working directory), and inputs are checked on demand.
   testing::TempDir dir;

@@ -889,6 +889,34 @@ TEST_F(TinyPretraining, ReplacedTokenDetectionResumesExactlyAndSavesTheEncoderAl
       DataError);
 }
 
+// loss.whole_word_mask (docs/training.md "Whole-word masking") reaches the masking: on
+// utterances of multi-piece words the same seed gives another MLM loss than sub-word masking,
+// and the same loss again when repeated.
+TEST_F(TinyPretraining, WholeWordMaskChangesTheTargetsOfMultiPieceWords) {
+  {
+    std::ofstream text(tmp_.file("long.txt"));
+    text << "unaffordable reservations rescheduling\nreimbursements outstanding transferral\n"
+            "unaffordable reimbursements rescheduling\noutstanding transferral reservations\n";
+  }
+  const auto first_mlm = [&](const std::string& name, bool whole_word) {
+    const std::vector<std::string> overrides = {
+        "loss.contrastive_weight=0", "loss.self_supervised_weight=0", "loss.mlm_weight=1",
+        "loss.mlm_probability=0.5", "data.unlabelled=[" + tmp_.file("long.txt") + "]",
+        std::string("loss.whole_word_mask=") + (whole_word ? "true" : "false")};
+    run_pretraining(parse_config(yaml(tmp_.file(name), 1), name + ".yaml", overrides), nullptr,
+                    {});
+    const auto metrics = read_metrics(tmp_.path() / name / "metrics.jsonl");
+    EXPECT_EQ(metrics.size(), 1u);
+    return metrics.empty() ? 0.0 : metrics[0].at("mlm_unlabelled").get<double>();
+  };
+  const double pieces = first_mlm("pieces", false);
+  const double words = first_mlm("words", true);
+  EXPECT_GT(pieces, 1.0);
+  EXPECT_GT(words, 1.0);
+  EXPECT_NE(pieces, words);
+  EXPECT_EQ(first_mlm("words-again", true), words);
+}
+
 // Data-parallel replaced-token detection: 2 ranks x accumulation 1 train the encoder and the
 // generator as 1 process x accumulation 2 (the per-micro-batch seeds also drive the
 // generator's samples).
