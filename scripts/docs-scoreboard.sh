@@ -2,8 +2,8 @@
 # The scoreboard of docs/results.md ("The DialoGLUE scoreboard") from the run folders its
 # commands wrote: scripts/scoreboard.py with one row per model, each row pooling the folders
 # that hold its runs (runs made in parts: seeds 1, then 2-3, then 4-5), then the figures.
-# Writes docs/figures/scoreboard/{scoreboard,runs,mask-rate}.{md,json}, *-<setting>.rows.json and the
-# figures few/ and full/ (dialtree plot), and prints the tables.
+# Writes docs/figures/scoreboard/{scoreboard,runs,mask-rate,runs-30}.{md,json},
+# *-<setting>.rows.json and the figures few/ and full/ (dialtree plot), and prints the tables.
 #   usage: scripts/docs-scoreboard.sh     env: BUILD_DIR (default build)
 # A folder that is missing stops it with its name (scoreboard.py): the rows below are the
 # runs docs/results.md reports, nothing else.
@@ -55,6 +55,17 @@ scripts/scoreboard.py --settings few --out "$out/mask-rate" \
   --row "language stage alone, 30 %=$(join $mlm30/{banking,clinc,hwu}-s{1,2,3})" \
   --row "main job, 15 % (run B)=runs/eval-few-main2" \
   --row "main job, 30 %=runs/mlm30/eval-few"
+# A second pretraining run of the 30 % recipe (RUNS=runs/p2 PRETRAIN_SEED=2 LM_ROW=1 scripts/run.sh),
+# apart and pooled with the first (runs/pretrain-mlm30 and runs/mlm30): docs/results.md "Two
+# pretraining runs of the 30 % recipe".
+mlm30_lm=$(join $mlm30/{banking,clinc,hwu}-s{1,2,3} $mlm30/{restaurant8k,dstc8}-s1)
+scripts/scoreboard.py --settings few --out "$out/runs-30" \
+  --row "language stage alone, 30 %, run 1=$mlm30_lm" \
+  --row "language stage alone, 30 %, run 2=runs/p2/eval-few-lm" \
+  --row "language stage alone, 30 %, runs 1 and 2=$mlm30_lm+runs/p2/eval-few-lm" \
+  --row "main job, 30 %, run 1=runs/mlm30/eval-few" \
+  --row "main job, 30 %, run 2=runs/p2/eval-few" \
+  --row "main job, 30 %, runs 1 and 2=runs/mlm30/eval-few+runs/p2/eval-few"
 for setting in few full; do
   "$bin" plot "$out/scoreboard-$setting.rows.json" --out "$out/$setting" --format png >/dev/null
 done

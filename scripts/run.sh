@@ -30,7 +30,9 @@
 #        RUNS (runs: the folder of every run folder above, e.g. runs/p2 for a second pretraining
 #        run), PRETRAIN_SEED (the configs' seeds; N sets seed and data_seed of every stage),
 #        LM_OPTIONS (key=value overrides of the language stage, space-separated, e.g.
-#        "loss.mlm_probability=0.3")
+#        "loss.mlm_probability=0.3"), LM_FROM (a finished language stage's run folder, e.g.
+#        runs/pretrain-lm: the stages after it start from its final/ and the language stage is
+#        not trained; PRETRAIN_SEED then seeds the later stages only)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -58,6 +60,17 @@ for option in "${lm_options[@]}"; do
   [[ $option == ?*=* ]] ||
     { echo "run: LM_OPTIONS: '$option': expected key=value" >&2; exit 2; }
 done
+# The language stage: trained into RUNS/pretrain-lm, or an earlier one (LM_FROM) reused as it is.
+lm=$runs/pretrain-lm
+if [[ -n ${LM_FROM:-} ]]; then
+  lm=${LM_FROM%/}
+  [[ -f $lm/final/model.safetensors ]] || {
+    echo "run: LM_FROM='$LM_FROM': no finished language stage there (no final/model.safetensors)" >&2
+    exit 2
+  }
+  ((${#lm_options[@]} == 0)) ||
+    { echo "run: LM_FROM and LM_OPTIONS: the language stage is either reused or trained" >&2; exit 2; }
+fi
 # The pseudo-labels of the intent stage belong to one pretraining run: out/pseudo for runs/ (where
 # earlier runs' configurations name them), RUNS/pseudo otherwise.
 pseudo=$out/pseudo pseudo_teacher=$out/pseudo-teacher
@@ -184,7 +197,7 @@ stage() {  # run_dir config [overrides...]: trains into run_dir (output_dir)
 }
 # The plan: what this run will do, in minutes.
 left() { [[ -f $1/final/model.safetensors ]] && echo 0 || echo "$2"; }
-remaining=$(($(left $runs/pretrain-lm "${minutes[lm]}") \
+remaining=$(($(left $lm "${minutes[lm]}") \
   + $(left $runs/pretrain-intent "${minutes[intent]}") \
   + $(left $runs/pretrain-intent-pseudo "${minutes[pseudo]}")))
 if [[ ${STAGE1:-0} != 0 ]]; then
@@ -206,18 +219,22 @@ if [[ ${EVAL:-1} != 0 ]]; then
     remaining=$((remaining + $(plan_minutes "classical-$setting" "$tasks" 1)))
   done
 fi
-eta "the language stage ($runs/pretrain-lm)" "$(left $runs/pretrain-lm "${minutes[lm]}")"
-stage $runs/pretrain-lm configs/pretrain-lm.yaml eval_data_dir="$data/dialoglue" \
-  ${pretrain_options[@]+"${pretrain_options[@]}"} ${lm_options[@]+"${lm_options[@]}"}
-figures=($runs/pretrain-lm)
-start=$runs/pretrain-lm/final
+if [[ -n ${LM_FROM:-} ]]; then
+  echo "run: the language stage is $lm/final (LM_FROM)"
+else
+  eta "the language stage ($lm)" "$(left $lm "${minutes[lm]}")"
+  stage $lm configs/pretrain-lm.yaml eval_data_dir="$data/dialoglue" \
+    ${pretrain_options[@]+"${pretrain_options[@]}"} ${lm_options[@]+"${lm_options[@]}"}
+fi
+figures=($lm)
+start=$lm/final
 # SPACE-2's tree-structured contrastive stage (stage 1) runs only with STAGE1=1: after the
 # language stage it lowers the frozen vectors' probe and leaves the fine-tuned score where it was,
 # and its 16 minutes serve the language stage better (docs/results.md "Does SPACE-2's
 # tree-structured stage help?").
 if [[ ${STAGE1:-0} != 0 ]]; then
   eta "SPACE-2's stage 1 ($runs/pretrain-small)" "$(left $runs/pretrain-small "${minutes[stage1]}")"
-  stage $runs/pretrain-small configs/pretrain-small.yaml model_name_or_path=$runs/pretrain-lm/final \
+  stage $runs/pretrain-small configs/pretrain-small.yaml model_name_or_path=$lm/final \
     eval_data_dir="$data/dialoglue" ${pretrain_options[@]+"${pretrain_options[@]}"}
   figures+=($runs/pretrain-small)
   start=$runs/pretrain-small/final
@@ -268,7 +285,7 @@ if [[ ${EVAL:-1} != 0 ]]; then
       # Its intent classifier starts at random: the recipe val chose for an MLM-only encoder,
       # whose probe is weak (docs/results.md "The DialoGLUE scoreboard": val 75.52 at random
       # against 72.40 from the linear probe, banking seed 1).
-      "$bin" eval dialoglue --model $runs/pretrain-lm/final --tasks "$tasks" --setting "$setting" \
+      "$bin" eval dialoglue --model $lm/final --tasks "$tasks" --setting "$setting" \
         --seeds "$s" --config "configs/eval-$setting.yaml" --data-dir "$data/dialoglue" \
         --out "$runs/eval-$setting-lm"
     fi
