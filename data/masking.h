@@ -44,8 +44,9 @@ struct MlmMaskingOptions {
 
 /// The whole-word table of MlmMaskingOptions::continues_word, one flag per id of `tokenizer`:
 /// 1 for a WordPiece "##" piece, and for a SentencePiece piece without the word-start mark
-/// U+2581 whose first character is a letter or digit (so "," after a word starts a word of its
-/// own, as BERT's punctuation split makes it). Special tokens and byte pieces are 0.
+/// U+2581 whose first character is an ASCII letter, digit or '_', or any non-ASCII code point
+/// (so an ASCII "," or "'" after a word starts a word of its own). Special tokens and byte
+/// pieces (<0xNN>) are 0 (docs/training.md "Whole-word masking").
 std::vector<std::uint8_t> word_continuation_flags(const Tokenizer& tokenizer);
 
 /// Output of mask_for_mlm(): both vectors have the example's length L.

@@ -10,8 +10,10 @@ Each PSEUDO_DIR holds TASK.pseudo.jsonl (sts/1, one user turn labelled DEFAULT_D
 for the intent tasks it has of banking, clinc and hwu; DIALOGUE_DIR/TASK/train.csv (text,category)
 is the key. A text that train.csv holds more than once counts as right if any of its labels is
 the pseudo-label. Prints a markdown table: per folder and task, precision in % and the count.
-Exits 2 naming the file and line of a text train.csv lacks, of a record that is not sts/1 with
-one intent label, or of a folder without any TASK.pseudo.jsonl.
+Exits 2 naming the file (and line) of a text train.csv lacks, of a record that is not sts/1 with
+one intent label or not JSON, of a train.csv without the header text,category or with a short
+row, of a file that is not UTF-8 or cannot be read, or of a folder that is missing or holds no
+TASK.pseudo.jsonl.
 """
 
 import argparse
@@ -32,43 +34,57 @@ def fail(message):
 def gold_labels(path):
     gold = collections.defaultdict(set)
     try:
-        with open(path, encoding="utf-8", newline="") as f:
-            for row in csv.DictReader(f):
-                if "text" not in row or "category" not in row:
-                    fail(f"{path}: expected the columns text,category")
+        with open(path, encoding="utf-8-sig", newline="") as f:
+            reader = csv.DictReader(f)
+            if reader.fieldnames is None or not {"text", "category"} <= set(reader.fieldnames):
+                fail(f"{path}:1: expected the header text,category")
+            for row in reader:
+                if row["text"] is None or row["category"] is None:
+                    fail(f"{path}:{reader.line_num}: expected two fields, text and category")
                 gold[row["text"]].add(row["category"])
     except OSError as e:
         fail(f"{path}: {e.strerror}")
+    except UnicodeDecodeError as e:
+        fail(f"{path}: not UTF-8 ({e.reason} at byte {e.start})")
     return gold
 
 
 def intent_of(record, where):
-    """The one intent of an sts/1 record's last turn."""
+    """The text and the one intent of an sts/1 record's last turn."""
     try:
-        domains = record["turns"][-1]["label"]
-        (intents,) = domains.values()
+        turn = record["turns"][-1]
+        (intents,) = turn["label"].values()
         (intent,) = intents.keys()
-        return record["turns"][-1]["text"], intent
+        text = turn["text"]
     except (KeyError, IndexError, TypeError, ValueError, AttributeError):
-        fail(f"{where}: expected an sts/1 record whose last turn has one domain and one intent")
+        text = intent = None
+    if not isinstance(text, str) or not isinstance(intent, str):
+        fail(f"{where}: expected an sts/1 record whose last turn has a text, one domain and one "
+             "intent")
+    return text, intent
 
 
 def precision(pseudo_path, gold):
     right = total = 0
-    with open(pseudo_path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            where = f"{pseudo_path}:{n}"
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as e:
-                fail(f"{where}: not JSON ({e.msg})")
-            text, intent = intent_of(record, where)
-            if text not in gold:
-                fail(f"{where}: the text {text!r} is not in train.csv (another data folder?)")
-            total += 1
-            right += intent in gold[text]
+    try:
+        with open(pseudo_path, encoding="utf-8") as f:
+            for n, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                where = f"{pseudo_path}:{n}"
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError as e:
+                    fail(f"{where}: not JSON ({e.msg})")
+                text, intent = intent_of(record, where)
+                if text not in gold:
+                    fail(f"{where}: the text {text!r} is not in train.csv (another data folder?)")
+                total += 1
+                right += intent in gold[text]
+    except OSError as e:
+        fail(f"{pseudo_path}: {e.strerror}")
+    except UnicodeDecodeError as e:
+        fail(f"{pseudo_path}: not UTF-8 ({e.reason} at byte {e.start})")
     return right, total
 
 
@@ -79,6 +95,8 @@ def main():
     args = parser.parse_args()
     rows = []
     for folder in args.folders:
+        if not os.path.isdir(folder):
+            fail(f"{folder}: no such folder")
         cells = {}
         for task in TASKS:
             path = os.path.join(folder, f"{task}.pseudo.jsonl")

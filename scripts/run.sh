@@ -64,8 +64,17 @@ done
 lm=$runs/pretrain-lm
 if [[ -n ${LM_FROM:-} ]]; then
   lm=${LM_FROM%/}
-  [[ -f $lm/final/model.safetensors ]] || {
-    echo "run: LM_FROM='$LM_FROM': no finished language stage there (no final/model.safetensors)" >&2
+  [[ $lm != *[[:space:]]* ]] ||
+    { echo "run: LM_FROM='$LM_FROM': expected a folder name without spaces" >&2; exit 2; }
+  [[ -f $lm/final/model.safetensors && -f $lm/config.yaml ]] || {
+    echo "run: LM_FROM='$LM_FROM': no finished pretraining stage there (no config.yaml and" \
+      "final/model.safetensors)" >&2
+    exit 2
+  }
+  # A language stage reads no label: its config.yaml lists none.
+  grep -q '^  labelled: \[\]' "$lm/config.yaml" || {
+    echo "run: LM_FROM='$LM_FROM': not a language stage (its config.yaml has labelled data;" \
+      "the language stage reads none)" >&2
     exit 2
   }
   ((${#lm_options[@]} == 0)) ||

@@ -338,7 +338,7 @@ TEST(MlmMasking, WordContinuationFlagsOfBothTokenizerKinds) {
   EXPECT_FALSE(continues(","));
   EXPECT_FALSE(continues("[CLS]"));
   EXPECT_FALSE(continues("[MASK]"));
-  // "unaffordable": un ##af ##ford ##able, one word.
+  // "unaffordable": una ##ff ##ord ##able, one word.
   const std::vector<std::int32_t> ids = bert.encode("unaffordable, really");
   std::vector<int> of_ids;
   for (std::int32_t id : ids) of_ids.push_back(flags[static_cast<std::size_t>(id)]);

@@ -62,10 +62,45 @@ class PseudoLabelPrecision(unittest.TestCase):
         self.assertIn("'order a pizza' is not in train.csv", done.stderr)
 
     def test_a_record_without_one_intent_names_file_and_line(self):
-        self.write([record("wake me at 7", "alarm_set")], raw='{"turns": [{"text": "x"}]}\nnot json\n')
+        self.write([record("wake me at 7", "alarm_set")],
+                   raw='{"turns": [{"text": ["x"], "label": {"D": {"i": {}}}}]}\n')
         done = self.run_script(self.pseudo)
         self.assertEqual(done.returncode, 2)
         self.assertIn("hwu.pseudo.jsonl:2: expected an sts/1 record", done.stderr)
+
+    def test_bad_train_csv_and_bad_bytes_are_named(self):
+        train = os.path.join(self.data, "hwu", "train.csv")
+        with open(train, "w", encoding="utf-8") as f:
+            f.write("wake me at 7,alarm_set\n")  # no header
+        done = self.run_script(self.pseudo)
+        self.assertEqual(done.returncode, 2)
+        self.assertIn("train.csv:1: expected the header text,category", done.stderr)
+        with open(train, "w", encoding="utf-8") as f:
+            f.write("text,category\nwake me at 7\n")  # a short row
+        done = self.run_script(self.pseudo)
+        self.assertEqual(done.returncode, 2)
+        self.assertIn("train.csv:2: expected two fields", done.stderr)
+        with open(train, "wb") as f:  # a BOM is fine
+            f.write("\ufefftext,category\nwake me at 7,alarm_set\n".encode("utf-8"))
+        self.write([record("wake me at 7", "alarm_set")])
+        done = self.run_script(self.pseudo)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertIn("| 100.00 (1) |", done.stdout)
+        with open(os.path.join(self.pseudo, "hwu.pseudo.jsonl"), "wb") as f:
+            f.write(b"\xff\xfe\n")
+        done = self.run_script(self.pseudo)
+        self.assertEqual(done.returncode, 2)
+        self.assertIn("hwu.pseudo.jsonl: not UTF-8", done.stderr)
+        self.assertNotIn("Traceback", done.stderr)
+
+    def test_not_json_and_a_missing_folder(self):
+        self.write([record("wake me at 7", "alarm_set")], raw="not json\n")
+        done = self.run_script(self.pseudo)
+        self.assertEqual(done.returncode, 2)
+        self.assertIn("hwu.pseudo.jsonl:2: not JSON", done.stderr)
+        done = self.run_script(os.path.join(self.tmp.name, "nowhere"))
+        self.assertEqual(done.returncode, 2)
+        self.assertIn("nowhere: no such folder", done.stderr)
 
     def test_a_folder_without_pseudo_labels(self):
         empty = os.path.join(self.tmp.name, "empty")
