@@ -42,6 +42,40 @@ std::vector<std::int32_t> range_ids(std::int32_t first, std::size_t n) {
   return v;
 }
 
+/// Positions of `m`'s MLM targets, in order.
+std::vector<std::int32_t> target_positions(const MaskedTokens& m) {
+  std::vector<std::int32_t> out;
+  for (std::size_t i = 0; i < m.labels.size(); ++i) {
+    if (m.labels[i] != kMlmIgnoreLabel) out.push_back(static_cast<std::int32_t>(i));
+  }
+  return out;
+}
+
+/// The first 4,000 non-empty lines of DialoGLUE's unlabelled MLM corpus.
+std::vector<std::string> corpus_lines() {
+  std::vector<std::string> lines;
+  std::ifstream in(dialtree::testing::shared_data("dialoglue/mlm_all_no_multiwoz.txt"));
+  for (std::string line; std::getline(in, line) && lines.size() < 4000;) {
+    if (!line.empty()) lines.push_back(line);
+  }
+  return lines;
+}
+
+/// Trains a 600-piece SentencePiece model on `lines` in `dir`; returns its model path.
+std::string train_small_sentencepiece(const dialtree::testing::TempDir& dir,
+                                      const std::vector<std::string>& lines) {
+  {
+    std::ofstream out(dir.file("corpus.txt"));
+    for (const std::string& l : lines) out << l << '\n';
+  }
+  SentencePieceTrainOptions o;
+  o.inputs = {dir.file("corpus.txt")};
+  o.out_dir = dir.file("spm");
+  o.vocab_size = 600;
+  o.character_coverage = 1.0;
+  return train_sentencepiece(o).model_path;
+}
+
 /// user (40 tokens) / system (30) / user (45), ids well away from the special ids.
 std::vector<Utterance> three_turns() {
   return {{"user", range_ids(2000, 40)},
@@ -233,11 +267,7 @@ TEST(MlmMasking, DeterministicForASeedAndChecksItsInputs) {
   half.mask_prob = 0.5;
   std::mt19937_64 seeded(7);
   const MaskedTokens k = mask_for_mlm(small, {}, special, kBertVocab, seeded, half);
-  std::vector<std::int32_t> target_positions;
-  for (std::size_t i = 0; i < k.labels.size(); ++i) {
-    if (k.labels[i] != kMlmIgnoreLabel) target_positions.push_back(static_cast<std::int32_t>(i));
-  }
-  EXPECT_THAT(target_positions, ElementsAre(3, 4, 5, 8, 10, 13, 14, 15, 16, 17, 20));
+  EXPECT_THAT(target_positions(k), ElementsAre(3, 4, 5, 8, 10, 13, 14, 15, 16, 17, 20));
   EXPECT_THAT(k.input_ids,
               ElementsAre(13, 1000, 1001, 28626, 10361, 103, 1005, 1006, 103, 1008, 1009, 1010,
                           1011, 103, 103, 103, 103, 103, 1017, 1018, 103, 7));
@@ -312,11 +342,7 @@ TEST(MlmMasking, WholeWordChoosesWordsWithAllTheirSubWords) {
   whole.mask_prob = 0.5;
   std::mt19937_64 seeded(7);
   const MaskedTokens k = mask_for_mlm(ex, {}, special, kVocab, seeded, whole);
-  std::vector<std::int32_t> target_positions;
-  for (std::size_t i = 0; i < k.labels.size(); ++i) {
-    if (k.labels[i] != kMlmIgnoreLabel) target_positions.push_back(static_cast<std::int32_t>(i));
-  }
-  EXPECT_THAT(target_positions, ElementsAre(5, 6, 9, 10, 11, 12));  // words 3, 4 and 5
+  EXPECT_THAT(target_positions(k), ElementsAre(5, 6, 9, 10, 11, 12));  // words 3, 4 and 5
   // A table of another size than the vocabulary is refused.
   whole.continues_word = std::make_shared<std::vector<std::uint8_t>>(kVocab - 1, 0);
   EXPECT_THROW(mask_for_mlm(ex, {}, special, kVocab, rng, whole), std::invalid_argument);
@@ -349,20 +375,7 @@ TEST(MlmMasking, WordContinuationFlagsOfBothTokenizerKinds) {
 
   // SentencePiece: a piece with U+2581 begins a word; "," after a word begins one too.
   dialtree::testing::TempDir dir;
-  {
-    std::ifstream in(dialtree::testing::shared_data("dialoglue/mlm_all_no_multiwoz.txt"));
-    std::ofstream out(dir.file("corpus.txt"));
-    int n = 0;
-    for (std::string line; std::getline(in, line) && n < 4000;) {
-      if (!line.empty() && utf8::is_valid(line)) out << line << '\n', ++n;
-    }
-  }
-  SentencePieceTrainOptions o;
-  o.inputs = {dir.file("corpus.txt")};
-  o.out_dir = dir.file("spm");
-  o.vocab_size = 600;
-  o.character_coverage = 1.0;
-  const SentencePieceTokenizer spm(train_sentencepiece(o).model_path);
+  const SentencePieceTokenizer spm(train_small_sentencepiece(dir, corpus_lines()));
   const std::vector<std::uint8_t> sp = word_continuation_flags(spm);
   ASSERT_EQ(sp.size(), static_cast<std::size_t>(spm.vocab_size()));
   const std::string text = "I'd like a reservation, please";
@@ -465,23 +478,8 @@ TEST(SpanFlags, WordPieceAlignmentMentionsAndContextTruncation) {
 // text), mid-word spans are covered by a superset.
 TEST(SpanFlags, SentencePieceSpansCoverTheirText) {
   dialtree::testing::TempDir dir;
-  std::vector<std::string> lines;
-  {
-    std::ifstream in(dialtree::testing::shared_data("dialoglue/mlm_all_no_multiwoz.txt"));
-    for (std::string line; std::getline(in, line) && lines.size() < 4000;) {
-      if (!line.empty()) lines.push_back(line);
-    }
-  }
-  {
-    std::ofstream out(dir.file("corpus.txt"));
-    for (const std::string& l : lines) out << l << '\n';
-  }
-  SentencePieceTrainOptions o;
-  o.inputs = {dir.file("corpus.txt")};
-  o.out_dir = dir.file("spm");
-  o.vocab_size = 600;
-  o.character_coverage = 1.0;
-  const SentencePieceTokenizer spm(train_sentencepiece(o).model_path);
+  const std::vector<std::string> lines = corpus_lines();
+  const SentencePieceTokenizer spm(train_small_sentencepiece(dir, lines));
 
   std::mt19937_64 rng(3);
   int exact = 0, checked = 0;
