@@ -56,8 +56,10 @@ scripts/scoreboard.py --settings few --out "$out/mask-rate" \
   --row "main job, 15 % (run B)=runs/eval-few-main2" \
   --row "main job, 30 %=runs/mlm30/eval-few"
 # A second pretraining run of the 30 % recipe (RUNS=runs/p2 PRETRAIN_SEED=2 LM_ROW=1 scripts/run.sh),
-# apart and pooled with the first (runs/pretrain-mlm30 and runs/mlm30): docs/results.md "Two
-# pretraining runs of the 30 % recipe".
+# apart and pooled with the first (runs/pretrain-mlm30 and runs/mlm30), and the intent stages
+# alone seeded 2 on the first run's language stage (RUNS=runs/mlm30-i2
+# LM_FROM=runs/mlm30/pretrain-lm PRETRAIN_SEED=2): docs/results.md "Two pretraining runs of the
+# 30 % recipe".
 mlm30_lm=$(join $mlm30/{banking,clinc,hwu}-s{1,2,3} $mlm30/{restaurant8k,dstc8}-s1)
 scripts/scoreboard.py --settings few --out "$out/runs-30" \
   --row "language stage alone, 30 %, run 1=$mlm30_lm" \
@@ -65,7 +67,8 @@ scripts/scoreboard.py --settings few --out "$out/runs-30" \
   --row "language stage alone, 30 %, runs 1 and 2=$mlm30_lm+runs/p2/eval-few-lm" \
   --row "main job, 30 %, run 1=runs/mlm30/eval-few" \
   --row "main job, 30 %, run 2=runs/p2/eval-few" \
-  --row "main job, 30 %, runs 1 and 2=runs/mlm30/eval-few+runs/p2/eval-few"
+  --row "main job, 30 %, runs 1 and 2=runs/mlm30/eval-few+runs/p2/eval-few" \
+  --row "main job, 30 %, run 1's language stage, intent stages seeded 2=runs/mlm30-i2/eval-few"
 for setting in few full; do
   "$bin" plot "$out/scoreboard-$setting.rows.json" --out "$out/$setting" --format png >/dev/null
 done
