@@ -11,7 +11,9 @@ Each row is a NAME=PATH pair; PATH is a results.json (or the folder holding it) 
 --json), and may hold `{setting}`, replaced by few or full. PATH may join several sources with
 `+` (e.g. the runs of one encoder made in parts, or the encoders of several pretraining runs):
 a task's runs are pooled, one run per (encoder, seed), and its mean ± std is over all of them; a
-task whose runs come from more than one encoder says how many ("6 runs, 2 encoders"). An
+task whose runs come from more than one encoder says how many ("6 runs, 2 encoders"), and a
+second table gives, for the rows that pool several encoders, the spread between pretraining
+runs: the mean of the encoders' means ± their sample std, each encoder weighing once. An
 encoder is a set of weights (results.json's model_weights); a file written before dialtree
 recorded them counts as the encoder the row's other files record for the same model path, when
 they name exactly one, else as its model path. A row whose
@@ -122,11 +124,20 @@ def row_of(name, sources):
             continue
         scores = [v[0] for v in pooled.values()]
         vals = [v[1] for v in pooled.values() if v[1] is not None]
+        by_encoder = {}  # encoder -> its runs' test scores, in the order of the sources
+        for (encoder, _), v in pooled.items():
+            by_encoder.setdefault(encoder, []).append(v[0])
+        encoder_means = [statistics.fmean(x) for x in by_encoder.values()]
         tasks[task] = {"mean": statistics.fmean(scores),
                        "std": statistics.stdev(scores) if len(scores) > 1 else 0.0,
                        "runs": len(scores), "scores": scores,
                        "seeds": [k[1] if k[1] is not None else 0 for k in pooled],
-                       "encoders": len({k[0] for k in pooled}),
+                       "encoders": len(by_encoder),
+                       # Between pretraining runs: each encoder weighs once, whatever its seeds.
+                       "encoder_means": encoder_means,
+                       "encoder_mean": statistics.fmean(encoder_means),
+                       "encoder_std": (statistics.stdev(encoder_means)
+                                       if len(encoder_means) > 1 else 0.0),
                        "val_mean": statistics.fmean(vals) if vals else None}
     average = (statistics.fmean(tasks[t]["mean"] for t in TASKS)
                if all(t in tasks for t in TASKS) else None)
@@ -145,14 +156,37 @@ def cell(entry):
     return f"{entry['mean']:.2f} ± {entry['std']:.2f} ({runs})"
 
 
-def table(rows):
-    head = "| | " + " | ".join(f"{HEADERS[t]} ({METRICS[t]})" for t in TASKS) + " | Average |"
-    lines = [head, "|---|" + "---|" * (len(TASKS) + 1)]
+def encoder_cell(entry):
+    if entry is None:
+        return "–"
+    if entry["encoders"] == 1:
+        return "(1 encoder)"
+    means = ", ".join(f"{m:.2f}" for m in entry["encoder_means"])
+    return f"{entry['encoder_mean']:.2f} ± {entry['encoder_std']:.2f} ({means})"
+
+
+def table(rows, cell_of=cell, average=True):
+    head = "| | " + " | ".join(f"{HEADERS[t]} ({METRICS[t]})" for t in TASKS) + " |"
+    head += " Average |" if average else ""
+    lines = [head, "|---|" + "---|" * (len(TASKS) + average)]
     for r in rows:
-        avg = f"{r['average']:.2f}" if r["average"] is not None else "–"
-        lines.append(f"| {r['name']} | " + " | ".join(cell(r["tasks"].get(t)) for t in TASKS) +
-                     f" | {avg} |")
+        line = f"| {r['name']} | " + " | ".join(cell_of(r["tasks"].get(t)) for t in TASKS) + " |"
+        if average:
+            line += f" {r['average']:.2f} |" if r["average"] is not None else " – |"
+        lines.append(line)
     return "\n".join(lines)
+
+
+def between_encoders(rows):
+    """The table of the spread between pretraining runs, for the rows that pool several
+    encoders: per task the mean of the encoders' means ± their sample std, each weighing once
+    however many fine-tuning seeds it has; "" when no row pools several."""
+    several = [r for r in rows if any(e["encoders"] > 1 for e in r["tasks"].values())]
+    if not several:
+        return ""
+    return ("\nBetween pretraining runs: the mean of each encoder's mean ± their sample std (the "
+            "spread one pretraining run adds), each encoder's mean in brackets, in the order of "
+            "the row's sources.\n\n" + table(several, encoder_cell, average=False) + "\n")
 
 
 def plot_rows(setting, rows):
@@ -233,7 +267,8 @@ def main():
                  if setting == "few" else "Full data (train)")
         md.append(f"### {title}\n\nTest score, mean ± sample std over runs, the runs in "
                   f"brackets: fine-tuning seeds of one encoder, or, where a cell says \"k "
-                  f"encoders\", of k pretraining runs.\n\n" + (table(got) if got else "(no results yet)") + "\n")
+                  f"encoders\", of k pretraining runs.\n\n" + (table(got) if got else "(no results yet)") + "\n"
+                  + between_encoders(got))
     anchors = [a for a in ANCHORS if a[1] in settings]
     if anchors:
         lines = ["| published anchor | setting | " + " | ".join(HEADERS[t] for t in TASKS) + " |",

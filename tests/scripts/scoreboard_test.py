@@ -90,6 +90,29 @@ class Scoreboard(unittest.TestCase):
         self.assertAlmostEqual(hwu["std"], (40 / 3) ** 0.5)
         self.assertIn("74.00 ± 3.65 (4 runs, 2 encoders)", text)
 
+    def test_the_spread_between_pretraining_runs_weighs_each_encoder_once(self):
+        # Run 1 fine-tuned with three seeds, run 2 with one: the pooled mean leans on run 1.
+        a = self.write("a", results("run1", "few", {"hwu": [(1, 70.0, 0), (2, 72.0, 0),
+                                                             (3, 74.0, 0)],
+                                                     "banking": [(1, 60.0, 0)]}))
+        b = self.write("b", results("run2", "few", {"hwu": [(1, 78.0, 0)]}))
+        one = self.write("one", results("run3", "few", {"hwu": [(1, 50.0, 0)]}))
+        text, board = self.run_board(f"main={a}+{b}", f"single={one}")
+        hwu = board["settings"]["few"]["rows"][0]["tasks"]["hwu"]
+        # Pooled: 70, 72, 74, 78 -> 73.5. Encoders: 72 and 78 -> 75, sample std sqrt(18).
+        self.assertAlmostEqual(hwu["mean"], 73.5)
+        self.assertEqual(hwu["encoder_means"], [72.0, 78.0])
+        self.assertAlmostEqual(hwu["encoder_mean"], 75.0)
+        self.assertAlmostEqual(hwu["encoder_std"], 18 ** 0.5)
+        self.assertIn("| main | 60.00 (1) | 73.50 ± 3.42 (4 runs, 2 encoders) |", text)
+        # The second table: only the rows that pool several encoders, a cell per task.
+        between = text.split("Between pretraining runs")[1]
+        self.assertIn("| main | (1 encoder) | 75.00 ± 4.24 (72.00, 78.00) | – |", between)
+        self.assertNotIn("| single |", between)
+        # One encoder everywhere: no second table.
+        text, _ = self.run_board(f"single={one}")
+        self.assertNotIn("Between pretraining runs", text)
+
     def test_a_run_given_twice_is_refused(self):
         a = self.write("a", results("m1", "few", {"hwu": [(1, 70.0, 0)]}))
         err, _ = self.run_board(f"main={a}+{a}", ok=False)
