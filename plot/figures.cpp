@@ -136,6 +136,15 @@ std::pair<int, int> layout(std::size_t n) {
 
 }  // namespace
 
+std::string gnuplot_tic_label(const std::string& text) {
+  std::string escaped;
+  for (const char c : text) {
+    escaped += c;
+    if (c == '%') escaped += '%';
+  }
+  return gnuplot_quote(escaped);
+}
+
 std::string gnuplot_quote(const std::string& text) {
   std::string s = "'";
   for (const char c : text) {
@@ -274,7 +283,7 @@ Figure results_figure(const std::vector<ModelScores>& models) {
   s += fmt::format("set xrange [-0.6:{}]\n", n - 0.4);
   s += "set xtics rotate by 35 right font ',9' scale 0 (";
   for (std::size_t i = 0; i < models.size(); ++i) {
-    s += fmt::format("{}{} {}", i ? ", " : "", gnuplot_quote(models[i].name), i);
+    s += fmt::format("{}{} {}", i ? ", " : "", gnuplot_tic_label(models[i].name), i);
   }
   s += ")\n";
   for (std::size_t j = 0; j < tasks.size(); ++j) {

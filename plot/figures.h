@@ -30,6 +30,12 @@ struct Figure {
 /// '?', so any run name is safe inside a script.
 std::string gnuplot_quote(const std::string& text);
 
+/// `text` as a label of an explicit tic list (`set xtics ('label' x, ...)`), where gnuplot reads
+/// the label as a printf format of the tic's value: gnuplot_quote with each '%' doubled, so that
+/// a name such as "main job, 15 %" is drawn as written instead of failing with "Bad format
+/// character".
+std::string gnuplot_tic_label(const std::string& text);
+
 /// The keys of metrics.jsonl drawn in losses.png: every numeric key except `epoch`,
 /// `learning_rate`, `examples_per_second` and the `eval_*` keys, the known ones first in a fixed
 /// order (loss, contrastive, self_supervised, mlm_labelled, mlm_unlabelled, grad_norm), then any

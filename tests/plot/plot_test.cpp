@@ -440,6 +440,21 @@ TEST(PlotRender, TheSvgCheckCatchesBrokenDocuments) {
 
 TEST(PlotFigures, QuotingForGnuplot) {
   EXPECT_EQ(gnuplot_quote("run's \"x\"\n"), "'run''s \"x\"?'");
+  EXPECT_EQ(gnuplot_tic_label("main job, 15 % (run's)"), "'main job, 15 %% (run''s)'");
+}
+
+TEST(PlotRender, AModelNameWithAPercentSignNamesItsTic) {
+  // The scoreboard's row "main job, 15 % (run B)": a tic label is a printf format to gnuplot.
+  Inputs in = load_inputs({fixture("plot/eval-a"), fixture("plot/tfidf.json")});
+  in.models[0].name = "main job, 15 % (run B)";
+  const Figure dots = results_figure(in.models);
+  EXPECT_THAT(dots.script, HasSubstr("('main job, 15 %% (run B)' 0, "));
+  if (!gnuplot_installed())
+    GTEST_SKIP() << "gnuplot is not installed (apt-get install gnuplot-nox)";
+  TempDir out;
+  const Rendered r = render(dots, out.path(), RenderOptions{});
+  ASSERT_EQ(r.files.size(), 2u);
+  EXPECT_THAT(slurp(out.path() / "results.svg"), HasSubstr(">main job, 15 % (run B)<"));
 }
 
 TEST(PlotRender, WritesPngAndSvgWithTheLegendNames) {
