@@ -2,7 +2,7 @@
 # The scoreboard of docs/results.md ("The DialoGLUE scoreboard") from the run folders its
 # commands wrote: scripts/scoreboard.py with one row per model, each row pooling the folders
 # that hold its runs (runs made in parts: seeds 1, then 2-3, then 4-5), then the figures.
-# Writes docs/figures/scoreboard/{scoreboard,runs,mask-rate,runs-30}.{md,json},
+# Writes docs/figures/scoreboard/{scoreboard,scoreboard-15,runs,mask-rate,runs-30}.{md,json},
 # *-<setting>.rows.json and the figures few/ and full/ (dialtree plot), and prints the tables.
 #   usage: scripts/docs-scoreboard.sh     env: BUILD_DIR (default build)
 # A folder that is missing stops it with its name (scoreboard.py): the rows below are the
@@ -28,11 +28,11 @@ lang=runs/lang/mlm/eval-few-linear_probe
 lm_probe_start=$(join $lang/banking-s{1,2,3} $lang/hwu-s{1,2,3} $lang/clinc-s1)
 scratch_few=$(join runs/scratch-few/tagging runs/scratch-few/top runs/scratch-few/intent)
 
-scripts/scoreboard.py --settings few,full --out "$out/scoreboard" \
+scripts/scoreboard.py --settings few,full --out "$out/scoreboard-15" \
   --row "classical baseline=runs/baselines/classical-{setting}.json" \
   --row "no pretraining=$scratch_few" \
-  --row "language stage alone=$lm_few" \
-  --row "main job=$main_few+runs/eval-full"
+  --row "language stage alone, 15 % (run B)=$lm_few" \
+  --row "main job, 15 % (run B)=$main_few+runs/eval-full"
 # Two pretraining runs of the intent rows: run A (the first, whose per-seed results
 # docs/figures/scoreboard/run-a-*.json transcribe from docs/results.md) and run B, apart and
 # pooled.
@@ -55,20 +55,37 @@ scripts/scoreboard.py --settings few --out "$out/mask-rate" \
   --row "language stage alone, 30 %=$(join $mlm30/{banking,clinc,hwu}-s{1,2,3})" \
   --row "main job, 15 % (run B)=runs/eval-few-main2" \
   --row "main job, 30 %=runs/mlm30/eval-few"
-# A second pretraining run of the 30 % recipe (RUNS=runs/p2 PRETRAIN_SEED=2 LM_ROW=1 scripts/run.sh),
-# apart and pooled with the first (runs/pretrain-mlm30 and runs/mlm30), and the intent stages
+# A second and a third pretraining run of the 30 % recipe (RUNS=runs/pN PRETRAIN_SEED=N LM_ROW=1
+# scripts/run.sh), apart and pooled with the first (runs/pretrain-mlm30 and runs/mlm30), and the intent stages
 # alone seeded 2 on the first run's language stage (RUNS=runs/mlm30-i2
 # LM_FROM=runs/mlm30/pretrain-lm PRETRAIN_SEED=2): docs/results.md "Two pretraining runs of the
 # 30 % recipe".
 mlm30_lm=$(join $mlm30/{banking,clinc,hwu}-s{1,2,3} $mlm30/{restaurant8k,dstc8}-s1)
+# Each run's folders; TOP of runs 1 and 2 was fine-tuned after them (eval-few-top,
+# eval-few-lm-top: the commands of docs/results.md "How the scoreboard was made").
+lm1=$(join "$mlm30_lm" runs/mlm30/eval-few-lm-top) main1=runs/mlm30/eval-few+runs/mlm30/eval-few-top
+lm2=runs/p2/eval-few-lm+runs/p2/eval-few-lm-top main2=runs/p2/eval-few+runs/p2/eval-few-top
+lm3=runs/p3/eval-few-lm main3=runs/p3/eval-few
 scripts/scoreboard.py --settings few --out "$out/runs-30" \
-  --row "language stage alone, 30 %, run 1=$mlm30_lm" \
-  --row "language stage alone, 30 %, run 2=runs/p2/eval-few-lm" \
-  --row "language stage alone, 30 %, runs 1 and 2=$mlm30_lm+runs/p2/eval-few-lm" \
-  --row "main job, 30 %, run 1=runs/mlm30/eval-few" \
-  --row "main job, 30 %, run 2=runs/p2/eval-few" \
-  --row "main job, 30 %, runs 1 and 2=runs/mlm30/eval-few+runs/p2/eval-few" \
+  --row "language stage alone, 30 %, run 1=$lm1" \
+  --row "language stage alone, 30 %, run 2=$lm2" \
+  --row "language stage alone, 30 %, run 3=$lm3" \
+  --row "language stage alone, 30 %, runs 1 and 2=$lm1+$lm2" \
+  --row "main job, 30 %, run 1=$main1" \
+  --row "main job, 30 %, run 2=$main2" \
+  --row "main job, 30 %, run 3=$main3" \
+  --row "main job, 30 %, runs 1 and 2=$main1+$main2" \
   --row "main job, 30 %, run 1's language stage, intent stages seeded 2=runs/mlm30-i2/eval-few"
+# The scoreboard docs/results.md opens with: the main job's recipe (the language stage masking
+# 30 %) pretrained three times (runs/mlm30 with runs/pretrain-mlm30, runs/p2, runs/p3: RUNS=runs/pN
+# PRETRAIN_SEED=N LM_ROW=1 scripts/run.sh), pooled over the three encoders and their fine-tuning
+# seeds. Full data: run B's 15 % encoder.
+scripts/scoreboard.py --settings few,full --out "$out/scoreboard" \
+  --row "classical baseline=runs/baselines/classical-{setting}.json" \
+  --row "no pretraining=$scratch_few" \
+  --row "language stage alone=$lm1+$lm2+$lm3" \
+  --row "main job=$main1+$main2+$main3" \
+  --row "main job, 15 % (run B)=runs/eval-full"
 for setting in few full; do
   "$bin" plot "$out/scoreboard-$setting.rows.json" --out "$out/$setting" --format png >/dev/null
 done

@@ -144,7 +144,7 @@ if [[ ! -f $out/tokenizer/tokenizer.json ]]; then
 fi
 echo "run: STS files in $out/sts, tokenizer in $out/tokenizer"
 
-# The whole job's ETA. Minutes per part on 2 cores, measured (README "The main job"; docs/
+# The whole job's ETA. Minutes per part on 2 cores, measured (README "Set-up and use"; docs/
 # results.md "The DialoGLUE scoreboard" has the runs): pretraining stages, and per task and seed the fine-tuning of each setting,
 # self-training and the classical baseline (all seeds of a task together there). A part already
 # done (a finished stage) counts 0. `eta` prints a part with its minutes and when the job should
