@@ -56,15 +56,15 @@ scripts/scoreboard.py --settings few --out "$out/mask-rate" \
   --row "main job, 15 % (run B)=runs/eval-few-main2" \
   --row "main job, 30 %=runs/mlm30/eval-few"
 # A second and a third pretraining run of the 30 % recipe (RUNS=runs/pN PRETRAIN_SEED=N LM_ROW=1
-# scripts/run.sh), apart and pooled with the first (runs/pretrain-mlm30 and runs/mlm30), and the intent stages
-# alone seeded 2 on the first run's language stage (RUNS=runs/mlm30-i2
-# LM_FROM=runs/mlm30/pretrain-lm PRETRAIN_SEED=2): docs/results.md "Two pretraining runs of the
-# 30 % recipe".
+# scripts/run.sh), apart and with the first (runs/pretrain-mlm30 and runs/mlm30), and the intent
+# stages alone seeded 2 on the first run's language stage (RUNS=runs/mlm30-i2
+# LM_FROM=runs/mlm30/pretrain-lm PRETRAIN_SEED=2): docs/results.md "Three pretraining runs of the
+# 30 % recipe". The rows pooled over all three runs are the scoreboard's (below).
 mlm30_lm=$(join $mlm30/{banking,clinc,hwu}-s{1,2,3} $mlm30/{restaurant8k,dstc8}-s1)
 # Each run's folders; TOP of runs 1 and 2 was fine-tuned after them (eval-few-top,
 # eval-few-lm-top: the commands of docs/results.md "How the scoreboard was made").
-lm1=$(join "$mlm30_lm" runs/mlm30/eval-few-lm-top) main1=runs/mlm30/eval-few+runs/mlm30/eval-few-top
-lm2=runs/p2/eval-few-lm+runs/p2/eval-few-lm-top main2=runs/p2/eval-few+runs/p2/eval-few-top
+lm1=$(join "$mlm30_lm" runs/mlm30/eval-few-lm-top) main1=$(join runs/mlm30/eval-few{,-top})
+lm2=$(join runs/p2/eval-few-lm{,-top}) main2=$(join runs/p2/eval-few{,-top})
 lm3=runs/p3/eval-few-lm main3=runs/p3/eval-few
 scripts/scoreboard.py --settings few --out "$out/runs-30" \
   --row "language stage alone, 30 %, run 1=$lm1" \
