@@ -117,14 +117,20 @@ void print_view_stats(const trainer::PretrainConfig& cfg, const TrainArgs& a) {
   const trainer::BatchViewStats s = trainer::batch_view_stats(
       datasets, static_cast<std::size_t>(cfg.per_device_train_batch_size),
       static_cast<std::size_t>(cfg.data.contrastive_shard_size), a.view_stats,
-      static_cast<std::uint64_t>(cfg.data_seed));
-  fmt::print("{} labelled batches of {} (data_seed {}), shards of {:.1f}: {} anchors\n",
+      static_cast<std::uint64_t>(cfg.data_seed), trainer::view_grouping(datasets, cfg.data));
+  fmt::print("{} labelled batches of {} (data_seed {}), shards of {:.1f}: {} anchors{}\n",
              s.batches, cfg.per_device_train_batch_size, cfg.data_seed, s.mean_shard_size,
-             s.anchors);
+             s.anchors,
+             cfg.data.group_by_view.empty()
+                 ? std::string()
+                 : fmt::format(", groups of {} sharing a {} element", cfg.data.group_size,
+                               cfg.data.group_by_view));
   fmt::print("{:<5} {:>10} {:>10} {:>12} {:>10}\n", "view", "positives", "mass",
              "no positive", "empty set");
   nlohmann::json j = {{"batches", s.batches},
                       {"anchors", s.anchors},
+                      {"group_by_view", cfg.data.group_by_view},
+                      {"group_size", cfg.data.group_size},
                       {"mean_shard_size", s.mean_shard_size},
                       {"views", nlohmann::json::array()}};
   for (const trainer::ViewStats& v : s.views) {

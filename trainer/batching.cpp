@@ -1,6 +1,8 @@
 #include "trainer/batching.h"
 
+#include <algorithm>
 #include <stdexcept>
+#include <unordered_map>
 
 namespace dialtree::trainer {
 
@@ -24,12 +26,80 @@ std::vector<std::size_t> permutation(std::size_t n, std::uint64_t seed) {
   return p;
 }
 
+std::vector<std::size_t> grouped_order(const std::vector<std::size_t>& order,
+                                       const std::vector<std::vector<std::uint32_t>>& keys,
+                                       std::size_t group_size, std::uint64_t seed) {
+  if (group_size < 2) return order;
+  // The examples of each key in permutation order; keys in order of first appearance, so the
+  // result does not depend on a hash map's iteration order.
+  std::unordered_map<std::uint32_t, std::size_t> bucket_of;
+  std::vector<std::vector<std::size_t>> buckets;
+  std::vector<std::size_t> leftover;
+  for (std::size_t i : order) {
+    const auto& candidates = keys.at(i);
+    if (candidates.empty()) {
+      leftover.push_back(i);
+      continue;
+    }
+    const std::uint32_t key =
+        candidates[splitmix64(seed ^ splitmix64(i + 1)) % candidates.size()];
+    const auto [it, added] = bucket_of.emplace(key, buckets.size());
+    if (added) buckets.emplace_back();
+    buckets[it->second].push_back(i);
+  }
+  std::vector<std::vector<std::size_t>> groups;
+  const auto cut = [&](const std::vector<std::size_t>& members, std::vector<std::size_t>* rest) {
+    std::size_t start = 0;
+    for (; start + group_size <= members.size(); start += group_size) {
+      groups.emplace_back(members.begin() + start, members.begin() + start + group_size);
+    }
+    if (rest != nullptr) rest->insert(rest->end(), members.begin() + start, members.end());
+  };
+  std::vector<std::size_t> rest;
+  for (const auto& bucket : buckets) cut(bucket, &rest);
+  // Leftovers in permutation order: the keyless examples and each key's incomplete group.
+  std::vector<char> is_rest(keys.size(), 0);
+  for (std::size_t i : rest) is_rest[i] = 1;
+  for (std::size_t i : leftover) is_rest[i] = 1;
+  std::vector<std::size_t> rest_in_order;
+  for (std::size_t i : order) {
+    if (is_rest[i]) rest_in_order.push_back(i);
+  }
+  cut(rest_in_order, nullptr);
+  const std::size_t tail_start = rest_in_order.size() - rest_in_order.size() % group_size;
+  std::vector<std::size_t> out;
+  out.reserve(order.size());
+  for (std::size_t g : permutation(groups.size(), splitmix64(seed))) {
+    out.insert(out.end(), groups[g].begin(), groups[g].end());
+  }
+  out.insert(out.end(), rest_in_order.begin() + static_cast<std::ptrdiff_t>(tail_start),
+             rest_in_order.end());
+  return out;
+}
+
 BatchStream::BatchStream(std::vector<std::size_t> dataset_sizes, std::size_t batch_size,
-                         std::uint64_t seed)
-    : sizes_(std::move(dataset_sizes)), batch_size_(batch_size), seed_(seed) {
+                         std::uint64_t seed, Grouping grouping)
+    : sizes_(std::move(dataset_sizes)),
+      batch_size_(batch_size),
+      seed_(seed),
+      grouping_(std::move(grouping)) {
   if (batch_size_ == 0) throw std::invalid_argument("BatchStream: batch_size must be >= 1");
   for (std::size_t n : sizes_) batches_per_epoch_ += (n + batch_size_ - 1) / batch_size_;
   if (batches_per_epoch_ == 0) throw std::invalid_argument("BatchStream: every dataset is empty");
+  if (grouping_.active()) {
+    if (grouping_.keys.size() != sizes_.size()) {
+      throw std::invalid_argument("BatchStream: grouping keys for " +
+                                  std::to_string(grouping_.keys.size()) + " datasets, expected " +
+                                  std::to_string(sizes_.size()));
+    }
+    for (std::size_t d = 0; d < sizes_.size(); ++d) {
+      if (grouping_.keys[d].size() != sizes_[d]) {
+        throw std::invalid_argument("BatchStream: dataset " + std::to_string(d) + " has " +
+                                    std::to_string(sizes_[d]) + " examples but " +
+                                    std::to_string(grouping_.keys[d].size()) + " key lists");
+      }
+    }
+  }
 }
 
 std::vector<BatchRef> BatchStream::plan(std::uint64_t epoch) const {
@@ -37,7 +107,11 @@ std::vector<BatchRef> BatchStream::plan(std::uint64_t epoch) const {
   batches.reserve(batches_per_epoch_);
   const std::uint64_t epoch_seed = splitmix64(seed_ ^ splitmix64(epoch + 1));
   for (std::size_t d = 0; d < sizes_.size(); ++d) {
-    const std::vector<std::size_t> order = permutation(sizes_[d], splitmix64(epoch_seed + d + 1));
+    std::vector<std::size_t> order = permutation(sizes_[d], splitmix64(epoch_seed + d + 1));
+    if (grouping_.active()) {
+      order = grouped_order(order, grouping_.keys[d], grouping_.group_size,
+                            splitmix64(epoch_seed ^ splitmix64(d + 0x5EED)));
+    }
     for (std::size_t start = 0; start < order.size(); start += batch_size_) {
       const std::size_t end = std::min(order.size(), start + batch_size_);
       batches.push_back(

@@ -28,6 +28,20 @@ struct StreamPosition {
   }
 };
 
+/// Batches drawn so that examples sharing a label element sit next to each other
+/// (docs/training.md "Batches that share values"): runs of `group_size` consecutive examples of
+/// a batch share one key where the data allows it, so a contrastive shard (a multiple of
+/// `group_size`) holds positives for the view the keys come from.
+struct Grouping {
+  /// Examples per group; 0 or 1 turns grouping off (the plan is then the ungrouped one).
+  std::size_t group_size = 0;
+  /// keys[d][i]: the keys example i of dataset d may be grouped by (e.g. the interned elements
+  /// of its V view set); an example with none is placed in the leftover groups. Either empty
+  /// (no grouping) or one list per dataset with one entry per example.
+  std::vector<std::vector<std::vector<std::uint32_t>>> keys;
+  bool active() const { return group_size > 1; }
+};
+
 /// An endless, resumable stream of batches over several datasets.
 ///
 /// Epoch e's plan: each dataset's examples in a permutation seeded by (seed, e, dataset), cut
@@ -39,11 +53,22 @@ struct StreamPosition {
 /// SPACE-2's code sweeps the datasets one after another (docs/method.md §4.5, §8.10); we interleave
 /// the batches of all datasets instead, so that a run shorter than one epoch still sees every
 /// dataset. Batches still never mix datasets.
+///
+/// With an active `grouping`, each dataset's permuted examples are reordered before the cut:
+/// every example takes one of its keys, drawn by (seed, e, dataset, example); the examples of
+/// each key form groups of `group_size` in permutation order; what is left over (the examples
+/// without a key and the last, incomplete group of each key) is cut into groups in permutation
+/// order too; the full groups are shuffled (seeded by (seed, e, dataset)) and the one incomplete
+/// group, if any, goes last. Every example is still drawn once per epoch, and every group lies
+/// inside one batch when `group_size` divides `batch_size`.
 class BatchStream {
  public:
   /// @param dataset_sizes examples per dataset; datasets of size 0 are skipped
-  /// @throws std::invalid_argument if batch_size is 0 or every dataset is empty
-  BatchStream(std::vector<std::size_t> dataset_sizes, std::size_t batch_size, std::uint64_t seed);
+  /// @param grouping optional: batches whose consecutive examples share keys (see above)
+  /// @throws std::invalid_argument if batch_size is 0, every dataset is empty, or an active
+  ///         grouping's keys do not have one entry per example of every dataset
+  BatchStream(std::vector<std::size_t> dataset_sizes, std::size_t batch_size, std::uint64_t seed,
+              Grouping grouping = {});
 
   /// The next batch; moves to the next epoch when the current one is exhausted.
   BatchRef next();
@@ -59,11 +84,19 @@ class BatchStream {
   std::vector<std::size_t> sizes_;
   std::size_t batch_size_;
   std::uint64_t seed_;
+  Grouping grouping_;
   std::size_t batches_per_epoch_ = 0;
   StreamPosition pos_;
   std::vector<BatchRef> current_;  // plan of pos_.epoch
   std::uint64_t current_epoch_ = ~0ull;
 };
+
+/// The grouped order of one dataset's examples (BatchStream's grouping rule): `order` is the
+/// permutation to regroup, `keys` the dataset's per-example keys, `seed` drives the key draws
+/// and the shuffle of the groups. Returns a permutation of `order`'s elements.
+std::vector<std::size_t> grouped_order(const std::vector<std::size_t>& order,
+                                       const std::vector<std::vector<std::uint32_t>>& keys,
+                                       std::size_t group_size, std::uint64_t seed);
 
 /// SplitMix64 step: a well-mixed 64-bit value from `x` (used to derive independent seeds).
 std::uint64_t splitmix64(std::uint64_t x);

@@ -30,6 +30,7 @@
 #include "common/text_distance.h"
 #include "common/value_range.h"
 #include "readers/dialoglue_tasks.h"
+#include "sts/views.h"
 
 namespace dialtree::trainer {
 namespace {
@@ -198,6 +199,22 @@ void Validator::data_section() const {
                     ") must divide " + key + " (" + std::to_string(size) +
                     "); use 0 for the whole batch");
       }
+    }
+  }
+  if (!d.group_by_view.empty()) {
+    one_of("data.group_by_view", d.group_by_view, sts::view_name_list());
+    if (d.labelled.empty()) {
+      fail_at(blame("data.labelled", "data.group_by_view"),
+              "data.group_by_view groups labelled batches, but data.labelled is empty");
+    }
+    const int unit = d.contrastive_shard_size != 0 ? d.contrastive_shard_size
+                                                    : c_.per_device_train_batch_size;
+    const char* unit_key = d.contrastive_shard_size != 0 ? "data.contrastive_shard_size"
+                                                         : "per_device_train_batch_size";
+    if (unit % d.group_size != 0) {
+      fail_at(blame(unit_key, "data.group_size"),
+              "data.group_size (" + std::to_string(d.group_size) + ") must divide " + unit_key +
+                  " (" + std::to_string(unit) + "), so that no group is split between shards");
     }
   }
 }
@@ -456,6 +473,12 @@ PretrainRows data_setting_rows() {
       field("data.contrastive_shard_size", &C::data, &D::contrastive_shard_size,
             "examples per contrastive-loss shard (0 = the whole batch)")
           .allows("0, or >= 2 dividing both batch sizes"),
+      field("data.group_by_view", &C::data, &D::group_by_view,
+            "labelled batches drawn so that groups share an element of this view (\"\" = off)")
+          .allows("\"\", D, I, S, V, DI, IS, SV, DIS, ISV, DISV"),
+      field("data.group_size", &C::data, &D::group_size,
+            "examples per group with data.group_by_view (dividing the contrastive shard)")
+          .in(between(2, kMaxSize)),
   };
 }
 

@@ -67,6 +67,12 @@ struct DataConfig {
   /// shards of 16 of its 128-example batches (docs/method.md §4.5). 0 = the whole batch; otherwise
   /// >= 2 and a divisor of both batch sizes.
   int contrastive_shard_size = 16;
+  /// Labelled batches drawn to share one element of this view (docs/training.md "Batches that
+  /// share values"): "" (default, batches drawn at random) or a view name ("V", "SV", ...).
+  std::string group_by_view;
+  /// With group_by_view: examples per group sharing a key, >= 2 and a divisor of
+  /// data.contrastive_shard_size (or of per_device_train_batch_size when that is 0).
+  int group_size = 4;
 };
 
 /// `loss:` — the objective of docs/method.md §4.3:

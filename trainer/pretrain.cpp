@@ -167,9 +167,10 @@ struct Stream {
   bool active() const { return batches != nullptr; }
 };
 
+// `grouping` (labelled streams only): data.group_by_view and data.group_size.
 Stream make_stream(const std::vector<std::string>& files, bool labelled, int batch_size,
                    std::uint64_t seed, const data::Tokenizer& tok,
-                   const data::SerializeOptions& opt) {
+                   const data::SerializeOptions& opt, const DataConfig* grouping = nullptr) {
   Stream s;
   s.labelled = labelled;
   if (files.empty()) return s;
@@ -178,8 +179,9 @@ Stream make_stream(const std::vector<std::string>& files, bool labelled, int bat
     throw DataError(files.front(), "", labelled ? "data.labelled" : "data.unlabelled",
                     "no training example (no non-empty trigger-role turn)");
   }
-  s.batches = std::make_unique<BatchStream>(dataset_sizes(s.datasets),
-                                            static_cast<std::size_t>(batch_size), seed);
+  s.batches = std::make_unique<BatchStream>(
+      dataset_sizes(s.datasets), static_cast<std::size_t>(batch_size), seed,
+      grouping != nullptr ? view_grouping(s.datasets, *grouping) : Grouping{});
   return s;
 }
 
@@ -475,7 +477,7 @@ void load_streams(Run& r, const LogSink& say) {
   const data::SerializeOptions sopt = serialize_options(config.data);
   const auto data_seed = static_cast<std::uint64_t>(config.data_seed);
   r.lab = make_stream(config.data.labelled, true, config.per_device_train_batch_size, data_seed,
-                      *r.tok, sopt);
+                      *r.tok, sopt, &config.data);
   r.unl = make_stream(config.data.unlabelled, false, config.unlabelled_batch_size,
                       splitmix64(data_seed), *r.tok, sopt);
   auto count = [](const Stream& s) {

@@ -1,10 +1,14 @@
 #include "trainer/pretrain_data.h"
 
+#include <algorithm>
 #include <map>
+#include <stdexcept>
+#include <unordered_map>
 
 #include "data/masking.h"
 #include "sts/convert.h"
 #include "sts/format.h"
+#include "sts/views.h"
 
 namespace dialtree::trainer {
 
@@ -99,6 +103,37 @@ std::vector<std::size_t> dataset_sizes(const std::vector<PretrainDataset>& datas
   sizes.reserve(datasets.size());
   for (const auto& d : datasets) sizes.push_back(d.examples.size());
   return sizes;
+}
+
+Grouping view_grouping(const std::vector<PretrainDataset>& datasets, const std::string& view,
+                       std::size_t group_size) {
+  Grouping g;
+  if (view.empty() || group_size < 2) return g;
+  const auto& names = sts::view_names();
+  const auto it = std::find(names.begin(), names.end(), view);
+  if (it == names.end()) {
+    throw std::invalid_argument("view_grouping: unknown view '" + view +
+                                "' (D, I, S, V, DI, IS, SV, DIS, ISV, DISV)");
+  }
+  const auto k = static_cast<std::size_t>(it - names.begin());
+  std::unordered_map<std::string, std::uint32_t> ids;
+  g.group_size = group_size;
+  g.keys.reserve(datasets.size());
+  for (const auto& ds : datasets) {
+    auto& keys = g.keys.emplace_back();
+    keys.reserve(ds.examples.size());
+    for (const auto& ex : ds.examples) {
+      auto& mine = keys.emplace_back();
+      for (const std::string& element : ex.views.sets[k]) {
+        mine.push_back(ids.emplace(element, static_cast<std::uint32_t>(ids.size())).first->second);
+      }
+    }
+  }
+  return g;
+}
+
+Grouping view_grouping(const std::vector<PretrainDataset>& datasets, const DataConfig& d) {
+  return view_grouping(datasets, d.group_by_view, static_cast<std::size_t>(d.group_size));
 }
 
 }  // namespace dialtree::trainer

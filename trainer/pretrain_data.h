@@ -11,6 +11,7 @@
 #include "data/serialize.h"
 #include "data/tokenizer.h"
 #include "sts/score.h"
+#include "trainer/batching.h"
 #include "trainer/config.h"
 
 namespace dialtree::trainer {
@@ -56,5 +57,16 @@ data::SerializeOptions serialize_options(const DataConfig& d);
 
 /// Example counts of `datasets`, for BatchStream.
 std::vector<std::size_t> dataset_sizes(const std::vector<PretrainDataset>& datasets);
+
+/// The grouping of a labelled stream's batches (docs/training.md "Batches that share values"):
+/// each example's keys are the elements of its `view` set (data.group_by_view), interned to
+/// integers; `group_size` examples per group (data.group_size). An empty `view` (the default)
+/// or a group size under 2 gives the inactive grouping.
+/// @throws std::invalid_argument if `view` is not one of the ten view names.
+Grouping view_grouping(const std::vector<PretrainDataset>& datasets, const std::string& view,
+                       std::size_t group_size);
+
+/// The grouping `d` asks for (data.group_by_view, data.group_size) over `datasets`.
+Grouping view_grouping(const std::vector<PretrainDataset>& datasets, const DataConfig& d);
 
 }  // namespace dialtree::trainer

@@ -11,9 +11,10 @@ namespace dialtree::trainer {
 
 BatchViewStats batch_view_stats(const std::vector<PretrainDataset>& datasets,
                                 std::size_t batch_size, std::size_t shard_size,
-                                std::size_t batches, std::uint64_t seed) {
+                                std::size_t batches, std::uint64_t seed,
+                                const Grouping& grouping) {
   if (batches == 0) throw std::invalid_argument("batch_view_stats: batches must be >= 1");
-  BatchStream stream(dataset_sizes(datasets), batch_size, seed);
+  BatchStream stream(dataset_sizes(datasets), batch_size, seed, grouping);
   BatchViewStats out;
   out.views.resize(sts::kNumViews);
   for (std::size_t k = 0; k < sts::kNumViews; ++k) out.views[k].view = sts::view_names()[k];

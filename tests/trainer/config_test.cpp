@@ -356,6 +356,14 @@ TEST(Config, BadInputsAreErrorsNamingFileLineKeyAndType) {
               {"data.contrastive_shard_size (5) must divide per_device_train_batch_size (128)"}),
       in_file("shard of one", "  contrastive_shard_size: 1\n", 5, "data.contrastive_shard_size",
               {"must be in [2, ", "(or 0 = the whole batch), got 1"}),
+      // Batches that share values (docs/training.md): a view name, and groups inside a shard.
+      in_file("unknown grouping view", "  group_by_view: value\n", 5, "data.group_by_view",
+              {"must be one of 'D', 'I', 'S', 'V',", "got 'value'"}),
+      in_file("group splits a shard", "  group_by_view: V\n  group_size: 3\n", 6,
+              "data.group_size",
+              {"data.group_size (3) must divide data.contrastive_shard_size (16)"}),
+      in_file("group of one", "  group_size: 1\n", 5, "data.group_size",
+              {"must be in [2, ", "got 1"}),
       whole("no inputs", "output_dir: o\ndata:\n  tokenizer: t\n  labelled: []\n", "line 4",
             "data.labelled", {"both empty"}),
       in_file("no loss", "loss: {contrastive_weight: 0, mlm_weight: 0}\n", 5, "loss.mlm_weight",
@@ -519,7 +527,7 @@ TEST(Config, OverridesDefaultsAndResolution) {
         dot == std::string::npos ? node[key] : node[key.substr(0, dot)][key.substr(dot + 1)];
     EXPECT_TRUE(v.IsDefined()) << key;
   }
-  EXPECT_EQ(config_keys().size(), 76u);
+  EXPECT_EQ(config_keys().size(), 78u);
 
   // Paths stay as written (relative to the working directory), and inputs are checked on demand.
   testing::TempDir dir;

@@ -917,6 +917,29 @@ TEST_F(TinyPretraining, WholeWordMaskChangesTheTargetsOfMultiPieceWords) {
   EXPECT_EQ(first_mlm("words-again", true), words);
 }
 
+// data.group_by_view reaches the run's labelled stream (docs/training.md "Batches that share
+// values"): the first step draws another batch than the random plan, the same one on a rerun.
+TEST_F(TinyPretraining, BatchesGroupedByValueChangeTheLabelledBatchReproducibly) {
+  const auto first_contrastive = [&](const std::string& name, bool grouped) {
+    std::vector<std::string> overrides = {"data.unlabelled=[]", "save_steps=0"};
+    if (grouped) {
+      overrides.push_back("data.group_by_view=SV");
+      overrides.push_back("data.group_size=2");
+    }
+    run_pretraining(parse_config(yaml(tmp_.file(name), 1), name + ".yaml", overrides), nullptr,
+                    {});
+    const auto metrics = read_metrics(tmp_.path() / name / "metrics.jsonl");
+    EXPECT_EQ(metrics.size(), 1u);
+    return metrics.empty() ? 0.0 : metrics[0].at("contrastive").get<double>();
+  };
+  const double random = first_contrastive("random", false);
+  const double grouped = first_contrastive("grouped", true);
+  EXPECT_GT(random, 0.0);
+  EXPECT_GT(grouped, 0.0);
+  EXPECT_NE(random, grouped);
+  EXPECT_EQ(first_contrastive("grouped-again", true), grouped);
+}
+
 // Data-parallel replaced-token detection: 2 ranks x accumulation 1 train the encoder and the
 // generator as 1 process x accumulation 2 (the per-micro-batch seeds also drive the
 // generator's samples).

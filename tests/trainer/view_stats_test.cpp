@@ -1,6 +1,7 @@
 // trainer/view_stats.h: the per-view figures of the soft targets, worked by hand on one batch of
 // four trees (docs/method.md §3: Jaccard per view; an empty tree scores 0 against all).
 #include <stdexcept>
+#include <string>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -51,6 +52,34 @@ TEST(ViewStats, OneBatchOfFourTreesKnownAnswers) {
   EXPECT_LE(sharded.views[0].positives_per_anchor, 1.0);
   EXPECT_THROW(batch_view_stats({d}, 4, 0, 0, 7), std::invalid_argument);
   EXPECT_THROW(batch_view_stats({d}, 0, 0, 1, 7), std::invalid_argument);
+}
+
+// Batches drawn to share values (docs/training.md "Batches that share values"): eight bookings,
+// each time value twice; in pairs grouped by V, every anchor's shard partner shares its value.
+TEST(ViewStats, BatchesGroupedByValueGiveEveryAnchorAValuePositive) {
+  PretrainDataset d;
+  d.name = "toy";
+  for (const char* time : {"1", "2", "3", "4", "1", "2", "3", "4"}) {
+    d.examples.push_back(example(
+        (std::string(R"({"travel": {"book": {"time": [")") + time + R"("]}}})").c_str()));
+  }
+  const Grouping by_value = view_grouping({d}, "V", 2);
+  ASSERT_TRUE(by_value.active());
+  ASSERT_EQ(by_value.keys.size(), 1u);
+  EXPECT_EQ(by_value.keys[0][0], by_value.keys[0][4]);  // the same value, one id
+  EXPECT_NE(by_value.keys[0][0], by_value.keys[0][1]);
+  const BatchViewStats grouped = batch_view_stats({d}, 8, 2, 4, 7, by_value);
+  const ViewStats& v = grouped.views[3];
+  EXPECT_EQ(v.view, "V");
+  EXPECT_DOUBLE_EQ(v.positives_per_anchor, 1.0);
+  EXPECT_DOUBLE_EQ(v.anchors_without_positive, 0.0);
+  EXPECT_DOUBLE_EQ(grouped.views[6].positives_per_anchor, 1.0);  // SV: the same slot and value
+  const BatchViewStats random = batch_view_stats({d}, 8, 2, 4, 7);
+  EXPECT_LT(random.views[3].positives_per_anchor, 1.0);
+  // Off, and refused.
+  EXPECT_FALSE(view_grouping({d}, "", 2).active());
+  EXPECT_FALSE(view_grouping({d}, "V", 1).active());
+  EXPECT_THROW(view_grouping({d}, "X", 2), std::invalid_argument);
 }
 
 }  // namespace
