@@ -112,6 +112,16 @@ class TinyPretraining : public ::testing::Test {
            "]\n  max_len: 48\n  max_utt_len: 30\n  contrastive_shard_size: 0\n";
   }
 
+  // Runs one step of yaml() with `overrides` into `name` and returns its metrics line's `key`.
+  double first_step_metric(const std::string& name, const std::vector<std::string>& overrides,
+                           const std::string& key) const {
+    run_pretraining(parse_config(yaml(tmp_.file(name), 1), name + ".yaml", overrides), nullptr,
+                    {});
+    const auto metrics = read_metrics(tmp_.path() / name / "metrics.jsonl");
+    EXPECT_EQ(metrics.size(), 1u);
+    return metrics.empty() ? 0.0 : metrics[0].at(key).get<double>();
+  }
+
   testing::TempDir tmp_;
 };
 
@@ -903,11 +913,7 @@ TEST_F(TinyPretraining, WholeWordMaskChangesTheTargetsOfMultiPieceWords) {
         "loss.contrastive_weight=0", "loss.self_supervised_weight=0", "loss.mlm_weight=1",
         "loss.mlm_probability=0.5", "data.unlabelled=[" + tmp_.file("long.txt") + "]",
         std::string("loss.whole_word_mask=") + (whole_word ? "true" : "false")};
-    run_pretraining(parse_config(yaml(tmp_.file(name), 1), name + ".yaml", overrides), nullptr,
-                    {});
-    const auto metrics = read_metrics(tmp_.path() / name / "metrics.jsonl");
-    EXPECT_EQ(metrics.size(), 1u);
-    return metrics.empty() ? 0.0 : metrics[0].at("mlm_unlabelled").get<double>();
+    return first_step_metric(name, overrides, "mlm_unlabelled");
   };
   const double pieces = first_mlm("pieces", false);
   const double words = first_mlm("words", true);
@@ -926,11 +932,7 @@ TEST_F(TinyPretraining, BatchesGroupedByValueChangeTheLabelledBatchReproducibly)
       overrides.push_back("data.group_by_view=SV");
       overrides.push_back("data.group_size=2");
     }
-    run_pretraining(parse_config(yaml(tmp_.file(name), 1), name + ".yaml", overrides), nullptr,
-                    {});
-    const auto metrics = read_metrics(tmp_.path() / name / "metrics.jsonl");
-    EXPECT_EQ(metrics.size(), 1u);
-    return metrics.empty() ? 0.0 : metrics[0].at("contrastive").get<double>();
+    return first_step_metric(name, overrides, "contrastive");
   };
   const double random = first_contrastive("random", false);
   const double grouped = first_contrastive("grouped", true);
