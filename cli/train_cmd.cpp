@@ -130,7 +130,9 @@ void print_view_stats(const trainer::PretrainConfig& cfg, const TrainArgs& a) {
   nlohmann::json j = {{"batches", s.batches},
                       {"anchors", s.anchors},
                       {"group_by_view", cfg.data.group_by_view},
-                      {"group_size", cfg.data.group_size},
+                      {"group_size", cfg.data.group_by_view.empty()
+                                         ? nlohmann::json(nullptr)
+                                         : nlohmann::json(cfg.data.group_size)},
                       {"mean_shard_size", s.mean_shard_size},
                       {"views", nlohmann::json::array()}};
   for (const trainer::ViewStats& v : s.views) {

@@ -36,9 +36,10 @@ struct Grouping {
   /// Examples per group; 0 or 1 turns grouping off (the plan is then the ungrouped one).
   std::size_t group_size = 0;
   /// keys[d][i]: the keys example i of dataset d may be grouped by (e.g. the interned elements
-  /// of its V view set); an example with none is placed in the leftover groups. Either empty
-  /// (no grouping) or one list per dataset with one entry per example.
+  /// of its V view set); an example with none is placed in the leftover groups. When active,
+  /// one list per dataset with one entry per example; ignored when inactive.
   std::vector<std::vector<std::vector<std::uint32_t>>> keys;
+  /// Whether the batches are grouped (group_size >= 2).
   bool active() const { return group_size > 1; }
 };
 
@@ -92,8 +93,10 @@ class BatchStream {
 };
 
 /// The grouped order of one dataset's examples (BatchStream's grouping rule): `order` is the
-/// permutation to regroup, `keys` the dataset's per-example keys, `seed` drives the key draws
-/// and the shuffle of the groups. Returns a permutation of `order`'s elements.
+/// permutation to regroup (distinct indices, each < keys.size()), `keys` the dataset's
+/// per-example keys, `seed` drives the key draws and the shuffle of the groups. Returns a
+/// permutation of `order`'s elements; `order` itself when group_size < 2.
+/// @throws std::out_of_range if an index of `order` has no entry in `keys`.
 std::vector<std::size_t> grouped_order(const std::vector<std::size_t>& order,
                                        const std::vector<std::vector<std::uint32_t>>& keys,
                                        std::size_t group_size, std::uint64_t seed);

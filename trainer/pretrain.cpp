@@ -167,10 +167,11 @@ struct Stream {
   bool active() const { return batches != nullptr; }
 };
 
-// `grouping` (labelled streams only): data.group_by_view and data.group_size.
+// `grouped_by` (labelled streams only): the data section whose data.group_by_view and
+// data.group_size draw the batches.
 Stream make_stream(const std::vector<std::string>& files, bool labelled, int batch_size,
                    std::uint64_t seed, const data::Tokenizer& tok,
-                   const data::SerializeOptions& opt, const DataConfig* grouping = nullptr) {
+                   const data::SerializeOptions& opt, const DataConfig* grouped_by = nullptr) {
   Stream s;
   s.labelled = labelled;
   if (files.empty()) return s;
@@ -181,7 +182,7 @@ Stream make_stream(const std::vector<std::string>& files, bool labelled, int bat
   }
   s.batches = std::make_unique<BatchStream>(
       dataset_sizes(s.datasets), static_cast<std::size_t>(batch_size), seed,
-      grouping != nullptr ? view_grouping(s.datasets, *grouping) : Grouping{});
+      grouped_by != nullptr ? view_grouping(s.datasets, *grouped_by) : Grouping{});
   return s;
 }
 
@@ -299,6 +300,7 @@ void save_checkpoint(Run& r) {
   s.train_seconds = r.train_seconds;
   s.seed = r.cfg.seed;
   s.data_seed = r.cfg.data_seed;
+  s.batch_grouping = batch_grouping_name(r.cfg.data);
   const auto write_files = [&](const fs::path& tmp) {
     model::BundleInfo info;
     info.recipe = {{"config_yaml", dump_config(r.cfg)}, {"step", r.step}};
@@ -329,7 +331,8 @@ void seek_stream(Stream& s, const std::optional<StreamPosition>& position,
 void load_checkpoint(Run& r, const std::string& dir) {
   const fs::path d(dir);
   const TrainerState state =
-      read_trainer_state(d, r.cfg.data_seed, r.cfg.gradient_accumulation_steps);
+      read_trainer_state(d, r.cfg.data_seed, r.cfg.gradient_accumulation_steps,
+                         batch_grouping_name(r.cfg.data));
   const model::SafetensorsContents weights =
       model::load_safetensors((d / model::kWeightsFile).string());
   model::load_model_tensors(*r.net, weights.tensors, (d / model::kWeightsFile).string());

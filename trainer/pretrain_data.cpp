@@ -136,4 +136,9 @@ Grouping view_grouping(const std::vector<PretrainDataset>& datasets, const DataC
   return view_grouping(datasets, d.group_by_view, static_cast<std::size_t>(d.group_size));
 }
 
+std::string batch_grouping_name(const DataConfig& d) {
+  return d.group_by_view.empty() ? std::string()
+                                 : d.group_by_view + "/" + std::to_string(d.group_size);
+}
+
 }  // namespace dialtree::trainer

@@ -67,6 +67,11 @@ Grouping view_grouping(const std::vector<PretrainDataset>& datasets, const std::
                        std::size_t group_size);
 
 /// The grouping `d` asks for (data.group_by_view, data.group_size) over `datasets`.
+/// @throws std::invalid_argument if data.group_by_view is not "" or one of the ten view names.
 Grouping view_grouping(const std::vector<PretrainDataset>& datasets, const DataConfig& d);
+
+/// The name of `d`'s grouping that a checkpoint records and a resume checks
+/// (TrainerState::batch_grouping): "" when off, else e.g. "SV/4".
+std::string batch_grouping_name(const DataConfig& d);
 
 }  // namespace dialtree::trainer

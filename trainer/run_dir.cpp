@@ -128,11 +128,13 @@ json trainer_state_json(const TrainerState& s) {
           {"log_window", s.log_window},
           {"train_seconds", s.train_seconds},
           {"seed", s.seed},
-          {"data_seed", s.data_seed}};
+          {"data_seed", s.data_seed},
+          {"batch_grouping", s.batch_grouping}};
 }
 
 TrainerState read_trainer_state(const fs::path& dir, std::int64_t data_seed,
-                                std::int64_t gradient_accumulation_steps) {
+                                std::int64_t gradient_accumulation_steps,
+                                const std::string& batch_grouping) {
   const std::string path = (dir / kTrainerStateFile).string();
   const json state = json_parse_file(path);
   const JsonPlace place{path, ""};
@@ -150,6 +152,20 @@ TrainerState read_trainer_state(const fs::path& dir, std::int64_t data_seed,
     throw DataError(path, "", "data_seed",
                     "the checkpoint was made with another data_seed; resuming would change the "
                     "batch order (docs/failure-cases.md C34)");
+  }
+  // Absent in checkpoints made before data.group_by_view existed: they drew random batches.
+  s.batch_grouping = state.contains("batch_grouping")
+                         ? json_as_string(state.at("batch_grouping"), place, "batch_grouping")
+                         : std::string();
+  if (s.batch_grouping != batch_grouping) {
+    const auto name = [](const std::string& g) {
+      return g.empty() ? std::string("random batches") : "groups " + g;
+    };
+    throw DataError(path, "", "batch_grouping",
+                    "the checkpoint was made with " + name(s.batch_grouping) +
+                        " (data.group_by_view/data.group_size), this run asks for " +
+                        name(batch_grouping) +
+                        "; resuming would change the batch order (docs/failure-cases.md C34)");
   }
   s.global_step = integer("global_step");
   s.labelled_position = stream_position_from(state, "labelled_position");

@@ -90,6 +90,10 @@ struct TrainerState {
   double train_seconds = 0;             ///< seconds of optimisation steps so far
   std::int64_t seed = 0;                ///< the run's seed (information; not read back)
   std::int64_t data_seed = 0;           ///< the data order's seed, checked on resume
+  /// How labelled batches are grouped, checked on resume: "" (random batches) or
+  /// "<data.group_by_view>/<data.group_size>", e.g. "SV/4" (docs/training.md "Batches that share
+  /// values"); absent in older checkpoints, which read as "".
+  std::string batch_grouping;
 };
 
 /// trainer_state.json's object for `state` (format kTrainerStateFormat; keys as listed in
@@ -102,11 +106,14 @@ nlohmann::json trainer_state_json(const TrainerState& state);
 /// marked "not read back" keep their defaults.
 /// @param data_seed the resuming run's; it must equal the checkpoint's, or the batch order would
 ///   change (docs/failure-cases.md C34)
+/// @param batch_grouping the resuming run's (TrainerState::batch_grouping); it must equal the
+///   checkpoint's for the same reason
 /// @throws DataError naming the file for a missing or malformed file, an unsupported format,
-///   another data_seed, or a missing or mistyped key; nlohmann::json::exception for a malformed
-///   stream position.
+///   another data_seed or batch grouping, or a missing or mistyped key;
+///   nlohmann::json::exception for a malformed stream position.
 TrainerState read_trainer_state(const std::filesystem::path& dir, std::int64_t data_seed,
-                                std::int64_t gradient_accumulation_steps);
+                                std::int64_t gradient_accumulation_steps,
+                                const std::string& batch_grouping = "");
 
 /// Saves checkpoint `state.global_step` of the run directory `output_dir` crash-safely: in the
 /// staging folder ".checkpoint-<step>.tmp" (emptied first), `write_files` writes the weights and

@@ -36,8 +36,8 @@ struct BatchViewStats {
 /// consecutive shards of `shard_size` (0 = the whole batch; the contrastive loss's shards,
 /// losses/contrastive.h) and scores each shard with sts::batch_scores (docs/method.md §3.5,
 /// per-view mode). `grouping` draws the batches as data.group_by_view does (view_grouping()).
-/// @throws std::invalid_argument if batch_size or batches is 0, or `datasets` holds no example
-/// (BatchStream's rules).
+/// @throws std::invalid_argument if batch_size or batches is 0, `datasets` holds no example, or
+/// an active `grouping` has no key list per example (BatchStream's rules).
 BatchViewStats batch_view_stats(const std::vector<PretrainDataset>& datasets,
                                 std::size_t batch_size, std::size_t shard_size,
                                 std::size_t batches, std::uint64_t seed,

@@ -99,6 +99,7 @@ TEST(GroupedOrder, TheIncompleteGroupGoesLast) {
     EXPECT_EQ(out.back(), 6u) << "seed " << seed;
     EXPECT_EQ(keys[out[0]], keys[out[1]]);
     EXPECT_EQ(keys[out[0]], keys[out[2]]);
+    EXPECT_EQ(keys[out[3]], keys[out[4]]);
     EXPECT_EQ(keys[out[3]], keys[out[5]]);
   }
 }
@@ -144,6 +145,42 @@ TEST(BatchStream, GroupedBatchesShareKeysAndStillCoverEveryExampleOnce) {
   wrong = g;
   wrong.keys[1].pop_back();
   EXPECT_THROW(BatchStream({24, 10}, 8, 3, wrong), std::invalid_argument);
+}
+
+TEST(BatchStream, GroupsStayAlignedInTheShortLastBatchAndAGroupedStreamResumes) {
+  // 22 examples, key i % 5: keys 0 and 1 have five members (a group and one left over), keys
+  // 2-4 four. Batches of 8 in groups of 4: 8 + 8 + 6; the two leftovers close the batch of 6.
+  Grouping g;
+  g.group_size = 4;
+  g.keys.resize(1);
+  for (std::uint32_t i = 0; i < 22; ++i) g.keys[0].push_back({i % 5});
+  BatchStream s({22}, 8, 9, g);
+  for (std::uint64_t epoch = 0; epoch < 4; ++epoch) {
+    std::size_t short_batches = 0;
+    for (const BatchRef& b : s.plan(epoch)) {
+      const std::size_t full = b.examples.size() == 6 ? 4 : 8;
+      short_batches += b.examples.size() == 6 ? 1 : 0;
+      for (std::size_t k = 0; k < full; ++k) {
+        EXPECT_EQ(b.examples[k] % 5, b.examples[k - k % 4] % 5) << "epoch " << epoch;
+      }
+      if (b.examples.size() == 6) {
+        EXPECT_LE(b.examples[4] % 5, 1u);  // the leftovers of keys 0 and 1
+        EXPECT_LE(b.examples[5] % 5, 1u);
+        EXPECT_NE(b.examples[4] % 5, b.examples[5] % 5);
+      }
+    }
+    EXPECT_EQ(short_batches, 1u);
+  }
+  // seek() resumes the grouped plan where it stopped, across an epoch boundary.
+  std::vector<BatchRef> expected;
+  StreamPosition mid;
+  for (int i = 0; i < 10; ++i) {
+    if (i == 4) mid = s.position();
+    expected.push_back(s.next());
+  }
+  BatchStream resumed({22}, 8, 9, g);
+  resumed.seek(mid);
+  for (int i = 4; i < 10; ++i) EXPECT_EQ(resumed.next(), expected[i]) << "batch " << i;
 }
 
 TEST(BatchStream, AnExampleWithTwoKeysIsGroupedByEitherAcrossEpochs) {

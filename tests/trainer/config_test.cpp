@@ -358,12 +358,21 @@ TEST(Config, BadInputsAreErrorsNamingFileLineKeyAndType) {
               {"must be in [2, ", "(or 0 = the whole batch), got 1"}),
       // Batches that share values (docs/training.md): a view name, and groups inside a shard.
       in_file("unknown grouping view", "  group_by_view: value\n", 5, "data.group_by_view",
-              {"must be one of 'D', 'I', 'S', 'V',", "got 'value'"}),
+              {"must be \"\" (random batches) or one of the views D, I, S, V,", "got 'value'"}),
       in_file("group splits a shard", "  group_by_view: V\n  group_size: 3\n", 6,
               "data.group_size",
               {"data.group_size (3) must divide data.contrastive_shard_size (16)"}),
       in_file("group of one", "  group_size: 1\n", 5, "data.group_size",
-              {"must be in [2, ", "got 1"}),
+              {"must be in [2, ", "switched off by data.group_by_view \"\"", "got 1"}),
+      in_file("group splits a batch",
+              "  contrastive_shard_size: 0\n  group_by_view: SV\n  group_size: 3\n", 7,
+              "data.group_size",
+              {"data.group_size (3) must divide per_device_train_batch_size (128)",
+               "split between batches"}),
+      whole("grouping without labels",
+            "output_dir: o\ndata:\n  tokenizer: t\n  labelled: []\n  unlabelled: [u.txt]\n"
+            "  group_by_view: V\n",
+            "line 6", "data.group_by_view", {"data.labelled is empty"}),
       whole("no inputs", "output_dir: o\ndata:\n  tokenizer: t\n  labelled: []\n", "line 4",
             "data.labelled", {"both empty"}),
       in_file("no loss", "loss: {contrastive_weight: 0, mlm_weight: 0}\n", 5, "loss.mlm_weight",
@@ -464,6 +473,11 @@ TEST(Config, OverridesDefaultsAndResolution) {
   EXPECT_EQ(drop.model.embedding_dropout_prob, 0.3);
   EXPECT_EQ(drop.model.ffn_dropout_prob, 0.0);
 
+  // An empty data.group_by_view, from the command line or a blank YAML value, is off.
+  EXPECT_EQ(parse_config(kPrefix + "  group_by_view: SV\n", "g.yaml", {"data.group_by_view="})
+                .data.group_by_view,
+            "");
+  EXPECT_EQ(parse_config(kPrefix + "  group_by_view:\n", "g.yaml").data.group_by_view, "");
   // Null sections keep the defaults; null resume_from_checkpoint means none.
   const auto nulls = parse_config(kPrefix + "model:\nloss:\nresume_from_checkpoint:\n", "n.yaml");
   EXPECT_EQ(nulls, expected);

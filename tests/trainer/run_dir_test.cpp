@@ -165,7 +165,7 @@ TEST(RunDir, WriteCheckpointPublishesTheFolderWithItsStateAndPrunesOnlyUpToItsSt
   EXPECT_EQ(j.at("format"), kTrainerStateFormat);
   for (const char* key : {"global_step", "total_steps", "labelled_position", "unlabelled_position",
                           "micro_batches_done", "world_size", "gradient_accumulation_steps",
-                          "log_window", "train_seconds", "seed", "data_seed"}) {
+                          "log_window", "train_seconds", "seed", "data_seed", "batch_grouping"}) {
     EXPECT_TRUE(j.contains(key)) << key;
   }
   EXPECT_TRUE(j.at("unlabelled_position").is_null());
@@ -204,6 +204,24 @@ TEST(RunDir, ReadingAStateChecksFormatAndDataSeedAndReadsVersionOne) {
     return std::string("no error");
   };
   EXPECT_THAT(message(6), HasSubstr("another data_seed"));
+  // The batch grouping (docs/training.md "Batches that share values") is checked like the seed;
+  // a state without it was made with random batches.
+  const auto grouping_message = [&](const std::string& grouping) {
+    try {
+      return read_trainer_state(dir, 5, 1, grouping).batch_grouping;
+    } catch (const DataError& e) {
+      return std::string(e.what());
+    }
+  };
+  EXPECT_EQ(grouping_message(""), "");
+  EXPECT_THAT(grouping_message("SV/4"),
+              HasSubstr("made with random batches (data.group_by_view/data.group_size), this run "
+                        "asks for groups SV/4; resuming would change the batch order"));
+  v1["batch_grouping"] = "SV/4";
+  write(v1);
+  EXPECT_EQ(grouping_message("SV/4"), "SV/4");
+  EXPECT_THAT(grouping_message("V/4"), HasSubstr("made with groups SV/4"));
+  v1.erase("batch_grouping");
   v1["format"] = "dialtree-trainer-state/9";
   write(v1);
   EXPECT_THAT(message(5), HasSubstr("unsupported trainer state 'dialtree-trainer-state/9'"));
