@@ -4,7 +4,7 @@
 # (runs/pretrain-lm/final, `EVAL=0 scripts/run.sh`),
 # run a contrastive stage on the data with real trees (the SGD subset without DSTC8's services,
 # and the train_10 split of all six DialoGLUE tasks; configs/pretrain-small.yaml) in arms that
-# differ only in the projection views:
+# differ only in the projection views or in how the labelled batches are drawn:
 #   tree    all ten views of SPACE-2 (D, I, S, V, DI, IS, SV, DIS, ISV, DISV);
 #   single  the I view alone on the same data and steps ("more labels" without "tree views").
 #   values  all ten views, with labelled batches drawn so that groups of 4 share a slot-value
@@ -15,7 +15,7 @@
 # (configs/eval-few.yaml) on TASKS with SEEDS. Everything lands in runs/tree/<arm>-p<seed>/.
 # A finished part is reused.
 #   usage: scripts/tree-stage.sh
-#   env: ARMS (tree,single,values), PRETRAIN_SEEDS (11: pretraining seeds, `seed`/`data_seed`),
+#   env: ARMS (tree,single; values on request), PRETRAIN_SEEDS (11: pretraining seeds, `seed`/`data_seed`),
 #        TASKS (restaurant8k,dstc8,top,banking,clinc,hwu: fine-tuned tasks, in this order),
 #        SEEDS (1,2,3: fine-tuning seeds), DIALTREE_SHARED (../shared)
 set -euo pipefail
@@ -24,7 +24,7 @@ cd "$root"
 shared=$(cd "${DIALTREE_SHARED:-$root/../shared}" && pwd -P)
 data=$shared/data/dialoglue
 bin=${BUILD_DIR:-build}/cli/dialtree
-arms=${ARMS:-tree,single,values}
+arms=${ARMS:-tree,single}
 pretrain_seeds=${PRETRAIN_SEEDS:-11}
 tasks=${TASKS:-restaurant8k,dstc8,top,banking,clinc,hwu}
 seeds=${SEEDS:-1,2,3}
