@@ -13,4 +13,12 @@ const std::vector<std::string>& view_name_list() {
   return names;
 }
 
+std::optional<std::size_t> find_view(const std::string& name) {
+  const auto& names = view_names();
+  for (std::size_t k = 0; k < names.size(); ++k) {
+    if (names[k] == name) return k;
+  }
+  return std::nullopt;
+}
+
 }  // namespace dialtree::sts

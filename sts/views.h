@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,5 +19,8 @@ const std::array<std::string, kNumViews>& view_names();
 
 /// The same names as a vector: the default of every `projection_views` setting.
 const std::vector<std::string>& view_name_list();
+
+/// The index in View order of the view called `name` ("SV" -> 6); nullopt for any other string.
+std::optional<std::size_t> find_view(const std::string& name);
 
 }  // namespace dialtree::sts

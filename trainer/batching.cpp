@@ -34,11 +34,11 @@ std::vector<std::size_t> grouped_order(const std::vector<std::size_t>& order,
   // result does not depend on a hash map's iteration order.
   std::unordered_map<std::uint32_t, std::size_t> bucket_of;
   std::vector<std::vector<std::size_t>> buckets;
-  std::vector<std::size_t> leftover;
+  std::vector<char> is_rest(keys.size(), 0);  // keyless, or in a key's incomplete group
   for (std::size_t i : order) {
     const auto& candidates = keys.at(i);
     if (candidates.empty()) {
-      leftover.push_back(i);
+      is_rest[i] = 1;
       continue;
     }
     const std::uint32_t key =
@@ -47,26 +47,24 @@ std::vector<std::size_t> grouped_order(const std::vector<std::size_t>& order,
     if (added) buckets.emplace_back();
     buckets[it->second].push_back(i);
   }
+  // Full groups of `members`; returns where its incomplete tail starts.
   std::vector<std::vector<std::size_t>> groups;
-  const auto cut = [&](const std::vector<std::size_t>& members, std::vector<std::size_t>* rest) {
+  const auto cut = [&](const std::vector<std::size_t>& members) {
     std::size_t start = 0;
     for (; start + group_size <= members.size(); start += group_size) {
       groups.emplace_back(members.begin() + start, members.begin() + start + group_size);
     }
-    if (rest != nullptr) rest->insert(rest->end(), members.begin() + start, members.end());
+    return start;
   };
-  std::vector<std::size_t> rest;
-  for (const auto& bucket : buckets) cut(bucket, &rest);
+  for (const auto& bucket : buckets) {
+    for (std::size_t k = cut(bucket); k < bucket.size(); ++k) is_rest[bucket[k]] = 1;
+  }
   // Leftovers in permutation order: the keyless examples and each key's incomplete group.
-  std::vector<char> is_rest(keys.size(), 0);
-  for (std::size_t i : rest) is_rest[i] = 1;
-  for (std::size_t i : leftover) is_rest[i] = 1;
   std::vector<std::size_t> rest_in_order;
   for (std::size_t i : order) {
     if (is_rest[i]) rest_in_order.push_back(i);
   }
-  cut(rest_in_order, nullptr);
-  const std::size_t tail_start = rest_in_order.size() - rest_in_order.size() % group_size;
+  const std::size_t tail_start = cut(rest_in_order);
   std::vector<std::size_t> out;
   out.reserve(order.size());
   for (std::size_t g : permutation(groups.size(), splitmix64(seed))) {

@@ -25,6 +25,7 @@
 
 #include "common/device_spec.h"
 #include "common/error.h"
+#include "common/join.h"
 #include "common/settings_yaml.h"
 #include "common/strict_yaml.h"
 #include "common/text_distance.h"
@@ -202,19 +203,17 @@ void Validator::data_section() const {
     }
   }
   if (!d.group_by_view.empty()) {
-    const auto& views = sts::view_name_list();
-    if (std::find(views.begin(), views.end(), d.group_by_view) == views.end()) {
-      fail_at("data.group_by_view",
-              "must be \"\" (random batches) or one of the views D, I, S, V, DI, IS, SV, DIS, "
-              "ISV, DISV, got '" + d.group_by_view + "'");
+    if (!sts::find_view(d.group_by_view)) {
+      fail_at("data.group_by_view", "must be \"\" (random batches) or one of the views " +
+                                        join(sts::view_name_list()) + ", got '" +
+                                        d.group_by_view + "'");
     }
     if (d.labelled.empty()) {
       fail_at(blame("data.labelled", "data.group_by_view"),
               "data.group_by_view groups labelled batches, but data.labelled is empty");
     }
-    const int unit = d.contrastive_shard_size != 0 ? d.contrastive_shard_size
-                                                    : c_.per_device_train_batch_size;
     const bool sharded = d.contrastive_shard_size != 0;
+    const int unit = sharded ? d.contrastive_shard_size : c_.per_device_train_batch_size;
     const char* unit_key = sharded ? "data.contrastive_shard_size" : "per_device_train_batch_size";
     if (unit % d.group_size != 0) {
       fail_at(blame(unit_key, "data.group_size"),
@@ -482,7 +481,7 @@ PretrainRows data_setting_rows() {
       field("data.group_by_view", &C::data, &D::group_by_view,
             "labelled batches drawn so that groups share an element of this view (\"\" = off)")
           .nullable()
-          .allows("\"\", D, I, S, V, DI, IS, SV, DIS, ISV, DISV"),
+          .allows("\"\", " + join(sts::view_name_list())),
       field("data.group_size", &C::data, &D::group_size,
             "examples per group with data.group_by_view (dividing the contrastive shard)")
           .in(between(2, kMaxSize, "grouping is switched off by data.group_by_view \"\"")),

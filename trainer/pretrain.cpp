@@ -190,10 +190,9 @@ Stream make_stream(const std::vector<std::string>& files, bool labelled, int bat
 std::vector<std::size_t> view_indices(const std::vector<std::string>& names) {
   std::vector<std::size_t> out;
   for (const auto& n : names) {
-    const auto& all = sts::view_names();
-    const auto it = std::find(all.begin(), all.end(), n);
-    if (it == all.end()) throw DataError("", "", "model.projection_views", "unknown view " + n);
-    out.push_back(static_cast<std::size_t>(it - all.begin()));
+    const std::optional<std::size_t> k = sts::find_view(n);
+    if (!k) throw DataError("", "", "model.projection_views", "unknown view " + n);
+    out.push_back(*k);
   }
   return out;
 }

@@ -1,10 +1,11 @@
 #include "trainer/pretrain_data.h"
 
-#include <algorithm>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <unordered_map>
 
+#include "common/join.h"
 #include "data/masking.h"
 #include "sts/convert.h"
 #include "sts/format.h"
@@ -109,13 +110,11 @@ Grouping view_grouping(const std::vector<PretrainDataset>& datasets, const std::
                        std::size_t group_size) {
   Grouping g;
   if (view.empty() || group_size < 2) return g;
-  const auto& names = sts::view_names();
-  const auto it = std::find(names.begin(), names.end(), view);
-  if (it == names.end()) {
-    throw std::invalid_argument("view_grouping: unknown view '" + view +
-                                "' (D, I, S, V, DI, IS, SV, DIS, ISV, DISV)");
+  const std::optional<std::size_t> k = sts::find_view(view);
+  if (!k) {
+    throw std::invalid_argument("view_grouping: unknown view '" + view + "' (" +
+                                join(sts::view_name_list()) + ")");
   }
-  const auto k = static_cast<std::size_t>(it - names.begin());
   std::unordered_map<std::string, std::uint32_t> ids;
   g.group_size = group_size;
   g.keys.reserve(datasets.size());
@@ -124,7 +123,7 @@ Grouping view_grouping(const std::vector<PretrainDataset>& datasets, const std::
     keys.reserve(ds.examples.size());
     for (const auto& ex : ds.examples) {
       auto& mine = keys.emplace_back();
-      for (const std::string& element : ex.views.sets[k]) {
+      for (const std::string& element : ex.views.sets[*k]) {
         mine.push_back(ids.emplace(element, static_cast<std::uint32_t>(ids.size())).first->second);
       }
     }

@@ -1,4 +1,5 @@
 // Multi-view score: the worked example of docs/method.md §3.6 and properties of §3.2–3.5.
+#include <optional>
 #include <random>
 
 #include <gtest/gtest.h>
@@ -151,6 +152,15 @@ TEST(Score, BatchLayoutBbk) {
   EXPECT_FLOAT_EQ(c(0, 1), 0.3f);
   EXPECT_FLOAT_EQ(c(2, 2), 1.0f);
   EXPECT_FLOAT_EQ(c(0, 2), 0.0f);
+}
+
+// find_view: a name to its index in View order, nothing for anything else.
+TEST(Views, FindViewGivesTheIndexInViewOrder) {
+  EXPECT_EQ(find_view("D"), std::optional<std::size_t>(0));
+  EXPECT_EQ(find_view("SV"), std::optional<std::size_t>(static_cast<std::size_t>(View::SV)));
+  EXPECT_EQ(find_view("DISV"), std::optional<std::size_t>(9));
+  EXPECT_FALSE(find_view("sv").has_value());
+  EXPECT_FALSE(find_view("").has_value());
 }
 
 }  // namespace
