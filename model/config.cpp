@@ -13,6 +13,7 @@
 
 #include "common/atomic_file.h"
 #include "common/error.h"
+#include "common/join.h"
 #include "common/json_util.h"
 #include "common/settings_json.h"
 #include "common/strict_yaml.h"
@@ -114,13 +115,11 @@ std::optional<EncoderConfigProblem> EncoderConfig::first_problem(const std::stri
           integer_range_problem(cls_token_id, 0, vocab_size - 1, "a row of the word table"));
   }
   check("projection_views", projection_views.empty() ? "must name at least one view" : "");
-  const auto& all = sts::view_name_list();
   std::set<std::string> seen;
   for (const auto& v : projection_views) {
-    if (std::find(all.begin(), all.end(), v) == all.end()) {
-      std::string list;
-      for (const auto& a : all) list += (list.empty() ? "'" : ", '") + a + "'";
-      check("projection_views", "must be one of " + list + ", got '" + v + "'");
+    if (!sts::find_view(v)) {
+      check("projection_views",
+            "must be one of '" + join(sts::view_name_list(), "', '") + "', got '" + v + "'");
     } else if (!seen.insert(v).second) {
       check("projection_views", "'" + v + "' is listed twice");
     }
