@@ -112,7 +112,9 @@ fi
 
 # The language stage's step (configs/pretrain-lm.yaml: the unlabelled batch alone, no
 # contrastive pass): MLM against replaced-token detection (--language rtd, a generator of a
-# quarter of the depth), alternating in each round, C++ only (the Python reference has no RTD).
+# quarter of the depth) and against MLM with every dropout at 0 (mlm-dropout0, the candidate of
+# docs/results.md "Dropout off in the language stage, and a higher learning rate"; the other two
+# keep the stage's 0.1), alternating in each round, C++ only (the Python reference has no RTD).
 # The batch is the stage's 128 utterances at a length near DialoGLUE's (LANG_SEQ_LEN tokens,
 # no padding). GFLOP/step counts the generator and the encoder (bench_train_step.cpp,
 # forward_flops_language).
@@ -120,14 +122,17 @@ if [[ ${LANGUAGE:-1} != 0 ]]; then
   largs=(--steps "${STEPS:-20}" --warmup "${WARMUP:-3}" --seq-len "${LANG_SEQ_LEN:-16}"
     --batch "${LANG_BATCH:-128}" --threads "${THREADS:-2}")
   echo
-  echo "== language-stage step: ${largs[*]}, $rounds rounds per mode, mlm and rtd alternating"
+  variants="mlm rtd mlm-dropout0"
+  echo "== language-stage step: ${largs[*]}, $rounds rounds per mode, $variants alternating"
   for mode in $modes; do
     flag=()
     [[ $mode == bf16 ]] && flag=(--bf16)
     for ((r = 1; r <= rounds; ++r)); do
-      for objective in mlm rtd; do
+      for objective in $variants; do
+        vflag=(--language "${objective%-dropout0}")
+        [[ $objective == *-dropout0 ]] && vflag+=(--dropout 0)
         env MALLOC_CONF="$cpp_malloc" "$build/bench/bench_train_step" "${largs[@]}" "${flag[@]}" \
-          --language "$objective" >"$out/lang-$objective.$mode.$r.txt"
+          "${vflag[@]}" >"$out/lang-$objective.$mode.$r.txt"
       done
     done
   done
@@ -136,7 +141,7 @@ if [[ ${LANGUAGE:-1} != 0 ]]; then
   echo "|---|---|---|---|---|---|---|"
   for mode in $modes; do
     base=$(values lang-mlm "$mode" ex_s | median)
-    for objective in mlm rtd; do
+    for objective in $variants; do
       ex=$(values "lang-$objective" "$mode" ex_s | median)
       printf '| %s | %s | %s | %.2fx | %s | %.1f%% | %s |\n' "$mode" "$objective" \
         "$(values "lang-$objective" "$mode" ex_s | summary %.1f)" \
