@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # The guard build (docs/build.md "Guard build"): the torch-free libraries, their test suites and
 # the libFuzzer targets, compiled with clang under AddressSanitizer + UndefinedBehaviorSanitizer,
-# without LibTorch. Configures and builds BUILD_DIR, then runs its ctest: the unit tests, and
+# without LibTorch. Configures and builds GUARD_BUILD_DIR, then runs its ctest: the unit tests, and
 # each fuzz target for FUZZ_SECONDS over its seed corpus (tests/fuzz/corpus/). Then builds the
 # threaded ones (HTTP layer, batcher, the data-parallel hang watchdog) in TSAN_BUILD_DIR under
 # ThreadSanitizer and runs them, and
 # last the whole LibTorch suite in TORCH_ASAN_BUILD_DIR under ASan+UBSan.
 # Prints what failed.
 #   usage: scripts/guard.sh [extra ctest args]
-#   env: BUILD_DIR (default build-guard), TSAN_BUILD_DIR (default build-tsan),
+#   env: GUARD_BUILD_DIR (default build-guard; its own name, so that the main build's BUILD_DIR
+#        is never reconfigured as a sanitizer build), TSAN_BUILD_DIR (default build-tsan),
 #        TORCH_ASAN (1; 0 skips the LibTorch suite under ASan+UBSan, the last and longest
 #        stage), TORCH_ASAN_BUILD_DIR (default build-asan),
 #        JOBS (default nproc), FUZZ_SECONDS (default 15),
@@ -16,7 +17,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-build=${BUILD_DIR:-build-guard}
+build=${GUARD_BUILD_DIR:-build-guard}
 jobs=${JOBS:-$(nproc)}
 fuzz_seconds=${FUZZ_SECONDS:-15}
 spm=${DIALTREE_SPM_PREFIX:-$root/.deps/sentencepiece}

@@ -133,7 +133,7 @@ done
 for split in train train_10 eval test; do convert top "$data/dialoglue/top/$split.txt" "top.$split"; done
 # The SGD dialogues of dstc8's four services are left out: DialoGLUE's dstc8 train.json comes from
 # them, so a labelled stage that saw them would make a few-shot dstc8 figure not few-shot
-# (docs/sts-format.md "SGD").
+# (docs/sts-format.md, the bullet "SGD and the dstc8 task").
 "$bin" sts convert --format sgd --input "$data/pretrain/sgd_train_subset" \
   --out "$out/sts/sgd.train.jsonl" --exclude-services dstc8
 convert text "$data/dialoglue/mlm_all_no_multiwoz.txt" mlm_all.train

@@ -10,5 +10,5 @@ cd "$root"
 scripts/setup.sh
 ctest --test-dir "${BUILD_DIR:-build}" --output-on-failure -j "$(nproc)" "$@"
 if [[ ${GUARD:-0} != 0 ]]; then
-  BUILD_DIR=${GUARD_BUILD_DIR:-build-guard} scripts/guard.sh
+  scripts/guard.sh
 fi
