@@ -3,8 +3,9 @@
 # (the same batches, seeds and config) for each variant, ROUNDS times, alternating, in one run.
 # A variant is NAME=DIALTREE[,key=value...]: a dialtree executable (e.g. this tree's and one
 # built from another commit) and overrides of its own. Prints, per run, the median examples/s
-# over steps 2..STEPS, the padded-token fraction of the rows the encoder computed and the loss
-# at the last step; then each variant's median over its runs against the first variant's (a
+# over steps 2..STEPS, the padded-token fraction of the rows the encoder computed, the loss at
+# the last step and the run's peak resident set (GNU time's maximum RSS, for any dialtree;
+# '-' where /usr/bin/time is missing); then each variant's median over its runs against the first variant's (a
 # median, so that one run slowed by another process does not decide the ratio).
 # usage: bench/train_ab.sh CONFIG NAME=DIALTREE[,key=value...] NAME=... [-- key=value ...]
 #   env: STEPS (12), ROUNDS (2), THREADS (2), OUT (out/bench/train_ab)
@@ -44,7 +45,9 @@ for round in $(seq 1 "$ROUNDS"); do
     name=${v%%=*} spec=${v#*=}
     IFS=, read -r -a parts <<<"$spec"
     dir=$OUT/$name-$round
-    "${parts[0]}" train "$config" "output_dir=$dir" "max_steps=$STEPS" logging_steps=1 \
+    timer=()
+    [[ -x /usr/bin/time ]] && timer=(/usr/bin/time -f %M -o "$dir.maxrss_kb")
+    "${timer[@]}" "${parts[0]}" train "$config" "output_dir=$dir" "max_steps=$STEPS" logging_steps=1 \
       save_steps=0 eval_steps=0 "threads=$THREADS" "${parts[@]:1}" "$@" >"$dir.log" 2>&1 ||
       { cat "$dir.log" >&2; exit 1; }
   done
@@ -55,8 +58,8 @@ python3 - "$OUT" "${names[@]}" <<'EOF'
 import json, pathlib, statistics, sys
 out, names = pathlib.Path(sys.argv[1]), sys.argv[2:]
 medians = {}
-print("| run | median examples/s (steps 2..) | padded-token fraction (mean) | loss at the last step |")
-print("|---|---|---|---|")
+print("| run | median examples/s (steps 2..) | padded-token fraction (mean) | loss at the last step | peak resident set (MiB) |")
+print("|---|---|---|---|---|")
 for name in names:
     rates = []
     for d in sorted(out.glob(f"{name}-*/")):
@@ -65,7 +68,9 @@ for name in names:
         eps = statistics.median(r["examples_per_second"] for r in recs[1:])
         pad = statistics.mean(r["padded_token_fraction"] for r in recs)
         rates.append(eps)
-        print(f"| {d.name} | {eps:.1f} | {pad:.3f} | {recs[-1]['loss']:.4f} |")
+        kb = out / f"{d.name}.maxrss_kb"
+        rss = f"{int(kb.read_text().split()[-1]) / 1024:.0f}" if kb.exists() else "-"
+        print(f"| {d.name} | {eps:.1f} | {pad:.3f} | {recs[-1]['loss']:.4f} | {rss} |")
     medians[name] = statistics.median(rates)
 print()
 first = names[0]

@@ -3,8 +3,10 @@
 
 #include <dlfcn.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include <cstddef>
+#include <fstream>
 
 namespace dialtree {
 namespace {
@@ -39,6 +41,14 @@ bool release_free_memory() {
   if (mallctl == nullptr) return false;
   // 4096 is MALLCTL_ARENAS_ALL of jemalloc 5's public header: every arena at once.
   return mallctl("arena.4096.purge", nullptr, nullptr, nullptr, 0) == 0;
+}
+
+std::int64_t resident_set_bytes() {
+  std::ifstream in("/proc/self/statm");
+  long long size_pages = 0, resident_pages = 0;
+  if (!(in >> size_pages >> resident_pages) || resident_pages < 0) return -1;
+  const long page = ::sysconf(_SC_PAGESIZE);
+  return page > 0 ? static_cast<std::int64_t>(resident_pages) * page : -1;
 }
 
 }  // namespace dialtree

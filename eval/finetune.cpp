@@ -123,9 +123,6 @@ struct LoopResult {
   std::vector<EpochInfo> curve;  ///< one per epoch run
 };
 
-/// Steps between two release_free_memory() calls of train_and_select (docs/build.md P13).
-constexpr std::int64_t kReleaseMemoryEverySteps = 50;
-
 LoopResult train_and_select(
     model::SpaceModel& net, std::size_t n_train, const FinetuneOptions& o, std::uint64_t seed,
     const std::function<torch::Tensor(const std::vector<std::size_t>&)>& batch_loss,
@@ -166,7 +163,7 @@ LoopResult train_and_select(
       // Each packed batch has its own tensor sizes, so pages kept by jemalloc (the launcher's
       // MALLOC_CONF for `eval dialoglue`) fragment unless handed back now and then: every 50
       // steps keeps a fine-tuning's resident set flat (docs/build.md P13).
-      if (step % kReleaseMemoryEverySteps == 0) release_free_memory();
+      if (step % kReleaseFreeMemoryEverySteps == 0) release_free_memory();
     }
     const double train_s = seconds_since(t_epoch);
     r.step_seconds += train_s;
@@ -317,8 +314,7 @@ void init_classifier_from_probe(model::SpaceModel& net, const data::Tokenizer& t
     }
   }
   // Eigen's default storage is column-major: transpose into a row-major float copy.
-  const Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> wf =
-      w.cast<float>();
+  const Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> wf = w.cast<float>();
   const Eigen::VectorXf bf = b.cast<float>();
   const torch::Tensor wt =
       torch::from_blob(const_cast<float*>(wf.data()), {num_labels, hidden}, torch::kFloat32)
@@ -446,8 +442,7 @@ torch::Tensor tagging_batch_loss(model::SpaceModel& net, const TaggingTask& task
     const auto& rows = train[batch[k]].first_row;
     for (std::size_t w = 0; w < rows.size(); ++w) {
       if (rows[w] >= 0) {
-        t[static_cast<std::int64_t>(k) * width + rows[w]] =
-            find_index(task.tag_labels, ex.tags[w]);
+        t[static_cast<std::int64_t>(k) * width + rows[w]] = find_index(task.tag_labels, ex.tags[w]);
       }
     }
     if (top) intents.push_back(find_index(task.intent_labels, ex.intent));
@@ -520,13 +515,14 @@ void save_tagging_bundle(const std::string& save_dir, model::SpaceModel& net,
   info.tag_labels = task.tag_labels;
   info.intent_labels = task.intent_labels;
   // How the tagger reads a text (docs/evaluation.md "Models per task"), for whoever serves it.
-  info.recipe = {{"finetuned_from", bundle_dir},
-                 {"task", task.name},
-                 {"tagging", {{"words", "whitespace"}, {"reads", "first sub-word"},
-                              {"max_utt_len", o.max_utt_len}}},
-                 {"seed", seed},
-                 {"best_epoch", result.best_epoch},
-                 {"best_val_score", result.best_val_score}};
+  info.recipe = {
+      {"finetuned_from", bundle_dir},
+      {"task", task.name},
+      {"tagging",
+       {{"words", "whitespace"}, {"reads", "first sub-word"}, {"max_utt_len", o.max_utt_len}}},
+      {"seed", seed},
+      {"best_epoch", result.best_epoch},
+      {"best_val_score", result.best_val_score}};
   model::save_bundle(save_dir, *net, bundle_dir, info);
 }
 

@@ -58,8 +58,9 @@ PanelText panel_text(const std::string& key) {
 
 const std::vector<std::string> kLossOrder = {"loss",         "contrastive",    "self_supervised",
                                              "mlm_labelled", "mlm_unlabelled", "grad_norm"};
-const std::set<std::string> kNotLosses = {"epoch", "learning_rate", "examples_per_second",
-                                          "padded_token_fraction", "train_seconds"};
+const std::set<std::string> kNotLosses = {
+    "epoch",         "learning_rate",  "examples_per_second", "padded_token_fraction",
+    "train_seconds", "resident_set_mb"};
 
 // eval_seconds (the time an evaluation took) is logged with the figures but is not one.
 bool is_timing(const std::string& key) {
@@ -271,8 +272,8 @@ Figure results_figure(const std::vector<ModelScores>& models) {
   if (tasks.empty()) return f;
   sort_tasks(tasks, metrics);
   const auto n = static_cast<double>(models.size());
-  f.width = std::clamp(160 + static_cast<int>(tasks.size()) * (120 + 40 * static_cast<int>(n)),
-                       700, 2000);
+  f.width = std::clamp(160 + static_cast<int>(tasks.size()) * (120 + 40 * static_cast<int>(n)), 700,
+                       2000);
   f.height = 560;
   std::string& s = f.script;
   s = preamble();
@@ -307,8 +308,8 @@ Figure results_figure(const std::vector<ModelScores>& models) {
     const double pad = std::max(0.5, 0.12 * (hi - lo));
     f.data.push_back({fmt::format("results-{}.dat", j), means});
     f.data.push_back({fmt::format("results-seeds-{}.dat", j), seeds.empty() ? "0 NaN\n" : seeds});
-    s += fmt::format("set title {} font ',11'\n",
-                     gnuplot_quote(tasks[j] + " (" + metrics[j] + ")"));
+    s +=
+        fmt::format("set title {} font ',11'\n", gnuplot_quote(tasks[j] + " (" + metrics[j] + ")"));
     s += fmt::format("set yrange [{}:{}]\n", lo - pad, hi + 1.8 * pad);
     s += j == 0 ? "set ylabel 'test score (%)'\n" : "unset ylabel\n";
     std::vector<std::string> clauses;

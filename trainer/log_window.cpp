@@ -1,5 +1,7 @@
 #include "trainer/log_window.h"
 
+#include "common/malloc_info.h"
+
 #include <utility>
 
 #include <fmt/core.h>
@@ -85,6 +87,8 @@ void MetricsLog::write(const StepEvent& e) {
       {"examples_per_second", static_cast<double>(w.examples) / w.seconds},
       {"padded_token_fraction", w.tokens > 0 ? 1.0 - w.real_tokens / w.tokens : 0.0},
       {"train_seconds", e.train_seconds}};
+  const std::int64_t resident = resident_set_bytes();
+  if (resident >= 0) rec["resident_set_mb"] = static_cast<double>(resident) / (1 << 20);
   if (options_.rtd) {
     rec["generator_mlm"] = w.generator_mlm / nsteps;
     rec["replaced_token"] = w.replaced_token / nsteps;
@@ -98,14 +102,16 @@ void MetricsLog::write(const StepEvent& e) {
       options_.rtd ? fmt::format("  generator mlm {:.3f}, replaced-token BCE {:.4f}",
                                  w.generator_mlm / nsteps, w.replaced_token / nsteps)
                    : std::string();
-  say_(
-      fmt::format("step {}/{}  loss {:.4f} (contrastive {:.4f}, self {:.4f}, mlm {:.3f}/{:.3f})"
-                  "{}  lr {:.2e}  |g| {:.2f}  {:.1f} ex/s  padding {:.0f}%{}  ETA {}",
-                  e.step, e.total, w.loss / nsteps, w.sup / nsteps, w.self / nsteps,
-                  w.mlm_l / nsteps, w.mlm_u / nsteps, rtd_text, e.learning_rate,
-                  w.grad_norm / nsteps, static_cast<double>(w.examples) / w.seconds,
-                  w.tokens > 0 ? 100.0 * (1.0 - w.real_tokens / w.tokens) : 0.0, ranks_text,
-                  duration_text(step_secs * static_cast<double>(e.total - e.step))));
+  say_(fmt::format(
+      "step {}/{}  loss {:.4f} (contrastive {:.4f}, self {:.4f}, mlm {:.3f}/{:.3f})"
+      "{}  lr {:.2e}  |g| {:.2f}  {:.1f} ex/s  padding {:.0f}%{}  ETA {}{}",
+      e.step, e.total, w.loss / nsteps, w.sup / nsteps, w.self / nsteps, w.mlm_l / nsteps,
+      w.mlm_u / nsteps, rtd_text, e.learning_rate, w.grad_norm / nsteps,
+      static_cast<double>(w.examples) / w.seconds,
+      w.tokens > 0 ? 100.0 * (1.0 - w.real_tokens / w.tokens) : 0.0, ranks_text,
+      duration_text(step_secs * static_cast<double>(e.total - e.step)),
+      resident >= 0 ? fmt::format("  RSS {:.2f} GB", static_cast<double>(resident) / (1 << 30))
+                    : std::string()));
 }
 
 std::string duration_text(double s) {

@@ -65,7 +65,8 @@ struct MetricsLogOptions {
 /// The observer that sums every step into the window and, every logging_steps steps and at the
 /// last step, writes the window's means as a metrics.jsonl record (step, epoch, loss,
 /// contrastive, self_supervised, mlm_labelled, mlm_unlabelled, learning_rate, grad_norm,
-/// examples_per_second, padded_token_fraction, train_seconds; generator_mlm and replaced_token
+/// examples_per_second, padded_token_fraction, train_seconds, resident_set_mb (the process's
+/// resident set, where Linux says it); generator_mlm and replaced_token
 /// with rtd; the reporter's keys), logs "step N/T  loss ..." and starts a new window.
 class MetricsLog : public TrainingObserver {
  public:

@@ -19,13 +19,14 @@
 
 #include <fmt/core.h>
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <torch/serialize.h>  // optimiser state in checkpoints; the rest: trainer/step.h
+#include <nlohmann/json.hpp>
 
 #include "common/atomic_file.h"
 #include "common/blas_kernels.h"
 #include "common/error.h"
 #include "common/json_util.h"
+#include "common/malloc_info.h"
 #include "data/masking.h"
 #include "data/tokenizer_factory.h"
 #include "losses/contrastive.h"
@@ -329,9 +330,8 @@ void seek_stream(Stream& s, const std::optional<StreamPosition>& position,
 // onto this run's device), step, stream positions, micro-batch count and logging window.
 void load_checkpoint(Run& r, const std::string& dir) {
   const fs::path d(dir);
-  const TrainerState state =
-      read_trainer_state(d, r.cfg.data_seed, r.cfg.gradient_accumulation_steps,
-                         batch_grouping_name(r.cfg.data));
+  const TrainerState state = read_trainer_state(
+      d, r.cfg.data_seed, r.cfg.gradient_accumulation_steps, batch_grouping_name(r.cfg.data));
   const model::SafetensorsContents weights =
       model::load_safetensors((d / model::kWeightsFile).string());
   model::load_model_tensors(*r.net, weights.tensors, (d / model::kWeightsFile).string());
@@ -921,6 +921,11 @@ PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<b
     const double grad_norm = clip_gradients(params, config.max_grad_norm);
     r.opt->step();
     ++r.step;
+    // Padding-free batches change the activations' sizes every step, so the freed pages that
+    // jemalloc keeps (the launcher's MALLOC_CONF for `train`) fragment unless handed back now
+    // and then; without this a language stage at batch 64 grew to 24 GB by step 12,500
+    // (docs/build.md P13). Timed as part of the step.
+    if (r.step % kReleaseFreeMemoryEverySteps == 0) release_free_memory();
     const double secs = seconds_elapsed(t0);
     r.train_seconds += secs;
     const StepEvent event{r.step, r.total, &stats, examples, grad_norm, lr, secs, r.train_seconds};

@@ -2,6 +2,7 @@
 // C08).
 #include <filesystem>
 #include <fstream>
+#include <memory>
 
 #include <gtest/gtest.h>
 
@@ -10,6 +11,7 @@
 #include "common/error.h"
 #include "common/join.h"
 #include "common/json_util.h"
+#include "common/malloc_info.h"
 #include "common/text_distance.h"
 #include "common/utf8.h"
 #include "test_paths.h"
@@ -121,6 +123,19 @@ TEST(JsonUtil, SyntaxErrorsNameLineAndColumn) {
 
 namespace dialtree {
 namespace {
+
+TEST(ResidentSet, GrowsByTheBytesTouchedAndShrinksWhenTheyAreFreed) {
+  const std::int64_t before = dialtree::resident_set_bytes();
+  ASSERT_GT(before, 1 << 20);  // a test binary with gtest and its libraries: at least 1 MiB
+  constexpr std::size_t kBytes = std::size_t{64} << 20;
+  auto buffer = std::make_unique<char[]>(kBytes);  // value-initialised: every page written
+  volatile char sink = buffer[kBytes - 1];
+  (void)sink;
+  const std::int64_t touched = dialtree::resident_set_bytes();
+  EXPECT_GE(touched - before, std::int64_t{60} << 20);  // 64 MiB, less what was resident
+  buffer.reset();  // glibc gives a block this large back to the kernel (mmap), so RSS falls
+  EXPECT_LT(dialtree::resident_set_bytes(), touched - (std::int64_t{32} << 20));
+}
 
 TEST(CpuFeatures, Bf16IsUsedOnlyWhenRequestedAndNative) {
   std::string note;

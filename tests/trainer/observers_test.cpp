@@ -89,6 +89,9 @@ TEST(MetricsLog, WritesTheWindowsMeansEveryLoggingStepsAndAtTheLastStep) {
   EXPECT_DOUBLE_EQ(records[0].at("padded_token_fraction"), 0.25);
   EXPECT_DOUBLE_EQ(records[0].at("examples_per_second"), 16.0);
   EXPECT_DOUBLE_EQ(records[0].at("generator_mlm"), 0.75);
+  // The process's resident set (Linux): a test binary's, so more than 1 MiB and less than 64 GiB.
+  EXPECT_GT(records[0].at("resident_set_mb").get<double>(), 1.0);
+  EXPECT_LT(records[0].at("resident_set_mb").get<double>(), 65536.0);
   EXPECT_EQ(records[0].at("reported_steps"), 2);
   EXPECT_EQ(records[1].at("reported_steps"), 1);  // a new window after each record
   EXPECT_EQ(window.steps, 0);
@@ -97,6 +100,7 @@ TEST(MetricsLog, WritesTheWindowsMeansEveryLoggingStepsAndAtTheLastStep) {
                                   "mlm 2.000/3.000)  generator mlm 0.750, replaced-token BCE "
                                   "0.1250  lr 1.00e-04  |g| 2.00  16.0 ex/s  padding 25%  "
                                   "[reported]  ETA "));
+  EXPECT_THAT(lines[0], ::testing::ContainsRegex("  RSS [0-9]+\\.[0-9][0-9] GB$"));
 }
 
 TEST(FaultInjector, AppliesToItsRankOnlyAndChecksTheRank) {
