@@ -25,11 +25,11 @@
 #include "common/json_util.h"
 #include "common/temp_cleanup.h"
 #include "eval/dialoglue.h"
-#include "eval/results_file.h"
 #include "eval/eval_config.h"
 #include "eval/metrics.h"
 #include "eval/probe_model.h"
 #include "eval/pseudo_label.h"
+#include "eval/results_file.h"
 #include "eval/submission.h"
 #include "eval/tasks.h"
 #include "model/bundle.h"
@@ -214,22 +214,25 @@ void run_dialoglue_cmd(const DialoglueArgs& a) {
   run.pseudo_label_dir = a.pseudo_labels;
   const bool tty = ::isatty(STDERR_FILENO);
   const auto t0 = std::chrono::steady_clock::now();
-  const json results = eval::run_dialoglue(run, [&](const eval::RunProgress& p) {
-    const double elapsed =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    const double done = static_cast<double>(p.run) +
-                        static_cast<double>(p.epoch.epoch) / std::max(1, p.epoch.epochs);
-    const double eta = elapsed / done * (static_cast<double>(p.runs) - done);
-    const std::string line = fmt::format(
-        "[{}/{}] {} seed {}  epoch {}/{}  loss {:.4f}  val {:.2f}  {:.0f} ex/s  ETA {:.0f} s",
-        p.run + 1, p.runs, p.task, p.seed, p.epoch.epoch, p.epoch.epochs, p.epoch.train_loss,
-        p.epoch.val_accuracy * 100, p.epoch.examples_per_second, eta);
-    if (tty) {
-      fmt::print(stderr, "\r\x1b[K{}", line);
-    } else {
-      fmt::print(stderr, "{}\n", line);  // a log file: one line per epoch, as it happens
-    }
-  }, [](const std::string& notice) { fmt::print(stderr, "eval dialoglue: {}\n", notice); });
+  const json results = eval::run_dialoglue(
+      run,
+      [&](const eval::RunProgress& p) {
+        const double elapsed =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        const double done = static_cast<double>(p.run) +
+                            static_cast<double>(p.epoch.epoch) / std::max(1, p.epoch.epochs);
+        const double eta = elapsed / done * (static_cast<double>(p.runs) - done);
+        const std::string line = fmt::format(
+            "[{}/{}] {} seed {}  epoch {}/{}  loss {:.4f}  val {:.2f}  {:.0f} ex/s  ETA {:.0f} s",
+            p.run + 1, p.runs, p.task, p.seed, p.epoch.epoch, p.epoch.epochs, p.epoch.train_loss,
+            p.epoch.val_accuracy * 100, p.epoch.examples_per_second, eta);
+        if (tty) {
+          fmt::print(stderr, "\r\x1b[K{}", line);
+        } else {
+          fmt::print(stderr, "{}\n", line);  // a log file: one line per epoch, as it happens
+        }
+      },
+      [](const std::string& notice) { fmt::print(stderr, "eval dialoglue: {}\n", notice); });
   if (tty) fmt::print(stderr, "\n");
   out_folders.keep();
   fmt::print("{}", eval::results_table(results));
@@ -262,16 +265,18 @@ void register_eval_dialoglue(CLI::App& eval) {
   add_data_dir_option(cmd, a->data_dir, "");
   a->config_option = cmd->add_option(
       "--config", a->config,
-      "Fine-tuning hyper-parameters (YAML, e.g. configs/eval-few.yaml); keys: " + [] {
-        std::string k;
-        for (const auto& s : eval::finetune_option_keys()) k += (k.empty() ? "" : ", ") + s;
-        return k;
-      }());
+      "Fine-tuning hyper-parameters (YAML, e.g. configs/eval-few.yaml; without it, the built-in "
+      "defaults of docs/evaluation.md \"Hyper-parameters\", not eval-few.yaml's recipe); keys: " +
+          [] {
+            std::string k;
+            for (const auto& s : eval::finetune_option_keys()) k += (k.empty() ? "" : ", ") + s;
+            return k;
+          }());
   cmd->add_flag(
       "--save-models", a->save_models,
       "Save each task's fine-tuned model as a bundle in <out>/<task>/seed-<s>/model (intent "
-      "tasks: servable, dialtree serve --model ... answers /classify; tagging tasks: the tagger "
-      "and its tag names)");
+      "tasks: dialtree serve --model ... answers /classify; tagging tasks, with the tagger and "
+      "its tag names: /parse)");
   cmd->add_option("--pseudo-labels", a->pseudo_labels,
                   "Self-training: add DIR/<task>.pseudo.jsonl (from `eval pseudo-label`) to each "
                   "intent task's training split; val and test are unchanged")

@@ -118,23 +118,22 @@ void print_view_stats(const trainer::PretrainConfig& cfg, const TrainArgs& a) {
       datasets, static_cast<std::size_t>(cfg.per_device_train_batch_size),
       static_cast<std::size_t>(cfg.data.contrastive_shard_size), a.view_stats,
       static_cast<std::uint64_t>(cfg.data_seed), trainer::view_grouping(datasets, cfg.data));
-  fmt::print("{} labelled batches of {} (data_seed {}), shards of {:.1f}: {} anchors{}\n",
-             s.batches, cfg.per_device_train_batch_size, cfg.data_seed, s.mean_shard_size,
-             s.anchors,
-             cfg.data.group_by_view.empty()
-                 ? std::string()
-                 : fmt::format(", groups of {} sharing a {} element", cfg.data.group_size,
-                               cfg.data.group_by_view));
-  fmt::print("{:<5} {:>10} {:>10} {:>12} {:>10}\n", "view", "positives", "mass",
-             "no positive", "empty set");
-  nlohmann::json j = {{"batches", s.batches},
-                      {"anchors", s.anchors},
-                      {"group_by_view", cfg.data.group_by_view},
-                      {"group_size", cfg.data.group_by_view.empty()
-                                         ? nlohmann::json(nullptr)
-                                         : nlohmann::json(cfg.data.group_size)},
-                      {"mean_shard_size", s.mean_shard_size},
-                      {"views", nlohmann::json::array()}};
+  fmt::print(
+      "{} labelled batches of {} (data_seed {}), shards of {:.1f}: {} anchors{}\n", s.batches,
+      cfg.per_device_train_batch_size, cfg.data_seed, s.mean_shard_size, s.anchors,
+      cfg.data.group_by_view.empty() ? std::string()
+                                     : fmt::format(", groups of {} sharing a {} element",
+                                                   cfg.data.group_size, cfg.data.group_by_view));
+  fmt::print("{:<5} {:>10} {:>10} {:>12} {:>10}\n", "view", "positives", "mass", "no positive",
+             "empty set");
+  nlohmann::json j = {
+      {"batches", s.batches},
+      {"anchors", s.anchors},
+      {"group_by_view", cfg.data.group_by_view},
+      {"group_size", cfg.data.group_by_view.empty() ? nlohmann::json(nullptr)
+                                                    : nlohmann::json(cfg.data.group_size)},
+      {"mean_shard_size", s.mean_shard_size},
+      {"views", nlohmann::json::array()}};
   for (const trainer::ViewStats& v : s.views) {
     fmt::print("{:<5} {:>10.2f} {:>10.2f} {:>11.1f}% {:>9.1f}%\n", v.view, v.positives_per_anchor,
                v.target_mass, 100 * v.anchors_without_positive, 100 * v.empty_sets);
@@ -152,7 +151,9 @@ void print_view_stats(const trainer::PretrainConfig& cfg, const TrainArgs& a) {
 void register_train(CLI::App& app) {
   auto a = std::make_shared<TrainArgs>();
   CLI::App* train = app.add_subcommand(
-      "train", "Pretrain a dialog encoder the SPACE-2 way (configs/pretrain-small.yaml)");
+      "train",
+      "Pretrain a dialog encoder the SPACE-2 way from a YAML config (configs/pretrain-*.yaml; "
+      "the main job: pretrain-lm.yaml, then pretrain-intent.yaml)");
   train->add_option("config", a->config, "YAML config")->required();
   train->add_option("overrides", a->overrides, "key.sub=value overrides, applied in order");
   CLI::Option* nproc = train->add_option(

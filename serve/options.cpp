@@ -65,9 +65,9 @@ const std::vector<settings::Setting<ServerOptions>>& server_settings() {
            "Seconds a request's headers and body may take to arrive, in total (408 beyond)")
           .in(between(1, 3600, "seconds")),
       flag("num-threads", &O::num_threads,
-           "LibTorch threads of the inference workers together, in [1, CPUs] (0 = "
-           "DIALTREE_NUM_THREADS or all CPUs)")
-          .allows("in [0, CPUs] (0 = leave as is)"),
+           "LibTorch threads of the inference workers together; 0 = DIALTREE_NUM_THREADS or "
+           "all CPUs")
+          .allows("in [0, CPUs]"),
       flag("inference-workers", &O::inference_workers,
            "Batches run at once, each by its own worker thread on max(1, threads / workers) "
            "LibTorch threads (more throughput under heavy load, slower single requests)")
