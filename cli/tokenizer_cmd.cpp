@@ -72,24 +72,34 @@ void register_tokenizer(CLI::App& app) {
       ->add_option("--vocab-size", t->vocab_size,
                    "Pieces, the 9 special tokens included, in [16, 1048576]; at most what the "
                    "corpus supports")
+      ->capture_default_str()
       ->check(CLI::Range(data::kMinSentencePieceVocab, data::kMaxSentencePieceVocab));
   add_out_option(train, t->out_dir, OutputKind::Folder,
                  "spm.model, spm.vocab, tokenizer.json; written as a whole on success; an "
                  "existing one is replaced and may hold only an earlier bundle");
   train->add_option("--model-type", t->model_type, "unigram or bpe")
+      ->capture_default_str()
       ->check(CLI::IsMember({"unigram", "bpe"}));
-  train->add_option("--normalization", t->normalization,
-                    "nmt_nfkc (cased) or nmt_nfkc_cf (lower-cased), identity, nfkc, nfkc_cf");
-  train->add_option("--character-coverage", t->character_coverage, "In [0.98, 1]");
+  train
+      ->add_option("--normalization", t->normalization,
+                   "nmt_nfkc (cased) or nmt_nfkc_cf (lower-cased), identity, nfkc, nfkc_cf")
+      ->capture_default_str();
+  train->add_option("--character-coverage", t->character_coverage, "In [0.98, 1]")
+      ->capture_default_str();
   train->add_flag("--byte-fallback", t->byte_fallback,
                   "Encode characters outside the vocabulary as their UTF-8 bytes (256 byte "
                   "pieces join the vocabulary) instead of [UNK]");
-  train->add_option("--max-sentence-length", t->max_sentence_length,
-                    "Bytes; longer lines are skipped and counted");
-  train->add_option("--max-sentences", t->max_sentences, "Sample at most this many lines (0: all)");
-  train->add_option("--threads", t->num_threads,
-                    "Training threads, in [1, min(128, CPUs)]; the model depends on it");
-  train->add_option("--seed", t->seed, "Sampling seed");
+  train
+      ->add_option("--max-sentence-length", t->max_sentence_length,
+                   "Bytes; longer lines are skipped and counted")
+      ->capture_default_str();
+  train->add_option("--max-sentences", t->max_sentences, "Sample at most this many lines (0: all)")
+      ->capture_default_str();
+  train
+      ->add_option("--threads", t->num_threads,
+                   "Training threads, in [1, min(128, CPUs)]; the model depends on it")
+      ->capture_default_str();
+  train->add_option("--seed", t->seed, "Sampling seed")->capture_default_str();
   train->callback([t] {
     const auto t0 = std::chrono::steady_clock::now();
     data::validate_sentencepiece_train_options(*t);  // before anything is read or written
