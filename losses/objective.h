@@ -37,6 +37,8 @@ struct Objective {
   /// generator's MLM loss and the discriminator's BCE, each the mean over the present streams.
   double generator_mlm = 0.0;
   double replaced_token = 0.0;
+  /// With loss.encoder_mlm_weight > 0: the encoder's MLM loss on the corrupted input (else 0).
+  double encoder_mlm = 0.0;
 };
 
 /// L = [contrastive_weight·L_sup + mlm_weight·MLM_l] + [self_weight·L_self + mlm_weight·MLM_u]

@@ -254,6 +254,11 @@ void Validator::loss_section() const {
             "loss.language_objective rtd needs loss.mlm_weight > 0 (it weighs the language "
             "term, which rtd replaces)");
   }
+  if (l.language_objective != "rtd" && l.encoder_mlm_weight != 0) {
+    fail_at(blame("loss.encoder_mlm_weight", "loss.language_objective"),
+            "loss.encoder_mlm_weight applies to loss.language_objective rtd only (with mlm the "
+            "encoder's MLM loss is the language term, weighed by loss.mlm_weight)");
+  }
   if (l.gather_across_devices && d.contrastive_shard_size != 0) {
     fail_at(blame("loss.gather_across_devices", "data.contrastive_shard_size"),
             "loss.gather_across_devices needs data.contrastive_shard_size 0 (the gathered "
@@ -528,6 +533,9 @@ PretrainRows loss_setting_rows() {
           .in(Range{0, false, 1, true}),
       field("loss.discriminator_weight", &C::loss, &L::discriminator_weight,
             "rtd: weight of the discriminator's loss beside the generator's")
+          .in(at_least(0)),
+      field("loss.encoder_mlm_weight", &C::loss, &L::encoder_mlm_weight,
+            "rtd: weight of the encoder's own MLM loss on the corrupted input (0: ELECTRA's)")
           .in(at_least(0)),
   };
 }

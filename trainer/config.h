@@ -112,6 +112,12 @@ struct LossConfig {
   double generator_size = 0.25;
   /// rtd only: ELECTRA's λ, the weight of the discriminator's BCE beside the generator's MLM.
   double discriminator_weight = 50.0;
+  /// rtd only: the weight of the encoder's own MLM loss beside the discriminator's, >= 0 (0:
+  /// ELECTRA's objective). The encoder predicts the original token at each masked position of
+  /// the corrupted input with its MLM head (ELECTRA's "Replace MLM" term kept beside RTD), so
+  /// that it keeps learning token identities as an MLM stage does (docs/training.md
+  /// "Replaced-token detection").
+  double encoder_mlm_weight = 0.0;
 };
 
 /// The whole pretraining run. Top-level keys use the HF TrainingArguments names. Defaults are the

@@ -16,6 +16,7 @@ void LogWindow::add(const StepEvent& e) {
   grad_norm += e.grad_norm, steps += 1, examples += e.examples, seconds += e.seconds;
   tokens += e.stats->tokens, real_tokens += e.stats->real_tokens;
   generator_mlm += l.generator_mlm, replaced_token += l.replaced_token;
+  encoder_mlm += l.encoder_mlm;
 }
 
 json LogWindow::to_json() const {
@@ -30,6 +31,7 @@ json LogWindow::to_json() const {
           {"mlm_u", mlm_u},
           {"generator_mlm", generator_mlm},
           {"replaced_token", replaced_token},
+          {"encoder_mlm", encoder_mlm},
           {"grad_norm", grad_norm},
           {"steps", steps},
           {"examples", examples},
@@ -48,6 +50,7 @@ LogWindow LogWindow::from_json(const json& j) {
   // Absent in checkpoints written before replaced-token detection existed.
   w.generator_mlm = j.value("generator_mlm", 0.0);
   w.replaced_token = j.value("replaced_token", 0.0);
+  w.encoder_mlm = j.value("encoder_mlm", 0.0);  // absent before loss.encoder_mlm_weight existed
   // Absent in checkpoints written before the health checks existed.
   w.rank_compute = j.value("rank_compute", std::vector<double>{});
   w.rank_collective = j.value("rank_collective", std::vector<double>{});
@@ -92,6 +95,7 @@ void MetricsLog::write(const StepEvent& e) {
   if (options_.rtd) {
     rec["generator_mlm"] = w.generator_mlm / nsteps;
     rec["replaced_token"] = w.replaced_token / nsteps;
+    if (options_.encoder_mlm) rec["encoder_mlm"] = w.encoder_mlm / nsteps;
   }
   const std::string ranks_text = reporter_ != nullptr ? reporter_->report(w, rec) : "";
   if (metrics_ != nullptr) *metrics_ << rec.dump() << "\n" << std::flush;
@@ -99,8 +103,11 @@ void MetricsLog::write(const StepEvent& e) {
   const double step_secs =
       seconds_elapsed(start_) / static_cast<double>(e.step - options_.first_step);
   const std::string rtd_text =
-      options_.rtd ? fmt::format("  generator mlm {:.3f}, replaced-token BCE {:.4f}",
-                                 w.generator_mlm / nsteps, w.replaced_token / nsteps)
+      options_.rtd ? fmt::format("  generator mlm {:.3f}, replaced-token BCE {:.4f}{}",
+                                 w.generator_mlm / nsteps, w.replaced_token / nsteps,
+                                 options_.encoder_mlm
+                                     ? fmt::format(", encoder mlm {:.3f}", w.encoder_mlm / nsteps)
+                                     : std::string())
                    : std::string();
   say_(fmt::format(
       "step {}/{}  loss {:.4f} (contrastive {:.4f}, self {:.4f}, mlm {:.3f}/{:.3f})"

@@ -733,7 +733,8 @@ StepObjective step_objective(Run& r) {
   o.contrastive.temperature = c.loss.temperature;
   o.contrastive.base_temperature = c.loss.base_temperature;
   o.contrastive.shard_size = c.data.contrastive_shard_size;
-  o.language = {r.rtd ? r.rtd.get() : nullptr, c.loss.discriminator_weight};
+  o.language = {r.rtd ? r.rtd.get() : nullptr, c.loss.discriminator_weight,
+                c.loss.encoder_mlm_weight};
   return o;
 }
 
@@ -757,7 +758,7 @@ void run_micro_batch(Run& r, const StepObjective& objective, std::int64_t micro,
       r.net, lab ? &*lab : nullptr, unl ? &*unl : nullptr, objective.weights, objective.contrastive,
       r.bf16, 1.0 / static_cast<double>(accum), nullptr, objective.language);
   stats.add_micro_batch({o.total_value, o.sup, o.self, o.mlm_labelled, o.mlm_unlabelled,
-                         o.generator_mlm, o.replaced_token},
+                         o.generator_mlm, o.replaced_token, o.encoder_mlm},
                         accum);
   for (const auto* b : {lab ? &*lab : nullptr, unl ? &*unl : nullptr}) {
     if (b == nullptr) continue;
@@ -890,7 +891,9 @@ PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<b
   Progress progress(writer ? on_step : std::function<void(const StepInfo&)>(), r.step);
   MetricsLog metrics_log(
       r.window, writer ? &metrics : nullptr, say,
-      {config.logging_steps, r.steps_per_epoch, static_cast<bool>(r.rtd), r.step}, &health);
+      {config.logging_steps, r.steps_per_epoch, static_cast<bool>(r.rtd), r.step,
+       r.rtd && config.loss.encoder_mlm_weight > 0},
+      &health);
   TrainingObserver* const observers[] = {&faults, &health, &progress, &metrics_log};
   PretrainResult result;
   while (r.step < r.total) {

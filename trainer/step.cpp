@@ -40,7 +40,8 @@ torch::Tensor masked_lm_loss(model::SpaceModel& net, const model::CollatedBatch&
 StreamLosses replaced_token_detection_loss(model::SpaceModel& net,
                                            model::ReplacedTokenDetectionImpl& rtd,
                                            const model::CollatedBatch& masked,
-                                           double discriminator_weight) {
+                                           double discriminator_weight,
+                                           double encoder_mlm_weight) {
   const torch::Tensor targets = masked.mlm_labels.ne(model::kIgnoreLabel);
   StreamLosses out;
   const torch::Tensor logits = rtd.generator_logits(masked.inputs, targets);  // [N, V]
@@ -59,11 +60,17 @@ StreamLosses replaced_token_detection_loss(model::SpaceModel& net,
   model::EncoderInputs inputs = masked.inputs;
   inputs.input_ids = corrupted.input_ids;
   const torch::Tensor real = masked.inputs.attention_mask.ne(0);
-  // [M, H]: every real token's final state (padding-free: the blocks see real rows only).
-  const torch::Tensor rows = net->forward(inputs, /*prepend_cls=*/false).index({real});
+  // [B, L, H]; its real rows [M, H] (padding-free: the blocks see real rows only).
+  const torch::Tensor hidden = net->forward(inputs, /*prepend_cls=*/false);
+  const torch::Tensor rows = hidden.index({real});
   out.replaced_token =
       losses::replaced_token_loss(rtd.discriminator_logits(rows), corrupted.replaced.index({real}));
   out.mlm = out.generator_mlm + out.replaced_token * discriminator_weight;
+  if (encoder_mlm_weight > 0) {
+    out.encoder_mlm = losses::mlm_loss(net->mlm_logits(hidden.index({targets})),
+                                       masked.mlm_labels.index({targets}));
+    out.mlm = out.mlm + out.encoder_mlm * encoder_mlm_weight;
+  }
   return out;
 }
 
@@ -118,7 +125,8 @@ StreamLosses stream_losses(model::SpaceModel& net, const StreamBatch& batch,
   StreamLosses out;
   if (language.rtd != nullptr) {
     out = replaced_token_detection_loss(net, *language.rtd, batch.masked,
-                                        language.discriminator_weight);
+                                        language.discriminator_weight,
+                                        language.encoder_mlm_weight);
   } else {
     out.mlm = masked_lm_loss(net, batch.masked);
   }
@@ -187,6 +195,7 @@ losses::Objective forward_backward(model::SpaceModel& net, const StreamBatch* la
       if (!s.generator_mlm.defined()) continue;
       obj.generator_mlm += s.generator_mlm.item<double>() / present;
       obj.replaced_token += s.replaced_token.item<double>() / present;
+      if (s.encoder_mlm.defined()) obj.encoder_mlm += s.encoder_mlm.item<double>() / present;
     }
   }
   local.objective = seconds_since(t);

@@ -48,6 +48,7 @@ StreamBatch to_device(const StreamBatch& batch, const torch::Device& device,
 struct LanguageObjective {
   model::ReplacedTokenDetectionImpl* rtd = nullptr;
   double discriminator_weight = 50.0;  ///< ELECTRA's λ on the discriminator's loss
+  double encoder_mlm_weight = 0.0;     ///< the encoder's own MLM loss beside it (0: ELECTRA's)
 };
 
 /// The two losses of one stream's batch (0-d float tensors, differentiable).
@@ -58,20 +59,26 @@ struct StreamLosses {
   torch::Tensor mlm;
   torch::Tensor generator_mlm;   ///< RTD only: the generator's token-mean MLM loss
   torch::Tensor replaced_token;  ///< RTD only: the discriminator's mean BCE over real tokens
+  /// RTD with encoder_mlm_weight > 0 only: the encoder's token-mean MLM loss at the masked
+  /// positions of the corrupted input (targets: the original ids).
+  torch::Tensor encoder_mlm;
 };
 
 /// ELECTRA's replaced-token detection on one masked batch (Clark et al., ICLR 2020, §2): the
 /// generator's MLM loss on the targets (its last block for the target rows only); an id drawn
 /// for each target from the generator's softmax (temperature 1, torch's global RNG, no
 /// gradient); the encoder (the discriminator; plain, no [CLS], padding-free) on the corrupted
-/// input; its head's per-token BCE over every real token. Returns the loss parts of
-/// StreamLosses (mlm = generator_mlm + discriminator_weight · replaced_token). Runs under the
-/// caller's autocast. @throws std::invalid_argument from the encoder or the losses on
-/// inconsistent shapes.
+/// input; its head's per-token BCE over every real token. With `encoder_mlm_weight` > 0 the
+/// encoder's own MLM head also predicts the original id at every masked position of the
+/// corrupted input (its token-mean cross-entropy, encoder_mlm). Returns the loss parts of
+/// StreamLosses (mlm = generator_mlm + discriminator_weight · replaced_token
+/// [+ encoder_mlm_weight · encoder_mlm]). Runs under the caller's autocast.
+/// @throws std::invalid_argument from the encoder or the losses on inconsistent shapes.
 StreamLosses replaced_token_detection_loss(model::SpaceModel& net,
                                            model::ReplacedTokenDetectionImpl& rtd,
                                            const model::CollatedBatch& masked,
-                                           double discriminator_weight);
+                                           double discriminator_weight,
+                                           double encoder_mlm_weight = 0.0);
 
 /// The contrastive pass (one forward of the batch doubled to 2B, with [CLS], through
 /// forward_cls: the last block computes only the [CLS] rows that the loss reads; projection head
@@ -113,8 +120,8 @@ struct StepPhases {
 /// Gradients accumulate into the parameters' .grad(); the caller zeroes them, clips and steps the
 /// optimiser.
 /// With replaced-token detection (`language`), the MLM parts of the objective are each
-/// stream's language term, and the returned Objective's generator_mlm and replaced_token are
-/// the means over the present streams.
+/// stream's language term, and the returned Objective's generator_mlm, replaced_token and
+/// encoder_mlm are the means over the present streams.
 /// @param phases if not null, receives the phase times of this call
 /// @throws std::invalid_argument if both batches are null, or as stream_losses().
 losses::Objective forward_backward(model::SpaceModel& net, const StreamBatch* labelled,

@@ -8,7 +8,7 @@ namespace dialtree::trainer {
 
 namespace {
 
-constexpr std::size_t kStepStatsScalars = 9;  // the 7 loss parts, tokens, real_tokens
+constexpr std::size_t kStepStatsScalars = 10;  // the 8 loss parts, tokens, real_tokens
 
 }  // namespace
 
@@ -27,6 +27,7 @@ void StepStats::add_micro_batch(const StepLosses& l, std::int64_t micro_batches)
   losses.mlm_u += l.mlm_u / n;
   losses.generator_mlm += l.generator_mlm / n;
   losses.replaced_token += l.replaced_token / n;
+  losses.encoder_mlm += l.encoder_mlm / n;
 }
 
 void StepStats::set_rank_seconds(int rank, double compute, double collective) {
@@ -37,7 +38,7 @@ void StepStats::set_rank_seconds(int rank, double compute, double collective) {
 std::vector<double> StepStats::to_vector() const {
   std::vector<double> v = {losses.total,          losses.sup,   losses.self,
                            losses.mlm_l,          losses.mlm_u, losses.generator_mlm,
-                           losses.replaced_token, tokens,       real_tokens};
+                           losses.replaced_token, losses.encoder_mlm, tokens, real_tokens};
   v.insert(v.end(), rank_compute.begin(), rank_compute.end());
   v.insert(v.end(), rank_collective.begin(), rank_collective.end());
   return v;
@@ -51,9 +52,9 @@ StepStats StepStats::from_vector(const std::vector<double>& v, int world) {
                                 " values for " + std::to_string(world) + " ranks (expected " +
                                 std::to_string(kStepStatsScalars + 2 * w) + ")");
   }
-  s.losses = {v[0], v[1], v[2], v[3], v[4], v[5], v[6]};
-  s.tokens = v[7];
-  s.real_tokens = v[8];
+  s.losses = {v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]};
+  s.tokens = v[8];
+  s.real_tokens = v[9];
   const auto ranks = v.begin() + static_cast<std::ptrdiff_t>(kStepStatsScalars);
   std::copy(ranks, ranks + static_cast<std::ptrdiff_t>(w), s.rank_compute.begin());
   std::copy(ranks + static_cast<std::ptrdiff_t>(w), v.end(), s.rank_collective.begin());
@@ -63,7 +64,7 @@ StepStats StepStats::from_vector(const std::vector<double>& v, int world) {
 void StepStats::average_losses_over_ranks() {
   const auto n = static_cast<double>(world());
   for (double* part : {&losses.total, &losses.sup, &losses.self, &losses.mlm_l, &losses.mlm_u,
-                       &losses.generator_mlm, &losses.replaced_token}) {
+                       &losses.generator_mlm, &losses.replaced_token, &losses.encoder_mlm}) {
     *part /= n;
   }
 }

@@ -18,6 +18,7 @@ struct StepLosses {
   double mlm_u = 0;           ///< language loss of the unlabelled batch ("mlm_unlabelled")
   double generator_mlm = 0;   ///< replaced-token detection: the generator's MLM loss (else 0)
   double replaced_token = 0;  ///< replaced-token detection: the discriminator's BCE (else 0)
+  double encoder_mlm = 0;     ///< rtd with loss.encoder_mlm_weight > 0: the encoder's MLM loss
 };
 
 /// One optimiser step's statistics. Each rank fills its own; DataParallelGroup::sum of

@@ -331,6 +331,12 @@ TEST(Config, BadInputsAreErrorsNamingFileLineKeyAndType) {
       in_file("rtd without a language weight",
               "loss: {language_objective: rtd, mlm_weight: 0}\n", 5, "loss.mlm_weight",
               {"loss.language_objective rtd needs loss.mlm_weight > 0"}),
+      in_file("encoder MLM weight without rtd", "loss: {encoder_mlm_weight: 1}\n", 5,
+              "loss.encoder_mlm_weight",
+              {"loss.encoder_mlm_weight applies to loss.language_objective rtd only"}),
+      in_file("negative encoder MLM weight",
+              "loss: {language_objective: rtd, encoder_mlm_weight: -1}\n", 5,
+              "loss.encoder_mlm_weight", {"must be >= 0"}),
       in_file("unknown role", "  trigger_role: agent\n", 5, "data.trigger_role",
               {"'user', 'system', 'user_system'"}),
       in_file("unknown view", "model:\n  projection_views: [D, X]\n", 6, "model.projection_views",
@@ -541,7 +547,7 @@ TEST(Config, OverridesDefaultsAndResolution) {
         dot == std::string::npos ? node[key] : node[key.substr(0, dot)][key.substr(dot + 1)];
     EXPECT_TRUE(v.IsDefined()) << key;
   }
-  EXPECT_EQ(config_keys().size(), 78u);
+  EXPECT_EQ(config_keys().size(), 79u);
 
   // Paths stay as written (relative to the working directory), and inputs are checked on demand.
   testing::TempDir dir;

@@ -297,8 +297,10 @@ namespace {
 // plain-LibTorch reference: the generator's full padded forward and its head written out, its
 // cross-entropy, the same multinomial draw (same seed, dropout 0), the corrupted input built
 // from the unmasked originals, the discriminator's padded forward and head written out, and
-// the mean BCE. Padded and padding-free paths both match; every gradient is finite, and every
-// part the objective uses (the shared word embeddings, the generator, both heads) is trained.
+// the mean BCE; with loss.encoder_mlm_weight 2, also the encoder's MLM head at the masked
+// positions of the corrupted input against the original ids. Padded and padding-free paths both
+// match; every gradient is finite, and every part the objective uses (the shared word
+// embeddings, the generator, both heads, the encoder's MLM head only with its weight) is trained.
 TEST(ReplacedTokenDetection, StepZeroLossesMatchAPlainLibTorchReferenceWithFiniteGradients) {
   torch::manual_seed(3);
   model::SpaceModel net(tiny_config());
@@ -310,13 +312,16 @@ TEST(ReplacedTokenDetection, StepZeroLossesMatchAPlainLibTorchReferenceWithFinit
   const StreamBatch b = mixed_batch({9, 4, 17, 6, 12}, 5);
   const torch::Tensor targets = b.masked.mlm_labels.ne(model::kIgnoreLabel);
   const torch::Tensor real = b.inputs.attention_mask.ne(0);
+  for (const double encoder_mlm_weight : {0.0, 2.0})
   for (const bool padding_free : {true, false}) {
+    SCOPED_TRACE(::testing::Message() << "encoder_mlm_weight " << encoder_mlm_weight);
     net->encoder()->set_padding_free(padding_free);
     rtd->generator()->set_padding_free(padding_free);
     net->zero_grad();
     rtd->zero_grad();
     torch::manual_seed(99);
-    const StreamLosses got = replaced_token_detection_loss(net, *rtd, b.masked, 50.0);
+    const StreamLosses got =
+        replaced_token_detection_loss(net, *rtd, b.masked, 50.0, encoder_mlm_weight);
 
     // The reference.
     torch::NoGradGuard no_grad;
@@ -342,7 +347,12 @@ TEST(ReplacedTokenDetection, StepZeroLossesMatchAPlainLibTorchReferenceWithFinit
     ASSERT_LT(replaced.sum().item<double>(), replaced.numel());
     model::EncoderInputs in = b.inputs;
     in.input_ids = corrupted;
-    const torch::Tensor rows = net->forward(in, false).index({real});
+    const torch::Tensor hidden = net->forward(in, false);
+    const torch::Tensor rows = hidden.index({real});
+    const double encoder_mlm_ref =
+        at::cross_entropy_loss(net->mlm_logits(hidden.index({targets})),
+                               b.masked.mlm_labels.index({targets}))
+            .item<double>();
     const torch::Tensor x =
         torch::linear(torch::gelu(torch::linear(rows, p["discriminator_predictions.dense.weight"],
                                                 p["discriminator_predictions.dense.bias"])),
@@ -353,17 +363,24 @@ TEST(ReplacedTokenDetection, StepZeroLossesMatchAPlainLibTorchReferenceWithFinit
 
     EXPECT_NEAR(got.generator_mlm.item<double>(), generator_ref, 1e-5) << padding_free;
     EXPECT_NEAR(got.replaced_token.item<double>(), bce_ref, 1e-5) << padding_free;
-    EXPECT_NEAR(got.mlm.item<double>(), generator_ref + 50.0 * bce_ref, 1e-3) << padding_free;
+    EXPECT_NEAR(got.mlm.item<double>(),
+                generator_ref + 50.0 * bce_ref + encoder_mlm_weight * encoder_mlm_ref, 1e-3)
+        << padding_free;
+    ASSERT_EQ(got.encoder_mlm.defined(), encoder_mlm_weight > 0);
+    if (encoder_mlm_weight > 0) {
+      EXPECT_NEAR(got.encoder_mlm.item<double>(), encoder_mlm_ref, 1e-5) << padding_free;
+    }
     EXPECT_FALSE(got.contrastive.defined());
     {
       torch::AutoGradMode grad_on(true);
       got.mlm.backward();
     }
     // Finite everywhere; the shared table, the generator and both heads are trained; the
-    // encoder's own MLM head is not used.
+    // encoder's own MLM head only with its weight.
     for (const auto& item : net->named_parameters()) {
       const torch::Tensor& g = item.value().grad();
-      const bool mlm_head = item.key().rfind("cls.predictions", 0) == 0;
+      const bool mlm_head =
+          item.key().rfind("cls.predictions", 0) == 0 && encoder_mlm_weight == 0;
       if (item.key().rfind("projection", 0) == 0) continue;  // the contrastive head: unused
       ASSERT_EQ(g.defined() && g.abs().sum().item<double>() > 0, !mlm_head) << item.key();
       if (g.defined()) EXPECT_TRUE(torch::isfinite(g).all().item<bool>()) << item.key();
