@@ -2,9 +2,11 @@
 # The scoreboard of docs/results.md ("The DialoGLUE scoreboard") from the run folders its
 # commands wrote: scripts/scoreboard.py with one row per model, each row pooling the folders
 # that hold its runs (runs made in parts: seeds 1, then 2-3, then 4-5), then the figures.
-# Writes docs/figures/scoreboard/{scoreboard,scoreboard-15,runs,mask-rate,runs-30}.{md,json},
+# Writes docs/figures/scoreboard/{scoreboard,scoreboard-15,runs,mask-rate,runs-30,full-data}.{md,json},
 # *-<setting>.rows.json and the figures few/ and full/ (dialtree plot), and prints the tables.
-#   usage: scripts/docs-scoreboard.sh     env: BUILD_DIR (default build)
+#   usage: scripts/docs-scoreboard.sh
+#   env: BUILD_DIR (default build), PARTS (few,full: the few-shot tables, the full-data table;
+#        one of them alone where a machine holds only that part's run folders)
 # A folder that is missing stops it with its name (scoreboard.py): the rows below are the
 # runs docs/results.md reports, nothing else.
 set -euo pipefail
@@ -13,6 +15,13 @@ cd "$root"
 bin=${BUILD_DIR:-build}/cli/dialtree
 out=docs/figures/scoreboard
 join() { local IFS=+; echo "$*"; }
+parts=${PARTS:-few,full}
+for part in ${parts//,/ }; do
+  [[ $part == few || $part == full ]] ||
+    { echo "docs-scoreboard: PARTS: unknown part '$part' (few, full)" >&2; exit 2; }
+done
+
+if [[ ,$parts, == *,few,* ]]; then
 
 # The second pretraining run of the main job's recipe (run B: runs/pretrain-lm, then
 # runs/pretrain-intent-pseudo), fine-tuned on every task.
@@ -32,7 +41,7 @@ scripts/scoreboard.py --settings few,full --out "$out/scoreboard-15" \
   --row "classical baseline=runs/baselines/classical-{setting}.json" \
   --row "no pretraining=$scratch_few" \
   --row "language stage alone, 15 % (run B)=$lm_few" \
-  --row "main job, 15 % (run B)=$main_few+runs/eval-full"
+  --row "main job, 15 % (run B)=$main_few+$out/run-b-main-full.json"
 # Two pretraining runs of the intent rows: run A (the first, whose per-seed results
 # docs/figures/scoreboard/run-a-*.json transcribe from docs/results.md) and run B, apart and
 # pooled.
@@ -79,13 +88,29 @@ scripts/scoreboard.py --settings few --out "$out/runs-30" \
 # The scoreboard docs/results.md opens with: the main job's recipe (the language stage masking
 # 30 %) pretrained three times (runs/mlm30 with runs/pretrain-mlm30, runs/p2, runs/p3: RUNS=runs/pN
 # PRETRAIN_SEED=N LM_ROW=1 scripts/run.sh), pooled over the three encoders and their fine-tuning
-# seeds. Full data: run B's 15 % encoder.
-scripts/scoreboard.py --settings few,full --out "$out/scoreboard" \
+# seeds.
+scripts/scoreboard.py --settings few --out "$out/scoreboard" \
   --row "classical baseline=runs/baselines/classical-{setting}.json" \
   --row "no pretraining=$scratch_few" \
   --row "language stage alone=$lm1+$lm2+$lm3" \
-  --row "main job=$main1+$main2+$main3" \
-  --row "main job, 15 % (run B)=runs/eval-full"
-for setting in few full; do
-  "$bin" plot "$out/scoreboard-$setting.rows.json" --out "$out/$setting" --format png >/dev/null
-done
+  --row "main job=$main1+$main2+$main3"
+"$bin" plot "$out/scoreboard-few.rows.json" --out "$out/few" --format png >/dev/null
+fi
+
+if [[ ,$parts, == *,full,* ]]; then
+# Full data (train), seed 1: run 1's encoders (pretraining seed 11; runs/pretrain-lm and
+# runs/pretrain-intent-pseudo as `scripts/run.sh` trains them), fine-tuned by `TASKS=dstc8,hwu,
+# restaurant8k,banking SETTINGS=full SEEDS=1 scripts/run.sh` and the `dialtree eval dialoglue
+# --setting full` commands of docs/results.md "How the scoreboard was made" (runs/eval-full,
+# runs/eval-full-random, runs/eval-full-lm, runs/scratch-full); run B's 15 % encoder as
+# transcribed. The main job's intent tasks start at random on full data (val's choice, which
+# run.sh makes since): they come from runs/eval-full-random, its tagging tasks (random heads
+# either way) from runs/eval-full.
+scripts/scoreboard.py --settings full --out "$out/full-data" \
+  --row "classical baseline=runs/baselines/classical-{setting}.json" \
+  --row "no pretraining=runs/scratch-full" \
+  --row "language stage alone=runs/eval-full-lm" \
+  --row "main job=runs/eval-full-random@banking,hwu,clinc+runs/eval-full@restaurant8k,dstc8,top" \
+  --row "main job, 15 % (run B)=$out/run-b-main-full.json"
+"$bin" plot "$out/full-data-full.rows.json" --out "$out/full" --format png >/dev/null
+fi

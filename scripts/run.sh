@@ -152,8 +152,8 @@ echo "run: STS files in $out/sts, tokenizer in $out/tokenizer"
 declare -A minutes=(
   [lm]=45 [stage1]=16 [intent]=3 [pseudo]=5 [probe]=1
   [few:banking]=5 [few:clinc]=10 [few:hwu]=3 [few:restaurant8k]=2 [few:dstc8]=2 [few:top]=10
-  [full:banking]=40 [full:clinc]=60 [full:hwu]=30 [full:restaurant8k]=40 [full:dstc8]=20
-  [full:top]=120
+  [full:banking]=11 [full:clinc]=15 [full:hwu]=8 [full:restaurant8k]=4 [full:dstc8]=3
+  [full:top]=14
   [self:banking]=8 [self:clinc]=18 [self:hwu]=4
   [classical-few:banking]=0 [classical-few:clinc]=0 [classical-few:hwu]=0
   [classical-few:restaurant8k]=0 [classical-few:dstc8]=0 [classical-few:top]=5
@@ -279,14 +279,17 @@ if [[ ${EVAL:-1} != 0 ]]; then
     [[ $setting == full ]] && s=$full_seeds
     eta "fine-tuning the main job's encoder, $setting, tasks $tasks, seeds $s" \
       "$(plan_minutes "$setting" "$tasks" "$s")"
-    # The intent classifier starts from the linear probe (docs/evaluation.md): chosen on val for
-    # the pseudo-labelled intent stage's encoder (docs/results.md "Does the intent stage
-    # help, and why?"); the tagging heads start at random. Every fine-tuned model is kept
+    # The intent classifier's start, chosen on val per setting (docs/evaluation.md): few-shot
+    # from the linear probe (docs/results.md "Does the intent stage help, and why?"), full data
+    # at random (docs/results.md "Full data: the main job, the language stage alone and the
+    # cap"); the tagging heads start at random. Every fine-tuned model is kept
     # (OUT/TASK/seed-N/model: `dialtree serve` answers /classify with an intent model and /parse
     # with a slot or TOP model), and OUT/submission.json is DialoGLUE's submission file.
+    init=()
+    [[ $setting == few ]] && init=(classifier_init=linear_probe)
     "$bin" eval dialoglue --model "$model" --tasks "$tasks" --setting "$setting" --seeds "$s" \
       --config "configs/eval-$setting.yaml" --data-dir "$data/dialoglue" \
-      --out "$runs/eval-$setting" --save-models classifier_init=linear_probe
+      --out "$runs/eval-$setting" --save-models ${init[@]+"${init[@]}"}
     figures+=("$runs/eval-$setting")
     if [[ ${LM_ROW:-0} != 0 ]]; then  # the scoreboard's "language stage alone" row
       eta "fine-tuning the language stage alone, $setting" \

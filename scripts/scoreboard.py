@@ -9,7 +9,10 @@ usage: scripts/scoreboard.py [--out runs/scoreboard] [--row NAME=PATH ...] [--se
 Each row is a NAME=PATH pair; PATH is a results.json (or the folder holding it) from
 `dialtree eval dialoglue`, or a JSON array of such objects (bench/reference/classical_baseline.py
 --json), and may hold `{setting}`, replaced by few or full. PATH may join several sources with
-`+` (e.g. the runs of one encoder made in parts, or the encoders of several pretraining runs):
+`+` (e.g. the runs of one encoder made in parts, or the encoders of several pretraining runs),
+and a source may end in `@TASK,TASK...` to take only those tasks from it (e.g. the intent tasks
+of one recipe and the tagging tasks of another folder of the same encoder; each named task must
+be in the source):
 a task's runs are pooled, one run per (encoder, seed), and its mean ± std is over all of them; a
 task whose runs come from more than one encoder says how many ("6 runs, 2 encoders"), and a
 second table gives, for the rows that pool several encoders, the spread between pretraining
@@ -74,6 +77,19 @@ def load_results(path, setting):
         if obj["setting"] == setting:
             return obj
     return None
+
+
+def only_tasks(results, wanted, source):
+    """A copy of one results object keeping only the tasks in `wanted` (DialoGLUE names; dstc8
+    also matches the folder name dstc8_sgd). Raises ValueError naming a task it lacks."""
+    def name(task):
+        return "dstc8" if task == "dstc8_sgd" else task
+    kept = {t: e for t, e in results["tasks"].items() if name(t) in wanted}
+    lacking = sorted(set(wanted) - {name(t) for t in kept})
+    if lacking:
+        raise ValueError(f"{source}: has no {', '.join(lacking)} (it has "
+                         f"{', '.join(sorted(name(t) for t in results['tasks']))})")
+    return dict(results, tasks=kept)
 
 
 def task_runs(results, task):
@@ -239,9 +255,19 @@ def main():
         got = []
         for name, path in rows:
             sources, missing = [], []
-            for source in path.replace("{setting}", setting).split("+"):
+            for spec in path.replace("{setting}", setting).split("+"):
+                source, at, wanted = spec.partition("@")
+                wanted = [t for t in wanted.split(",") if t]
+                if at and not wanted:
+                    sys.exit(f"error: row '{name}': {spec}: no task after '@'")
+                for task in wanted:
+                    if task not in TASKS:
+                        sys.exit(f"error: row '{name}': {spec}: unknown task '{task}' "
+                                 f"({', '.join(TASKS)})")
                 try:
                     results = load_results(source, setting)
+                    if wanted and results is not MISSING and results is not None:
+                        results = only_tasks(results, wanted, source)
                 except (OSError, ValueError) as e:
                     sys.exit(f"error: {source}: {e}")
                 if results is MISSING:

@@ -160,6 +160,27 @@ class Scoreboard(unittest.TestCase):
         text, board = self.run_board(f"main={a}+{full}")
         self.assertIn("| main | – | 70.00 (1) |", text)
 
+    def test_a_source_can_give_some_of_its_tasks(self):
+        # One encoder, two recipes: the intent tasks from one folder, dstc8 from the other.
+        a = self.write("a", results("m1", "few", {"hwu": [(1, 70.0, 71.0)],
+                                                   "dstc8_sgd": [(1, 30.0, 31.0)]}))
+        b = self.write("b", results("m1", "few", {"hwu": [(1, 80.0, 81.0)],
+                                                   "dstc8_sgd": [(1, 40.0, 41.0)]}))
+        text, board = self.run_board(f"main={b}@hwu+{a}@dstc8")
+        row = board["settings"]["few"]["rows"][0]
+        self.assertAlmostEqual(row["tasks"]["hwu"]["mean"], 80.0)
+        self.assertAlmostEqual(row["tasks"]["dstc8"]["mean"], 30.0)
+        self.assertEqual(row["tasks"]["hwu"]["runs"], 1)
+        # Without the selection the same seed of the same encoder would be there twice.
+        err, _ = self.run_board(f"main={b}+{a}", ok=False)
+        self.assertIn("give each run once", err)
+        err, _ = self.run_board(f"main={b}@banking", ok=False)
+        self.assertIn(f"{b}: has no banking (it has dstc8, hwu)", err)
+        err, _ = self.run_board(f"main={b}@hwu,slots", ok=False)
+        self.assertIn("unknown task 'slots'", err)
+        err, _ = self.run_board(f"main={b}@", ok=False)
+        self.assertIn("no task after '@'", err)
+
     def test_dstc8_folder_name_and_average_over_six(self):
         tasks = {t: [(1, 50.0, 0)] for t in ("banking", "hwu", "clinc", "restaurant8k", "top")}
         tasks["dstc8_sgd"] = [(1, 20.0, 0)]
