@@ -79,24 +79,25 @@ def load_results(path, setting):
     return None
 
 
-def only_tasks(results, wanted, source):
-    """A copy of one results object keeping only the tasks in `wanted` (DialoGLUE names; dstc8
-    also matches the folder name dstc8_sgd). Raises ValueError naming a task it lacks."""
-    def name(task):
-        return "dstc8" if task == "dstc8_sgd" else task
-    kept = {t: e for t, e in results["tasks"].items() if name(t) in wanted}
-    lacking = sorted(set(wanted) - {name(t) for t in kept})
+def task_name(key):
+    """The DialoGLUE name of a results.json task key: dstc8 for the data folder's dstc8_sgd."""
+    return "dstc8" if key == "dstc8_sgd" else key
+
+
+def only_tasks(results, wanted):
+    """A copy of one results object keeping only the tasks in `wanted` (DialoGLUE names).
+    Raises ValueError naming a task it lacks."""
+    kept = {t: e for t, e in results["tasks"].items() if task_name(t) in wanted}
+    lacking = sorted(set(wanted) - {task_name(t) for t in kept})
     if lacking:
-        raise ValueError(f"{source}: has no {', '.join(lacking)} (it has "
-                         f"{', '.join(sorted(name(t) for t in results['tasks']))})")
+        raise ValueError(f"has no {', '.join(lacking)} (it has "
+                         f"{', '.join(sorted(task_name(t) for t in results['tasks']))})")
     return dict(results, tasks=kept)
 
 
 def task_runs(results, task):
     """(seed, test, val) of each run of `task` in one results object, or None when not run."""
-    entry = results["tasks"].get(task)
-    if entry is None and task == "dstc8":
-        entry = results["tasks"].get("dstc8_sgd")  # the data folder's name, also accepted
+    entry = next((e for key, e in results["tasks"].items() if task_name(key) == task), None)
     if entry is None:
         return None
     runs = entry.get("runs") or [{"seed": None, "test": entry["mean"],
@@ -267,7 +268,7 @@ def main():
                 try:
                     results = load_results(source, setting)
                     if wanted and results is not MISSING and results is not None:
-                        results = only_tasks(results, wanted, source)
+                        results = only_tasks(results, wanted)
                 except (OSError, ValueError) as e:
                     sys.exit(f"error: {source}: {e}")
                 if results is MISSING:
