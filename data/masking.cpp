@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <stdexcept>
 #include <string>
 
@@ -194,7 +195,8 @@ std::vector<std::uint8_t> value_span_flags(const Tokenizer& tokenizer, std::stri
   return flags;
 }
 
-std::vector<CharSpan> label_mention_spans(std::string_view text, const sts::Tree& label) {
+std::vector<std::pair<std::string, std::vector<CharSpan>>> label_mention_spans_by_slot(
+    std::string_view text, const sts::Tree& label) {
   const std::u32string original = utf8::decode(text);
   const std::u32string lowered = ascii_lower(original);
   const std::size_t n = lowered.size();
@@ -202,10 +204,11 @@ std::vector<CharSpan> label_mention_spans(std::string_view text, const sts::Tree
     return i == 0 || i == n || !(is_word_char(lowered[i - 1]) && is_word_char(lowered[i]));
   };
 
-  std::vector<CharSpan> out;
+  std::map<std::string, std::vector<CharSpan>> by_slot;
   for (const auto& [domain, intents] : label.domains) {
     for (const auto& [intent, slots] : intents) {
       for (const auto& [slot, values] : slots) {
+        std::vector<CharSpan>& out = by_slot[slot];
         for (const sts::Value& v : values) {
           std::u32string mention;
           if (v.span) {
@@ -233,37 +236,64 @@ std::vector<CharSpan> label_mention_spans(std::string_view text, const sts::Tree
       }
     }
   }
+  std::vector<std::pair<std::string, std::vector<CharSpan>>> result;
+  for (auto& [slot, spans] : by_slot) {
+    std::sort(spans.begin(), spans.end());
+    spans.erase(std::unique(spans.begin(), spans.end()), spans.end());
+    if (!spans.empty()) result.emplace_back(slot, std::move(spans));
+  }
+  return result;
+}
+
+std::vector<CharSpan> label_mention_spans(std::string_view text, const sts::Tree& label) {
+  std::vector<CharSpan> out;
+  for (auto& [slot, spans] : label_mention_spans_by_slot(text, label)) {
+    out.insert(out.end(), spans.begin(), spans.end());
+  }
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
 }
 
-std::vector<std::uint8_t> context_span_flags(
-    const std::vector<std::vector<std::uint8_t>>& utterance_flags,
-    const SerializeOptions& options) {
+namespace {
+// Mirrors serialize_context() for per-token values: same utterances, same truncations, `marker`
+// at the two role markers of each utterance (docs/method.md §1.5 steps 1-6).
+template <typename T>
+std::vector<T> align_context(const std::vector<std::vector<T>>& per_utterance,
+                             const SerializeOptions& options, T marker, const char* fn) {
   if (options.max_len == 0 || options.max_ctx_turn == 0 || options.max_utt_len == 0) {
-    throw std::invalid_argument(
-        "context_span_flags: max_len, max_ctx_turn and max_utt_len "
-        "must all be >= 1");
+    throw std::invalid_argument(std::string(fn) +
+                                ": max_len, max_ctx_turn and max_utt_len must all be >= 1");
   }
-  if (utterance_flags.empty()) {
-    throw std::invalid_argument("context_span_flags: no utterance");
-  }
-  // Mirrors serialize_context(): same utterances, same truncations, markers unflagged.
-  const std::size_t count = utterance_flags.size();
+  if (per_utterance.empty()) throw std::invalid_argument(std::string(fn) + ": no utterance");
+  const std::size_t count = per_utterance.size();
   const std::size_t first = count > options.max_ctx_turn ? count - options.max_ctx_turn : 0;
-  std::vector<std::uint8_t> out;
+  std::vector<T> out;
   for (std::size_t j = first; j < count; ++j) {
-    const std::vector<std::uint8_t>& f = utterance_flags[j];
+    const std::vector<T>& f = per_utterance[j];
     const std::size_t keep = std::min(f.size(), options.max_utt_len);
-    out.push_back(0);
+    out.push_back(marker);
     out.insert(out.end(), f.end() - static_cast<std::ptrdiff_t>(keep), f.end());
-    out.push_back(0);
+    out.push_back(marker);
   }
   if (out.size() > options.max_len) {
     out.erase(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(out.size() - options.max_len));
   }
   return out;
+}
+}  // namespace
+
+std::vector<std::uint8_t> context_span_flags(
+    const std::vector<std::vector<std::uint8_t>>& utterance_flags,
+    const SerializeOptions& options) {
+  return align_context<std::uint8_t>(utterance_flags, options, 0, "context_span_flags");
+}
+
+std::vector<std::int32_t> context_token_labels(
+    const std::vector<std::vector<std::int32_t>>& utterance_labels, const SerializeOptions& options,
+    std::int32_t marker_label) {
+  return align_context<std::int32_t>(utterance_labels, options, marker_label,
+                                     "context_token_labels");
 }
 
 }  // namespace dialtree::data

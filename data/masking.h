@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <random>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -110,6 +111,14 @@ std::vector<std::uint8_t> value_span_flags(const Tokenizer& tokenizer, std::stri
 ///   such spans).
 std::vector<CharSpan> label_mention_spans(std::string_view text, const sts::Tree& label);
 
+/// label_mention_spans() per slot name: for each slot of `label` (merged over domains and
+/// intents, in byte order of the names) the sorted, de-duplicated spans of its values' mentions,
+/// found by the same rules. Slots with no mention in `text` are left out. The union of the
+/// lists is label_mention_spans(text, label). Used for the token-level tree term (docs/training.md
+/// "A token-level tree term"). @throws as label_mention_spans().
+std::vector<std::pair<std::string, std::vector<CharSpan>>> label_mention_spans_by_slot(
+    std::string_view text, const sts::Tree& label);
+
 /// Flags of a serialised context, aligned with serialize_context(history, ...).input_ids:
 /// `utterance_flags[j]` are the flags of history[j]'s ids (value_span_flags()), and the same
 /// steps 1-6 of docs/method.md §1.5 are applied (last max_ctx_turn utterances, last max_utt_len
@@ -118,5 +127,12 @@ std::vector<CharSpan> label_mention_spans(std::string_view text, const sts::Tree
 std::vector<std::uint8_t> context_span_flags(
     const std::vector<std::vector<std::uint8_t>>& utterance_flags,
     const SerializeOptions& options = {});
+
+/// context_span_flags() for int32 per-token labels (e.g. slot ids): `utterance_labels[j]` aligned
+/// with history[j]'s ids, the same utterances and truncations kept, `marker_label` at the role
+/// markers. @throws std::invalid_argument as context_span_flags().
+std::vector<std::int32_t> context_token_labels(
+    const std::vector<std::vector<std::int32_t>>& utterance_labels, const SerializeOptions& options,
+    std::int32_t marker_label);
 
 }  // namespace dialtree::data

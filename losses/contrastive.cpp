@@ -151,4 +151,18 @@ at::Tensor multi_view_supcon_loss(const at::Tensor& p1, const at::Tensor& p2,
   return multi_view_supcon_loss(p1, p2, at::stack(same_device), options);
 }
 
+at::Tensor token_supcon_loss(const at::Tensor& z1, const at::Tensor& z2, const at::Tensor& labels,
+                             const ContrastiveOptions& options) {
+  if (!labels.defined() || labels.dim() != 1 || labels.scalar_type() != at::kLong ||
+      !z1.defined() || z1.dim() != 2 || labels.size(0) != z1.size(0)) {
+    throw std::invalid_argument(
+        "token_supcon_loss: labels must be int64 [N] with N = z1.size(0), got " +
+        shape_text(labels) + " for z1 " + shape_text(z1));
+  }
+  const at::Tensor l = labels.to(z1.device());
+  ContrastiveOptions whole = options;
+  whole.shard_size = 0;
+  return supcon_loss(z1, z2, l.unsqueeze(0).eq(l.unsqueeze(1)).to(at::kFloat), whole);
+}
+
 }  // namespace dialtree::losses

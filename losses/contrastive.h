@@ -77,4 +77,18 @@ at::Tensor multi_view_supcon_loss(const at::Tensor& p1, const at::Tensor& p2,
                                   const std::vector<at::Tensor>& masks,
                                   const ContrastiveOptions& options = {});
 
+/// The token-level tree term (docs/training.md "A token-level tree term"): supcon_loss() over
+/// value-mention tokens instead of examples, the S view at token level. Row i of z1 and z2 is one
+/// token in the two dropout views; S_ij = 1 when tokens i and j belong to mentions of the same
+/// slot (labels_i == labels_j), so an anchor's positives are its other view and every mention
+/// token of the same slot, its negatives the mention tokens of other slots. One loss over all N
+/// tokens (options.shard_size is ignored).
+/// @param z1 float [N, D] token vectors, first view, N >= 1
+/// @param z2 float [N, D], the same tokens in the second view
+/// @param labels int64 [N], the slot id of each token (any values; only equality counts)
+/// @return 0-d tensor (float64 for double inputs, else float32) on z1's device.
+/// @throws std::invalid_argument if labels is not int64 [N], and as supcon_loss().
+at::Tensor token_supcon_loss(const at::Tensor& z1, const at::Tensor& z2, const at::Tensor& labels,
+                             const ContrastiveOptions& options = {});
+
 }  // namespace dialtree::losses

@@ -35,8 +35,9 @@ Objective combine_objective(const ObjectiveParts& parts, const ObjectiveWeights&
   check_weight(weights.contrastive_weight, "contrastive_weight");
   check_weight(weights.mlm_weight, "mlm_weight");
   check_weight(weights.self_weight, "self_weight");
+  check_weight(weights.token_contrastive_weight, "token_contrastive_weight");
   if (!parts.sup.defined() && !parts.mlm_labelled.defined() && !parts.self.defined() &&
-      !parts.mlm_unlabelled.defined()) {
+      !parts.mlm_unlabelled.defined() && !parts.token.defined()) {
     throw std::invalid_argument("combine_objective: every loss part is absent");
   }
   Objective out;
@@ -44,6 +45,8 @@ Objective combine_objective(const ObjectiveParts& parts, const ObjectiveWeights&
   at::Tensor unlabelled;
   out.sup = accumulate(labelled, parts.sup, weights.contrastive_weight, "sup");
   out.mlm_labelled = accumulate(labelled, parts.mlm_labelled, weights.mlm_weight, "mlm_labelled");
+  out.token_contrastive =
+      accumulate(labelled, parts.token, weights.token_contrastive_weight, "token");
   out.self = accumulate(unlabelled, parts.self, weights.self_weight, "self");
   out.mlm_unlabelled =
       accumulate(unlabelled, parts.mlm_unlabelled, weights.mlm_weight, "mlm_unlabelled");
@@ -54,7 +57,8 @@ Objective combine_objective(const ObjectiveParts& parts, const ObjectiveWeights&
   } else {
     out.total = labelled + unlabelled;
   }
-  out.labelled = weights.contrastive_weight * out.sup + weights.mlm_weight * out.mlm_labelled;
+  out.labelled = weights.contrastive_weight * out.sup + weights.mlm_weight * out.mlm_labelled +
+                 weights.token_contrastive_weight * out.token_contrastive;
   out.unlabelled = weights.self_weight * out.self + weights.mlm_weight * out.mlm_unlabelled;
   out.total_value = out.labelled + out.unlabelled;
   return out;

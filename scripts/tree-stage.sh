@@ -4,18 +4,21 @@
 # (runs/pretrain-lm/final, `EVAL=0 scripts/run.sh`),
 # run a contrastive stage on the data with real trees (the SGD subset without DSTC8's services,
 # and the train_10 split of all six DialoGLUE tasks; configs/pretrain-small.yaml) in arms that
-# differ only in the projection views or in how the labelled batches are drawn:
+# differ only in the projection views, in how the labelled batches are drawn, or in a token-level term:
 #   tree    all ten views of SPACE-2 (D, I, S, V, DI, IS, SV, DIS, ISV, DISV);
 #   single  the I view alone on the same data and steps ("more labels" without "tree views").
 #   values  all ten views, with labelled batches drawn so that groups of 4 share a slot-value
 #           pair (data.group_by_view=SV, docs/training.md "Batches that share values"): the
 #           value views' positives that random batches of 32 almost never hold.
+#   tokens  all ten views with random batches, plus the token-level tree term
+#           (loss.token_contrastive_weight=1, docs/training.md "A token-level tree term"): the
+#           S view at token level, for the tokens a tagger reads.
 # Each arm logs the val probe of all six tasks (intent [CLS] probe and token-level probe) every
 # 150 steps (the curves), then the probe table on val and test, then is fine-tuned few-shot
 # (configs/eval-few.yaml) on TASKS with SEEDS. Everything lands in runs/tree/<arm>-p<seed>/.
 # A finished part is reused.
 #   usage: scripts/tree-stage.sh
-#   env: ARMS (tree,single; values on request), PRETRAIN_SEEDS (11: pretraining seeds, `seed`/`data_seed`),
+#   env: ARMS (tree,single; values, tokens on request), PRETRAIN_SEEDS (11: pretraining seeds, `seed`/`data_seed`),
 #        TASKS (restaurant8k,dstc8,top,banking,clinc,hwu: fine-tuned tasks, in this order),
 #        SEEDS (1,2,3: fine-tuning seeds), DIALTREE_SHARED (../shared)
 set -euo pipefail
@@ -32,16 +35,17 @@ all_tasks=banking,clinc,hwu,restaurant8k,dstc8,top
 [[ -f runs/pretrain-lm/final/model.safetensors ]] ||
   { echo "tree-stage: no language stage in runs/pretrain-lm/final (run EVAL=0 scripts/run.sh)" >&2; exit 1; }
 for arm in ${arms//,/ }; do  # a typo must not cost the earlier arms' training first
-  [[ $arm == tree || $arm == single || $arm == values ]] ||
-    { echo "tree-stage: ARMS: unknown arm '$arm' (tree, single, values)" >&2; exit 2; }
+  [[ $arm == tree || $arm == single || $arm == values || $arm == tokens ]] ||
+    { echo "tree-stage: ARMS: unknown arm '$arm' (tree, single, values, tokens)" >&2; exit 2; }
 done
 for arm in ${arms//,/ }; do
-  grouping=()
+  extra=()
   case $arm in
     tree) views='[D,I,S,V,DI,IS,SV,DIS,ISV,DISV]' ;;
     single) views='[I]' ;;
-    values) views='[D,I,S,V,DI,IS,SV,DIS,ISV,DISV]' grouping=(data.group_by_view=SV data.group_size=4) ;;
-    *) echo "tree-stage: ARMS: unknown arm '$arm' (tree, single, values)" >&2; exit 2 ;;
+    values) views='[D,I,S,V,DI,IS,SV,DIS,ISV,DISV]' extra=(data.group_by_view=SV data.group_size=4) ;;
+    tokens) views='[D,I,S,V,DI,IS,SV,DIS,ISV,DISV]' extra=(loss.token_contrastive_weight=1) ;;
+    *) echo "tree-stage: ARMS: unknown arm '$arm' (tree, single, values, tokens)" >&2; exit 2 ;;
   esac
   for pseed in ${pretrain_seeds//,/ }; do
     dir=runs/tree/$arm-p$pseed
@@ -50,7 +54,7 @@ for arm in ${arms//,/ }; do
       "$bin" train configs/pretrain-small.yaml model_name_or_path=runs/pretrain-lm/final \
         output_dir="$dir" overwrite_output_dir=true seed="$pseed" data_seed="$pseed" \
         model.projection_views="$views" eval_tasks="[$all_tasks]" eval_data_dir="$data" \
-        ${grouping[@]+"${grouping[@]}"}
+        ${extra[@]+"${extra[@]}"}
     fi
     for split in val test; do
       [[ -f $dir/probe-$split.json ]] ||

@@ -205,8 +205,8 @@ void Validator::data_section() const {
   if (!d.group_by_view.empty()) {
     if (!sts::find_view(d.group_by_view)) {
       fail_at("data.group_by_view", "must be \"\" (random batches) or one of the views " +
-                                        join(sts::view_name_list()) + ", got '" +
-                                        d.group_by_view + "'");
+                                        join(sts::view_name_list()) + ", got '" + d.group_by_view +
+                                        "'");
     }
     if (d.labelled.empty()) {
       fail_at(blame("data.labelled", "data.group_by_view"),
@@ -259,14 +259,21 @@ void Validator::loss_section() const {
             "loss.encoder_mlm_weight applies to loss.language_objective rtd only (with mlm the "
             "encoder's MLM loss is the language term, weighed by loss.mlm_weight)");
   }
+  if (l.token_contrastive_weight > 0 && d.labelled.empty()) {
+    fail_at(blame("loss.token_contrastive_weight", "data.labelled"),
+            "loss.token_contrastive_weight > 0 needs labelled data (data.labelled is empty): "
+            "the term reads the value mentions of label trees");
+  }
   if (l.gather_across_devices && d.contrastive_shard_size != 0) {
     fail_at(blame("loss.gather_across_devices", "data.contrastive_shard_size"),
             "loss.gather_across_devices needs data.contrastive_shard_size 0 (the gathered "
             "candidate set is not cut into shards); got " +
                 std::to_string(d.contrastive_shard_size));
   }
-  const bool any_term = l.mlm_weight > 0 || (!d.labelled.empty() && l.contrastive_weight > 0) ||
-                        (!d.unlabelled.empty() && l.self_supervised_weight > 0);
+  const bool any_term =
+      l.mlm_weight > 0 ||
+      (!d.labelled.empty() && (l.contrastive_weight > 0 || l.token_contrastive_weight > 0)) ||
+      (!d.unlabelled.empty() && l.self_supervised_weight > 0);
   if (!any_term) {
     fail_at("loss.mlm_weight", "every loss term has weight 0 for the given inputs");
   }
@@ -536,6 +543,9 @@ PretrainRows loss_setting_rows() {
           .in(at_least(0)),
       field("loss.encoder_mlm_weight", &C::loss, &L::encoder_mlm_weight,
             "rtd: weight of the encoder's own MLM loss on the corrupted input (0: ELECTRA's)")
+          .in(at_least(0)),
+      field("loss.token_contrastive_weight", &C::loss, &L::token_contrastive_weight,
+            "weight of the token-level tree term: value-mention tokens of one slot as positives")
           .in(at_least(0)),
   };
 }

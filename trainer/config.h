@@ -118,6 +118,11 @@ struct LossConfig {
   /// that it keeps learning token identities as an MLM stage does (docs/training.md
   /// "Replaced-token detection").
   double encoder_mlm_weight = 0.0;
+  /// Weight of the token-level tree term on labelled batches, >= 0 (docs/training.md "A
+  /// token-level tree term"; 0 = SPACE-2's objective): a supervised contrastive loss over the
+  /// final states of value-mention tokens in the two dropout views, positives the tokens of
+  /// mentions of the same slot. Needs data.labelled.
+  double token_contrastive_weight = 0.0;
 };
 
 /// The whole pretraining run. Top-level keys use the HF TrainingArguments names. Defaults are the

@@ -17,6 +17,7 @@ void LogWindow::add(const StepEvent& e) {
   tokens += e.stats->tokens, real_tokens += e.stats->real_tokens;
   generator_mlm += l.generator_mlm, replaced_token += l.replaced_token;
   encoder_mlm += l.encoder_mlm;
+  token_contrastive += l.token_contrastive;
 }
 
 json LogWindow::to_json() const {
@@ -32,6 +33,7 @@ json LogWindow::to_json() const {
           {"generator_mlm", generator_mlm},
           {"replaced_token", replaced_token},
           {"encoder_mlm", encoder_mlm},
+          {"token_contrastive", token_contrastive},
           {"grad_norm", grad_norm},
           {"steps", steps},
           {"examples", examples},
@@ -51,6 +53,8 @@ LogWindow LogWindow::from_json(const json& j) {
   w.generator_mlm = j.value("generator_mlm", 0.0);
   w.replaced_token = j.value("replaced_token", 0.0);
   w.encoder_mlm = j.value("encoder_mlm", 0.0);  // absent before loss.encoder_mlm_weight existed
+  // Absent before loss.token_contrastive_weight existed.
+  w.token_contrastive = j.value("token_contrastive", 0.0);
   // Absent in checkpoints written before the health checks existed.
   w.rank_compute = j.value("rank_compute", std::vector<double>{});
   w.rank_collective = j.value("rank_collective", std::vector<double>{});
@@ -97,6 +101,7 @@ void MetricsLog::write(const StepEvent& e) {
     rec["replaced_token"] = w.replaced_token / nsteps;
     if (options_.encoder_mlm) rec["encoder_mlm"] = w.encoder_mlm / nsteps;
   }
+  if (options_.token_contrastive) rec["token_contrastive"] = w.token_contrastive / nsteps;
   const std::string ranks_text = reporter_ != nullptr ? reporter_->report(w, rec) : "";
   if (metrics_ != nullptr) *metrics_ << rec.dump() << "\n" << std::flush;
   if (!say_) return;
@@ -109,11 +114,14 @@ void MetricsLog::write(const StepEvent& e) {
                                      ? fmt::format(", encoder mlm {:.3f}", w.encoder_mlm / nsteps)
                                      : std::string())
                    : std::string();
+  const std::string token_text = options_.token_contrastive
+                                     ? fmt::format("  token {:.4f}", w.token_contrastive / nsteps)
+                                     : std::string();
   say_(fmt::format(
       "step {}/{}  loss {:.4f} (contrastive {:.4f}, self {:.4f}, mlm {:.3f}/{:.3f})"
       "{}  lr {:.2e}  |g| {:.2f}  {:.1f} ex/s  padding {:.0f}%{}  ETA {}{}",
       e.step, e.total, w.loss / nsteps, w.sup / nsteps, w.self / nsteps, w.mlm_l / nsteps,
-      w.mlm_u / nsteps, rtd_text, e.learning_rate, w.grad_norm / nsteps,
+      w.mlm_u / nsteps, rtd_text + token_text, e.learning_rate, w.grad_norm / nsteps,
       static_cast<double>(w.examples) / w.seconds,
       w.tokens > 0 ? 100.0 * (1.0 - w.real_tokens / w.tokens) : 0.0, ranks_text,
       duration_text(step_secs * static_cast<double>(e.total - e.step)),

@@ -20,7 +20,8 @@ namespace dialtree::trainer {
 struct LogWindow {
   double loss = 0, sup = 0, self = 0, mlm_l = 0, mlm_u = 0, grad_norm = 0;
   double generator_mlm = 0, replaced_token = 0;  ///< replaced-token detection only
-  double encoder_mlm = 0;  ///< rtd with loss.encoder_mlm_weight > 0 only
+  double encoder_mlm = 0;                        ///< rtd with loss.encoder_mlm_weight > 0 only
+  double token_contrastive = 0;                  ///< loss.token_contrastive_weight > 0 only
   std::int64_t steps = 0, examples = 0;
   double seconds = 0;  ///< wall seconds of the steps
   /// Token rows the encoder's blocks computed (padding included unless padding_free) and real
@@ -62,6 +63,7 @@ struct MetricsLogOptions {
   bool rtd = false;                  ///< replaced-token detection: log its two losses too
   std::int64_t first_step = 0;       ///< the step the run (or resume) started at, for the ETA
   bool encoder_mlm = false;          ///< rtd with loss.encoder_mlm_weight > 0: log encoder_mlm
+  bool token_contrastive = false;    ///< loss.token_contrastive_weight > 0: log token_contrastive
 };
 
 /// The observer that sums every step into the window and, every logging_steps steps and at the
@@ -69,7 +71,8 @@ struct MetricsLogOptions {
 /// contrastive, self_supervised, mlm_labelled, mlm_unlabelled, learning_rate, grad_norm,
 /// examples_per_second, padded_token_fraction, train_seconds, resident_set_mb (the process's
 /// resident set, where Linux says it); generator_mlm and replaced_token
-/// with rtd, encoder_mlm with its weight > 0; the reporter's keys), logs "step N/T  loss ..." and starts a new window.
+/// with rtd, encoder_mlm with its weight > 0, token_contrastive with its weight > 0; the
+/// reporter's keys), logs "step N/T  loss ..." and starts a new window.
 class MetricsLog : public TrainingObserver {
  public:
   /// @param window the run's window (it outlives this; checkpoints save it)

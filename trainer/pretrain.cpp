@@ -172,11 +172,12 @@ struct Stream {
 // data.group_size draw the batches.
 Stream make_stream(const std::vector<std::string>& files, bool labelled, int batch_size,
                    std::uint64_t seed, const data::Tokenizer& tok,
-                   const data::SerializeOptions& opt, const DataConfig* grouped_by = nullptr) {
+                   const data::SerializeOptions& opt, const DataConfig* grouped_by = nullptr,
+                   bool slot_ids = false) {
   Stream s;
   s.labelled = labelled;
   if (files.empty()) return s;
-  s.datasets = load_pretrain_data(files, labelled, tok, opt, &s.skipped);
+  s.datasets = load_pretrain_data(files, labelled, tok, opt, &s.skipped, slot_ids);
   if (s.datasets.empty()) {
     throw DataError(files.front(), "", labelled ? "data.labelled" : "data.unlabelled",
                     "no training example (no non-empty trigger-role turn)");
@@ -217,16 +218,30 @@ torch::Tensor soft_masks(const std::vector<const PretrainExample*>& batch,
   return torch::stack(per_view);
 }
 
-// The tensors of one batch (docs/method.md §4.1-§4.2): the unmasked inputs, the soft masks, and the
-// masked MLM copy (labelled value spans fully masked, §4.2).
+// The tensors of one batch (docs/method.md §4.1-§4.2): the unmasked inputs, the soft masks, the
+// masked MLM copy (labelled value spans fully masked, §4.2) and, with `token_slots`, the slot id
+// of every value-mention token (docs/training.md "A token-level tree term").
 StreamBatch prepare_batch(const std::vector<const PretrainExample*>& batch, torch::Tensor masks,
                           const data::MlmMaskingOptions& mopt, const data::Tokenizer& tok,
-                          std::mt19937_64& rng, bool labelled) {
+                          std::mt19937_64& rng, bool labelled, bool token_slots) {
   std::vector<data::SerializedExample> tokens;
   tokens.reserve(batch.size());
   for (const auto* ex : batch) tokens.push_back(ex->tokens);
   StreamBatch out;
   out.inputs = model::collate(tokens);
+  if (token_slots) {  // the token-level tree term's slot ids (kNoSlot -> kIgnoreLabel)
+    std::vector<std::vector<std::int32_t>> slots;
+    slots.reserve(batch.size());
+    for (const auto* ex : batch) {
+      std::vector<std::int32_t> ids(ex->tokens.input_ids.size(),
+                                    static_cast<std::int32_t>(model::kIgnoreLabel));
+      for (std::size_t i = 0; i < ex->span_slots.size(); ++i) {
+        if (ex->span_slots[i] != kNoSlot) ids[i] = ex->span_slots[i];
+      }
+      slots.push_back(std::move(ids));
+    }
+    out.token_slots = model::collate(tokens, slots).mlm_labels;
+  }
   out.masks = std::move(masks);
   std::vector<std::vector<std::int32_t>> labels;
   labels.reserve(batch.size());
@@ -479,7 +494,7 @@ void load_streams(Run& r, const LogSink& say) {
   const data::SerializeOptions sopt = serialize_options(config.data);
   const auto data_seed = static_cast<std::uint64_t>(config.data_seed);
   r.lab = make_stream(config.data.labelled, true, config.per_device_train_batch_size, data_seed,
-                      *r.tok, sopt, &config.data);
+                      *r.tok, sopt, &config.data, config.loss.token_contrastive_weight > 0);
   r.unl = make_stream(config.data.unlabelled, false, config.unlabelled_batch_size,
                       splitmix64(data_seed), *r.tok, sopt);
   auto count = [](const Stream& s) {
@@ -710,8 +725,10 @@ StreamBatch rank_batch(Run& r, const Stream& s, const std::vector<BatchRef>& ref
   const auto own = resolve(s, refs[static_cast<std::size_t>(r.rank)]);
   torch::Tensor masks;
   if (s.labelled) masks = soft_masks(gather ? all : own, r.views, c.loss.score_mode);
-  StreamBatch b = to_device(prepare_batch(own, masks, r.masking, *r.tok, rng, s.labelled), r.device,
-                            /*non_blocking=*/true);
+  const bool token_slots = s.labelled && c.loss.token_contrastive_weight > 0;
+  StreamBatch b = to_device(
+      prepare_batch(own, masks, r.masking, *r.tok, rng, s.labelled, token_slots), r.device,
+      /*non_blocking=*/true);
   if (gather) {
     b.gather_group = r.group;
     b.gather_rows = std::move(rows);
@@ -729,7 +746,8 @@ struct StepObjective {
 StepObjective step_objective(Run& r) {
   const PretrainConfig& c = r.cfg;
   StepObjective o;
-  o.weights = {c.loss.contrastive_weight, c.loss.mlm_weight, c.loss.self_supervised_weight};
+  o.weights = {c.loss.contrastive_weight, c.loss.mlm_weight, c.loss.self_supervised_weight,
+               c.loss.token_contrastive_weight};
   o.contrastive.temperature = c.loss.temperature;
   o.contrastive.base_temperature = c.loss.base_temperature;
   o.contrastive.shard_size = c.data.contrastive_shard_size;
@@ -758,7 +776,7 @@ void run_micro_batch(Run& r, const StepObjective& objective, std::int64_t micro,
       r.net, lab ? &*lab : nullptr, unl ? &*unl : nullptr, objective.weights, objective.contrastive,
       r.bf16, 1.0 / static_cast<double>(accum), nullptr, objective.language);
   stats.add_micro_batch({o.total_value, o.sup, o.self, o.mlm_labelled, o.mlm_unlabelled,
-                         o.generator_mlm, o.replaced_token, o.encoder_mlm},
+                         o.generator_mlm, o.replaced_token, o.encoder_mlm, o.token_contrastive},
                         accum);
   for (const auto* b : {lab ? &*lab : nullptr, unl ? &*unl : nullptr}) {
     if (b == nullptr) continue;
@@ -892,7 +910,7 @@ PretrainResult run_pretraining(const PretrainConfig& config, const std::atomic<b
   MetricsLog metrics_log(
       r.window, writer ? &metrics : nullptr, say,
       {config.logging_steps, r.steps_per_epoch, static_cast<bool>(r.rtd), r.step,
-       r.rtd && config.loss.encoder_mlm_weight > 0},
+       r.rtd && config.loss.encoder_mlm_weight > 0, config.loss.token_contrastive_weight > 0},
       &health);
   TrainingObserver* const observers[] = {&faults, &health, &progress, &metrics_log};
   PretrainResult result;

@@ -23,9 +23,10 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 std::vector<PretrainDataset> load_pretrain_data(const std::vector<std::string>& files,
                                                 bool labelled, const data::Tokenizer& tokenizer,
                                                 const data::SerializeOptions& options,
-                                                PretrainDataSkips* skipped) {
+                                                PretrainDataSkips* skipped, bool slot_ids) {
   PretrainDataSkips skips;
   std::map<std::string, PretrainDataset> by_source;
+  std::map<std::string, std::int32_t> slot_id;  // slot name -> id, by first appearance
   auto add_dialog = [&](const sts::Dialog& dialog) {
     sts::Dialog kept{dialog.id, dialog.source, {}};
     kept.turns.reserve(dialog.turns.size());
@@ -41,6 +42,8 @@ std::vector<PretrainDataset> load_pretrain_data(const std::vector<std::string>& 
     ds.name = dialog.source;
     // Value-mention flags of every turn, when any turn of the dialog mentions a value.
     std::vector<std::vector<std::uint8_t>> turn_flags;
+    std::vector<std::vector<std::int32_t>>
+        turn_slots;  // with slot_ids: per token, kNoSlot or an id
     if (labelled) {
       bool any = false;
       std::vector<std::vector<data::CharSpan>> spans(kept.turns.size());
@@ -53,6 +56,23 @@ std::vector<PretrainDataset> load_pretrain_data(const std::vector<std::string>& 
       if (any) {
         for (std::size_t t = 0; t < kept.turns.size(); ++t) {
           turn_flags.push_back(data::value_span_flags(tokenizer, kept.turns[t].text, spans[t]));
+        }
+      }
+      if (any && slot_ids) {
+        for (std::size_t t = 0; t < kept.turns.size(); ++t) {
+          std::vector<std::int32_t> ids(turn_flags[t].size(), kNoSlot);
+          if (kept.turns[t].label && !spans[t].empty()) {
+            for (const auto& [slot, slot_spans] :
+                 data::label_mention_spans_by_slot(kept.turns[t].text, *kept.turns[t].label)) {
+              const std::int32_t id =
+                  slot_id.emplace(slot, static_cast<std::int32_t>(slot_id.size())).first->second;
+              const auto flags = data::value_span_flags(tokenizer, kept.turns[t].text, slot_spans);
+              for (std::size_t i = 0; i < flags.size(); ++i) {
+                if (flags[i] != 0 && ids[i] == kNoSlot) ids[i] = id;
+              }
+            }
+          }
+          turn_slots.push_back(std::move(ids));
         }
       }
     }
@@ -68,6 +88,11 @@ std::vector<PretrainDataset> load_pretrain_data(const std::vector<std::string>& 
           bool any = false;
           for (auto f : pe.span_flags) any = any || f;
           if (!any) pe.span_flags.clear();
+          if (any && !turn_slots.empty()) {
+            const std::vector<std::vector<std::int32_t>> slots(
+                turn_slots.begin(), turn_slots.begin() + ex.turn_index + 1);
+            pe.span_slots = data::context_token_labels(slots, options, kNoSlot);
+          }
         }
       }
       pe.tokens = std::move(ex);

@@ -26,7 +26,16 @@ struct PretrainExample {
   /// Labelled streams: 1 per token of `tokens` that belongs to a labelled value mention of its
   /// utterance (docs/method.md §4.2 span masking); empty when the context has no value mention.
   std::vector<std::uint8_t> span_flags;
+  /// Labelled streams loaded with `slot_ids` only: per token of `tokens`, the id of the slot
+  /// whose value mention covers it (ids by first appearance over the loaded files, one id per
+  /// slot name as in the S view; the first slot in byte order where mentions overlap), or
+  /// kNoSlot; empty when the context has no value mention (docs/training.md "A token-level tree
+  /// term").
+  std::vector<std::int32_t> span_slots;
 };
+
+/// PretrainExample::span_slots of a token outside every value mention (and of role markers).
+inline constexpr std::int32_t kNoSlot = -1;
 
 /// All examples of one source dataset (the `source` field of sts/1 records).
 struct PretrainDataset {
@@ -44,12 +53,14 @@ struct PretrainDataSkips {
 /// source dataset, in byte order of the dataset names. Turns with empty text are skipped
 /// (SPACE-2 filters utterances with no sub-words), and so are dialogs with no turn left; both
 /// are counted into `skipped` when given, for the caller to report (docs/failure-cases.md B13).
-/// `labelled` selects whether view sets and value-span flags are computed.
+/// `labelled` selects whether view sets and value-span flags are computed; `slot_ids` (labelled
+/// only) whether span_slots are too.
 /// @throws DataError naming the file and line of a malformed record; TokenizerError.
 std::vector<PretrainDataset> load_pretrain_data(const std::vector<std::string>& files,
                                                 bool labelled, const data::Tokenizer& tokenizer,
                                                 const data::SerializeOptions& options,
-                                                PretrainDataSkips* skipped = nullptr);
+                                                PretrainDataSkips* skipped = nullptr,
+                                                bool slot_ids = false);
 
 /// How a run serialises its examples: the `data:` section's max_len, max_utt_len, max_ctx_turn
 /// and trigger_role (docs/method.md §1.5).

@@ -30,6 +30,10 @@ struct StreamBatch {
   torch::Tensor masks;          ///< soft positives: float [K, B, B] or [B, B]; undefined = identity
                                 ///< (unlabelled, docs/method.md §4.1 L_self)
   model::CollatedBatch masked;  ///< the MLM copy: masked input_ids and mlm_labels [B, L]
+  /// Labelled batches with loss.token_contrastive_weight > 0 only (else undefined): int64 [B, L]
+  /// aligned with inputs, the slot id of each value-mention token (PretrainExample::span_slots),
+  /// model::kIgnoreLabel elsewhere (docs/training.md "A token-level tree term").
+  torch::Tensor token_slots;
   /// Cross-rank candidates (loss.gather_across_devices): when set, the projected views of
   /// every rank's batch are all-gathered before the contrastive loss, and `masks` must cover
   /// the gathered batch ([K, G, G] or [G, G], G = sum of gather_rows, rank order).
@@ -62,6 +66,9 @@ struct StreamLosses {
   /// RTD with encoder_mlm_weight > 0 only: the encoder's token-mean MLM loss at the masked
   /// positions of the corrupted input (targets: the original ids).
   torch::Tensor encoder_mlm;
+  /// With batch.token_slots defined and at least one mention token: token_supcon_loss() over
+  /// the mention tokens' final states in the two dropout views (else undefined).
+  torch::Tensor token_contrastive;
 };
 
 /// ELECTRA's replaced-token detection on one masked batch (Clark et al., ICLR 2020, §2): the
@@ -90,6 +97,8 @@ StreamLosses replaced_token_detection_loss(model::SpaceModel& net,
 /// (so that DataParallelGroup::average_gradients() yields the global loss's gradient).
 /// With `contrastive` false the contrastive pass is skipped (its loss left undefined, i.e.
 /// absent), e.g. for MLM-only pretraining where its weight is 0.
+/// With batch.token_slots defined, the contrastive pass runs the whole last block (forward(),
+/// not forward_cls()) and also returns token_contrastive, per rank (never gathered), in fp32.
 /// @throws std::invalid_argument from the encoder or the losses on inconsistent shapes.
 /// The language term is `language`'s (MLM by default).
 StreamLosses stream_losses(model::SpaceModel& net, const StreamBatch& batch,
@@ -134,9 +143,9 @@ losses::Objective forward_backward(model::SpaceModel& net, const StreamBatch* la
 /// AdamW as HF's Trainer builds it: weight decay on matrices only (no decay on biases and
 /// LayerNorm gains, i.e. 1-D parameters), betas (beta1, beta2), epsilon `eps`, learning rate
 /// `lr` (the schedule sets it per step).
-std::unique_ptr<torch::optim::AdamW> make_adamw(const std::vector<torch::Tensor>& params,
-                                                double lr, double weight_decay, double beta1,
-                                                double beta2, double eps);
+std::unique_ptr<torch::optim::AdamW> make_adamw(const std::vector<torch::Tensor>& params, double lr,
+                                                double weight_decay, double beta1, double beta2,
+                                                double eps);
 
 /// Every parameter a step trains: the model's, then (when not null) the RTD module's, in that
 /// order (the optimiser's, the clipping's and the data-parallel averaging's one list).

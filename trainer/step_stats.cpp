@@ -8,7 +8,7 @@ namespace dialtree::trainer {
 
 namespace {
 
-constexpr std::size_t kStepStatsScalars = 10;  // the 8 loss parts, tokens, real_tokens
+constexpr std::size_t kStepStatsScalars = 11;  // the 9 loss parts, tokens, real_tokens
 
 }  // namespace
 
@@ -28,6 +28,7 @@ void StepStats::add_micro_batch(const StepLosses& l, std::int64_t micro_batches)
   losses.generator_mlm += l.generator_mlm / n;
   losses.replaced_token += l.replaced_token / n;
   losses.encoder_mlm += l.encoder_mlm / n;
+  losses.token_contrastive += l.token_contrastive / n;
 }
 
 void StepStats::set_rank_seconds(int rank, double compute, double collective) {
@@ -36,9 +37,17 @@ void StepStats::set_rank_seconds(int rank, double compute, double collective) {
 }
 
 std::vector<double> StepStats::to_vector() const {
-  std::vector<double> v = {losses.total,          losses.sup,   losses.self,
-                           losses.mlm_l,          losses.mlm_u, losses.generator_mlm,
-                           losses.replaced_token, losses.encoder_mlm, tokens, real_tokens};
+  std::vector<double> v = {losses.total,
+                           losses.sup,
+                           losses.self,
+                           losses.mlm_l,
+                           losses.mlm_u,
+                           losses.generator_mlm,
+                           losses.replaced_token,
+                           losses.encoder_mlm,
+                           losses.token_contrastive,
+                           tokens,
+                           real_tokens};
   v.insert(v.end(), rank_compute.begin(), rank_compute.end());
   v.insert(v.end(), rank_collective.begin(), rank_collective.end());
   return v;
@@ -52,9 +61,9 @@ StepStats StepStats::from_vector(const std::vector<double>& v, int world) {
                                 " values for " + std::to_string(world) + " ranks (expected " +
                                 std::to_string(kStepStatsScalars + 2 * w) + ")");
   }
-  s.losses = {v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]};
-  s.tokens = v[8];
-  s.real_tokens = v[9];
+  s.losses = {v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8]};
+  s.tokens = v[9];
+  s.real_tokens = v[10];
   const auto ranks = v.begin() + static_cast<std::ptrdiff_t>(kStepStatsScalars);
   std::copy(ranks, ranks + static_cast<std::ptrdiff_t>(w), s.rank_compute.begin());
   std::copy(ranks + static_cast<std::ptrdiff_t>(w), v.end(), s.rank_collective.begin());
@@ -64,7 +73,8 @@ StepStats StepStats::from_vector(const std::vector<double>& v, int world) {
 void StepStats::average_losses_over_ranks() {
   const auto n = static_cast<double>(world());
   for (double* part : {&losses.total, &losses.sup, &losses.self, &losses.mlm_l, &losses.mlm_u,
-                       &losses.generator_mlm, &losses.replaced_token, &losses.encoder_mlm}) {
+                       &losses.generator_mlm, &losses.replaced_token, &losses.encoder_mlm,
+                       &losses.token_contrastive}) {
     *part /= n;
   }
 }

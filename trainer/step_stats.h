@@ -11,14 +11,15 @@ namespace dialtree::trainer {
 /// The loss parts of one step or micro-batch (values, docs/method.md §4.3), as metrics.jsonl
 /// logs them.
 struct StepLosses {
-  double total = 0;           ///< the objective optimised ("loss")
-  double sup = 0;             ///< labelled multi-view contrastive loss ("contrastive")
-  double self = 0;            ///< unlabelled self-supervised contrastive loss
-  double mlm_l = 0;           ///< language loss of the labelled batch ("mlm_labelled")
-  double mlm_u = 0;           ///< language loss of the unlabelled batch ("mlm_unlabelled")
-  double generator_mlm = 0;   ///< replaced-token detection: the generator's MLM loss (else 0)
-  double replaced_token = 0;  ///< replaced-token detection: the discriminator's BCE (else 0)
-  double encoder_mlm = 0;     ///< rtd with loss.encoder_mlm_weight > 0: the encoder's MLM loss
+  double total = 0;              ///< the objective optimised ("loss")
+  double sup = 0;                ///< labelled multi-view contrastive loss ("contrastive")
+  double self = 0;               ///< unlabelled self-supervised contrastive loss
+  double mlm_l = 0;              ///< language loss of the labelled batch ("mlm_labelled")
+  double mlm_u = 0;              ///< language loss of the unlabelled batch ("mlm_unlabelled")
+  double generator_mlm = 0;      ///< replaced-token detection: the generator's MLM loss (else 0)
+  double replaced_token = 0;     ///< replaced-token detection: the discriminator's BCE (else 0)
+  double encoder_mlm = 0;        ///< rtd with loss.encoder_mlm_weight > 0: the encoder's MLM loss
+  double token_contrastive = 0;  ///< the token-level tree term (loss.token_contrastive_weight > 0)
 };
 
 /// One optimiser step's statistics. Each rank fills its own; DataParallelGroup::sum of

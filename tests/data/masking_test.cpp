@@ -450,6 +450,13 @@ TEST(SpanFlags, WordPieceAlignmentMentionsAndContextTruncation) {
   // "thai".
   EXPECT_THAT(mentions, ElementsAre(CharSpan{0, 5}, CharSpan{19, 25}, CharSpan{27, 33}));
   EXPECT_EQ(utt.substr(19, 6), "centre");
+  // The same mentions per slot, slots in byte order, those without a mention left out.
+  const auto by_slot = label_mention_spans_by_slot(utt, label);
+  ASSERT_EQ(by_slot.size(), 2u);
+  EXPECT_EQ(by_slot[0].first, "area");
+  EXPECT_THAT(by_slot[0].second, ElementsAre(CharSpan{19, 25}, CharSpan{27, 33}));
+  EXPECT_EQ(by_slot[1].first, "price");
+  EXPECT_THAT(by_slot[1].second, ElementsAre(CharSpan{0, 5}));
   // A labelled span is always kept, even when it is not token-aligned or found elsewhere.
   sts::Tree odd;
   odd.add_value("d", "i", "s", {"orth", CharSpan{49, 53}});
@@ -472,6 +479,10 @@ TEST(SpanFlags, WordPieceAlignmentMentionsAndContextTruncation) {
   // eos_u] = 9 entries, the last 7 kept: [5 6 eos_r sos_u 7 8 eos_u].
   EXPECT_THAT(ex.input_ids, ElementsAre(5, 6, 8, 13, 7, 8, 7));
   EXPECT_THAT(ctx, ElementsAre(0, 1, 0, 0, 0, 1, 0));
+  // Per-token int32 labels take the same path, with their own marker value.
+  const std::vector<std::vector<std::int32_t>> labels{{4, 4}, {2, -1, -1, 3}, {-1, 9}};
+  EXPECT_THAT(context_token_labels(labels, opts, -1), ElementsAre(-1, 3, -1, -1, -1, 9, -1));
+  EXPECT_THROW(context_token_labels({}, opts, -1), std::invalid_argument);
 }
 
 // SentencePiece: whole-word spans map exactly onto pieces (their pieces decode to the span

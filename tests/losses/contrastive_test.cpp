@@ -129,6 +129,38 @@ TEST(SupConLoss, HandComputedFourByTwoAndInputHandling) {
   EXPECT_THROW(supcon_loss(z1, z2, s, bad), std::invalid_argument);
 }
 
+// The token-level tree term (docs/training.md "A token-level tree term") on the same four rows:
+// two tokens in two dropout views. Same slot (labels 5, 5): S is all ones, so every row of M
+// sums to 3: row0 −0.5·(0 + 1.2 + 1.6 − 3·L0)/3, row1 the same, rows 2 and 3
+// −0.5·(1.2 + 1.6 + 1.92 − 3·L2)/3, mean = (L0 + L2 − 7.52/3) / 4 = 0.6086902
+// Different slots (labels 1, 2): S = I, NT-Xent (the loop reference). shard_size is ignored.
+TEST(TokenSupConLoss, SameSlotTokensArePositivesOthersNegatives) {
+  const at::Tensor z1 = make({2, 0, 0, 0.5}, {2, 2});
+  const at::Tensor z2 = make({3, 4, 4, 3}, {2, 2});
+  ContrastiveOptions opts;
+  opts.temperature = 0.5;
+  opts.base_temperature = 1.0;
+  opts.shard_size = 1;  // would give each token its own loss in supcon_loss(); ignored here
+  const double l0 = std::log(1 + std::exp(1.2) + std::exp(1.6));
+  const double l2 = std::log(std::exp(1.2) + std::exp(1.6) + std::exp(1.92));
+  const at::Tensor same = token_supcon_loss(z1, z2, at::tensor({5, 5}, at::kLong), opts);
+  EXPECT_EQ(same.dim(), 0);
+  EXPECT_NEAR(same.item<double>(), (l0 + l2 - 7.52 / 3) / 4, 1e-9);
+  EXPECT_NEAR(same.item<double>(), 0.6086902, 1e-7);
+  const double nt = nt_xent_reference({2, 0, 0, 0.5}, {3, 4, 4, 3}, 2, 2, 0.5, 1.0);
+  EXPECT_NEAR(token_supcon_loss(z1, z2, at::tensor({1, 2}, at::kLong), opts).item<double>(), nt,
+              1e-9);
+  // Only equality counts: labels 7 and -3 are two slots as well.
+  EXPECT_NEAR(token_supcon_loss(z1, z2, at::tensor({7, -3}, at::kLong), opts).item<double>(), nt,
+              1e-9);
+  // Labels must be int64 [N].
+  EXPECT_THROW(token_supcon_loss(z1, z2, at::tensor({5, 5}, at::kInt), opts),
+               std::invalid_argument);
+  EXPECT_THROW(token_supcon_loss(z1, z2, at::tensor({5, 5, 5}, at::kLong), opts),
+               std::invalid_argument);
+  EXPECT_THROW(token_supcon_loss(z1, z2, at::Tensor(), opts), std::invalid_argument);
+}
+
 // S = I reduces to NT-Xent; the multi-view wrapper averages the per-view losses; shards average
 // per-shard losses.
 TEST(SupConLoss, IdentityMaskIsNtXentAndMultiViewAverages) {

@@ -80,7 +80,7 @@ TEST(Objective, CombinesPartsWithWeights) {
   at::Tensor mlm_l = at::tensor(3.0, at::kDouble).requires_grad_();
   at::Tensor self = at::tensor(5.0, at::kDouble).requires_grad_();
   at::Tensor mlm_u = at::tensor(std::vector<double>{7.0}, at::kDouble).requires_grad_();  // [1]
-  const Objective o = combine_objective({sup, mlm_l, self, mlm_u});
+  const Objective o = combine_objective({sup, mlm_l, self, mlm_u, at::Tensor()});
   EXPECT_NEAR(o.labelled, 2.3, 1e-12);
   EXPECT_NEAR(o.unlabelled, 5.7, 1e-12);
   EXPECT_NEAR(o.total_value, 8.0, 1e-12);
@@ -101,29 +101,51 @@ TEST(Objective, CombinesPartsWithWeights) {
   w.contrastive_weight = 0.5;
   w.mlm_weight = 0.2;
   w.self_weight = 2.0;
-  const Objective custom = combine_objective({sup, mlm_l, self, mlm_u}, w);
+  const Objective custom = combine_objective({sup, mlm_l, self, mlm_u, at::Tensor()}, w);
   EXPECT_NEAR(custom.labelled, 1.6, 1e-12);
   EXPECT_NEAR(custom.unlabelled, 11.4, 1e-12);
   EXPECT_NEAR(custom.total.item<double>(), 13.0, 1e-12);
 
   // Absent parts contribute 0: labelled-only and unlabelled-only steps.
-  const Objective labelled_only = combine_objective({sup, mlm_l, at::Tensor(), at::Tensor()});
+  const Objective labelled_only =
+      combine_objective({sup, mlm_l, at::Tensor(), at::Tensor(), at::Tensor()});
   EXPECT_NEAR(labelled_only.total.item<double>(), 2.3, 1e-12);
   EXPECT_EQ(labelled_only.unlabelled, 0.0);
   EXPECT_EQ(labelled_only.self, 0.0);
-  const Objective self_only = combine_objective({at::Tensor(), at::Tensor(), self, at::Tensor()});
+  const Objective self_only =
+      combine_objective({at::Tensor(), at::Tensor(), self, at::Tensor(), at::Tensor()});
   EXPECT_NEAR(self_only.total.item<double>(), 5.0, 1e-12);
   EXPECT_NEAR(self_only.total_value, 5.0, 1e-12);
 
+  // The token-level tree term joins the labelled half with its own weight: L_token = 4, weight
+  // 0.5 -> labelled = 2.3 + 2 = 4.3, total 10; absent (undefined) it adds nothing.
+  at::Tensor token = at::tensor(4.0, at::kDouble).requires_grad_();
+  ObjectiveWeights tw;
+  tw.token_contrastive_weight = 0.5;
+  const Objective with_token = combine_objective({sup, mlm_l, self, mlm_u, token}, tw);
+  EXPECT_NEAR(with_token.labelled, 4.3, 1e-12);
+  EXPECT_NEAR(with_token.total.item<double>(), 10.0, 1e-12);
+  EXPECT_EQ(with_token.token_contrastive, 4.0);
+  with_token.total.backward();
+  EXPECT_NEAR(token.grad().item<double>(), 0.5, 1e-12);
+  const Objective token_only =
+      combine_objective({at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), token}, tw);
+  EXPECT_NEAR(token_only.total_value, 2.0, 1e-12);
+  tw.token_contrastive_weight = -1;
+  EXPECT_THROW(combine_objective({sup, mlm_l, self, mlm_u, token}, tw), std::invalid_argument);
+
   // Errors.
   EXPECT_THROW(combine_objective({}), std::invalid_argument);
-  EXPECT_THROW(combine_objective({at::ones({2}), mlm_l, self, mlm_u}), std::invalid_argument);
-  EXPECT_THROW(combine_objective({at::ones({}, at::kLong), mlm_l, self, mlm_u}),
+  EXPECT_THROW(combine_objective({at::ones({2}), mlm_l, self, mlm_u, at::Tensor()}),
+               std::invalid_argument);
+  EXPECT_THROW(combine_objective({at::ones({}, at::kLong), mlm_l, self, mlm_u, at::Tensor()}),
                std::invalid_argument);
   w.mlm_weight = -0.1;
-  EXPECT_THROW(combine_objective({sup, mlm_l, self, mlm_u}, w), std::invalid_argument);
+  EXPECT_THROW(combine_objective({sup, mlm_l, self, mlm_u, at::Tensor()}, w),
+               std::invalid_argument);
   w.mlm_weight = std::numeric_limits<double>::infinity();
-  EXPECT_THROW(combine_objective({sup, mlm_l, self, mlm_u}, w), std::invalid_argument);
+  EXPECT_THROW(combine_objective({sup, mlm_l, self, mlm_u, at::Tensor()}, w),
+               std::invalid_argument);
 }
 
 }  // namespace

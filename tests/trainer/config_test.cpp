@@ -379,6 +379,12 @@ TEST(Config, BadInputsAreErrorsNamingFileLineKeyAndType) {
             "output_dir: o\ndata:\n  tokenizer: t\n  labelled: []\n  unlabelled: [u.txt]\n"
             "  group_by_view: V\n",
             "line 6", "data.group_by_view", {"data.labelled is empty"}),
+      whole("token term without labels",
+            "output_dir: o\ndata:\n  tokenizer: t\n  labelled: []\n  unlabelled: [u.txt]\n"
+            "loss: {token_contrastive_weight: 0.5}\n",
+            "line 4", "data.labelled", {"loss.token_contrastive_weight > 0 needs labelled data"}),
+      in_file("negative token term weight", "loss: {token_contrastive_weight: -1}\n", 5,
+              "loss.token_contrastive_weight", {"must be >= 0"}),
       whole("no inputs", "output_dir: o\ndata:\n  tokenizer: t\n  labelled: []\n", "line 4",
             "data.labelled", {"both empty"}),
       in_file("no loss", "loss: {contrastive_weight: 0, mlm_weight: 0}\n", 5, "loss.mlm_weight",
@@ -547,7 +553,7 @@ TEST(Config, OverridesDefaultsAndResolution) {
         dot == std::string::npos ? node[key] : node[key.substr(0, dot)][key.substr(dot + 1)];
     EXPECT_TRUE(v.IsDefined()) << key;
   }
-  EXPECT_EQ(config_keys().size(), 79u);
+  EXPECT_EQ(config_keys().size(), 80u);
 
   // Paths stay as written (relative to the working directory), and inputs are checked on demand.
   testing::TempDir dir;

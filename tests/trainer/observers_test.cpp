@@ -76,10 +76,10 @@ TEST(MetricsLog, WritesTheWindowsMeansEveryLoggingStepsAndAtTheLastStep) {
   MetricsLog log(
       window, &metrics, [&](const std::string& l) { lines.push_back(l); },
       {/*logging_steps=*/2, /*steps_per_epoch=*/4, /*rtd=*/true, /*first_step=*/0,
-       /*encoder_mlm=*/true},
+       /*encoder_mlm=*/true, /*token_contrastive=*/true},
       &reporter);
   StepStats s(1);
-  s.losses = {1.5, 0.5, 0.25, 2, 3, 0.75, 0.125, 1.25};
+  s.losses = {1.5, 0.5, 0.25, 2, 3, 0.75, 0.125, 1.25, 2.5};
   s.tokens = 100, s.real_tokens = 75;
   for (std::int64_t step = 1; step <= 3; ++step) log.after_step(event_of(s, step, 3));
   std::istringstream in(metrics.str());
@@ -94,6 +94,7 @@ TEST(MetricsLog, WritesTheWindowsMeansEveryLoggingStepsAndAtTheLastStep) {
   EXPECT_DOUBLE_EQ(records[0].at("examples_per_second"), 16.0);
   EXPECT_DOUBLE_EQ(records[0].at("generator_mlm"), 0.75);
   EXPECT_DOUBLE_EQ(records[0].at("encoder_mlm"), 1.25);
+  EXPECT_DOUBLE_EQ(records[0].at("token_contrastive"), 2.5);
   // The process's resident set (Linux): a test binary's, so more than 1 MiB and less than 64 GiB.
   EXPECT_GT(records[0].at("resident_set_mb").get<double>(), 1.0);
   EXPECT_LT(records[0].at("resident_set_mb").get<double>(), 65536.0);
@@ -103,7 +104,7 @@ TEST(MetricsLog, WritesTheWindowsMeansEveryLoggingStepsAndAtTheLastStep) {
   ASSERT_EQ(lines.size(), 2u);
   EXPECT_THAT(lines[0], HasSubstr("step 2/3  loss 1.5000 (contrastive 0.5000, self 0.2500, "
                                   "mlm 2.000/3.000)  generator mlm 0.750, replaced-token BCE "
-                                  "0.1250, encoder mlm 1.250  lr 1.00e-04  |g| 2.00  16.0 ex/s  padding 25%  "
+                                  "0.1250, encoder mlm 1.250  token 2.5000  lr 1.00e-04  |g| 2.00  16.0 ex/s  padding 25%  "
                                   "[reported]  ETA "));
   EXPECT_THAT(lines[0], ::testing::ContainsRegex("  RSS [0-9]+\\.[0-9][0-9] GB$"));
 }

@@ -53,6 +53,39 @@ TEST(PretrainData, SgdAndIntentFilesGroupBySourceWithOneExamplePerUserTurn) {
   EXPECT_TRUE(un[0].examples[0].views.empty_tree);
 }
 
+// The token-level tree term's slot ids (docs/training.md "A token-level tree term"): one id per
+// slot name, by first appearance over the loaded records (record 0 mentions people; record 1's
+// slots come in byte order, date before people), kNoSlot outside mentions, and nothing at all
+// unless asked for.
+TEST(PretrainData, SpanSlotsGiveEachSlotNameOneIdAcrossRecords) {
+  testing::TempDir tmp;
+  const data::WordPieceTokenizer tok(testing::shared_data("dialoglue/bert-base-uncased-vocab.txt"));
+  // Record 1: "We will require and outside table to seat 9 people on August 23rd", people=[42,50)
+  // and date=[54,65).
+  const auto r8k = sts::convert(sts::SourceFormat::SlotJson,
+                                testing::shared_data("dialoglue/restaurant8k/train.json"));
+  sts::write_jsonl(tmp.file("r8k.jsonl"), {r8k.begin(), r8k.begin() + 3});
+  EXPECT_TRUE(
+      load_pretrain_data({tmp.file("r8k.jsonl")}, true, tok, {})[0].examples[0].span_slots.empty());
+  const auto ds = load_pretrain_data({tmp.file("r8k.jsonl")}, true, tok, {}, nullptr, true);
+  ASSERT_EQ(ds.size(), 1u);
+  ASSERT_GE(ds[0].examples.size(), 2u);
+  const auto slotted = [&](const PretrainExample& ex) {
+    EXPECT_EQ(ex.span_slots.size(), ex.tokens.input_ids.size());
+    std::string out;
+    for (std::size_t i = 0; i < ex.span_slots.size(); ++i) {
+      EXPECT_EQ(ex.span_slots[i] != kNoSlot, ex.span_flags[i] != 0) << "token " << i;
+      if (ex.span_slots[i] != kNoSlot) {
+        out +=
+            tok.id_to_token(ex.tokens.input_ids[i]) + ":" + std::to_string(ex.span_slots[i]) + " ";
+      }
+    }
+    return out;
+  };
+  EXPECT_EQ(slotted(ds[0].examples[0]), "5:0 adults:0 and:0 1:0 child:0 ");
+  EXPECT_EQ(slotted(ds[0].examples[1]), "9:0 people:0 august:1 23rd:1 ");
+}
+
 }  // namespace
 }  // namespace dialtree::trainer
 

@@ -207,6 +207,71 @@ TEST(ContrastivePass, ClsOnlyLastBlockGivesTheFullForwardsLossAndGradients) {
   }
 }
 
+TEST(TokenTerm, MentionTokensOfTheFullForwardGiveTheTokenLossWithFiniteGradients) {
+  // docs/training.md "A token-level tree term": with token_slots, stream_losses() runs the full
+  // forward of the doubled batch and returns token_supcon_loss() over the chosen tokens' rows
+  // (gathered here by a loop, example by example, position by position); the [CLS] loss stays
+  // what forward_cls gives. Padded and padding-free; dropout 0, so the two views are equal.
+  torch::manual_seed(5);
+  model::SpaceModel net(tiny_config());
+  net->train();
+  const std::vector<int> lengths{3, 30, 5, 12, 4, 27, 8};
+  StreamBatch b = mixed_batch(lengths, 2);
+  const std::int64_t B = 7, L = b.inputs.input_ids.size(1);
+  b.token_slots = torch::full({B, L}, model::kIgnoreLabel, torch::kLong);
+  std::vector<std::pair<std::int64_t, std::int64_t>> chosen;  // (example, position)
+  std::vector<std::int64_t> slot_of;
+  for (std::int64_t i = 0; i < B; ++i) {
+    for (std::int64_t t = 1; t < lengths[static_cast<std::size_t>(i)]; t += 4) {
+      b.token_slots[i][t] = (t / 4 + i) % 3;
+      chosen.emplace_back(i, t);
+      slot_of.push_back((t / 4 + i) % 3);
+    }
+  }
+  losses::ContrastiveOptions copt;
+  copt.shard_size = 4;
+  StreamBatch plain = b;
+  plain.token_slots = torch::Tensor();
+  for (const bool padding_free : {false, true}) {
+    net->encoder()->set_padding_free(padding_free);
+    const torch::Tensor cls_only = stream_losses(net, plain, copt).contrastive.detach();
+    EXPECT_FALSE(stream_losses(net, plain, copt).token_contrastive.defined());
+    net->zero_grad();
+    const StreamLosses got = stream_losses(net, b, copt);
+    ASSERT_TRUE(got.token_contrastive.defined());
+    EXPECT_NEAR(got.contrastive.item<double>(), cls_only.item<double>(), 1e-5) << padding_free;
+    got.token_contrastive.backward();
+    const std::vector<torch::Tensor> got_grads = grads_of(net);
+    double norm = 0;
+    for (const auto& g : got_grads) {
+      EXPECT_TRUE(torch::isfinite(g).all().item<bool>());
+      norm += g.pow(2).sum().item<double>();
+    }
+    EXPECT_GT(norm, 0.0);
+
+    const torch::Tensor hidden = net->forward(doubled(b.inputs), /*prepend_cls=*/true).detach();
+    std::vector<torch::Tensor> z1, z2;
+    for (const auto& [i, t] : chosen) {
+      z1.push_back(hidden[i][t + 1]);
+      z2.push_back(hidden[B + i][t + 1]);
+    }
+    const torch::Tensor ref = losses::token_supcon_loss(torch::stack(z1), torch::stack(z2),
+                                                        torch::tensor(slot_of, torch::kLong), copt);
+    EXPECT_GT(ref.item<double>(), 0.1);
+    EXPECT_NEAR(got.token_contrastive.item<double>(), ref.item<double>(), 1e-5) << padding_free;
+  }
+  // No mention token in the batch: the term is absent.
+  StreamBatch none = b;
+  none.token_slots = torch::full({B, L}, model::kIgnoreLabel, torch::kLong);
+  EXPECT_FALSE(stream_losses(net, none, copt).token_contrastive.defined());
+  // forward_backward weighs it into the labelled half.
+  net->zero_grad();
+  losses::ObjectiveWeights w{1.0, 0.1, 1.0, 0.5};
+  const losses::Objective o = forward_backward(net, &b, nullptr, w, copt, false, 1.0);
+  EXPECT_GT(o.token_contrastive, 0.1);
+  EXPECT_NEAR(o.labelled, o.sup + 0.1 * o.mlm_labelled + 0.5 * o.token_contrastive, 1e-9);
+}
+
 TEST(MlmPass, TargetRowsOnlyLastBlockGivesTheFullForwardsLossAndGradients) {
   // masked_lm_loss() runs the MLM pass through forward_rows (the last block's feed-forward for
   // the target rows only); the reference is the full plain forward's target rows, padded and
