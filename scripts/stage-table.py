@@ -6,7 +6,7 @@ val and test (the [CLS] intent probe of banking / clinc / hwu and the token-leve
 restaurant8k / dstc8 / TOP) and the fine-tuned few-shot test scores (mean ± sample std over
 fine-tuning seeds, seeds in brackets, val mean after the slash).
 
-usage: scripts/stage-table.py [--eval-dir NAME] NAME=DIR [NAME=DIR ...]
+usage: scripts/stage-table.py [--eval-dir NAME] NAME=DIR[+DIR...] [NAME=DIR ...]
 
 DIR holds what those scripts write: probe-val.json and probe-test.json (`dialtree eval probe
 --out`), and the fine-tuning results under DIR/EVAL (`--eval-dir EVAL`, default eval-few;
@@ -14,6 +14,12 @@ language-stage.sh writes eval-few-random and eval-few-linear_probe): every resul
 or one folder down (`dialtree eval dialoglue --out`), whichever tasks it holds. Runs of one task in several files,
 e.g. seed 1 and seeds 2-3, are merged by seed; a seed found twice is an error. A missing file
 leaves its cells "–". Prints a Markdown table.
+
+A row of several DIRs joined by "+" pools pretraining runs of one recipe (scripts/tree-stage.sh
+PRETRAIN_SEEDS): its probe cells are the mean over the DIRs that have the file, its fine-tuned
+cells pool every (DIR, seed) run ("n runs, k encoders"), and a third table gives each such row's
+spread between pretraining runs: the mean of the DIRs' means ± their sample std, the DIRs' means in
+brackets, in the order given.
 """
 
 import glob
@@ -59,14 +65,38 @@ def finetuned(folder, eval_dir, task):
     return tests, vals
 
 
-def cell(tests, vals):
+def cell(tests, vals, encoders=1):
+    """mean ± sample std (runs[, k encoders]) / val mean of the runs tests, vals (dicts by run)."""
     if not tests:
         return "–"
     xs = [tests[s] for s in sorted(tests)]
     v = statistics.mean(vals[s] for s in sorted(vals))
+    runs = f"{len(xs)}" if encoders == 1 else f"{len(xs)} runs, {encoders} encoders"
     if len(xs) == 1:
-        return f"{xs[0]:.2f} (1) / {v:.2f}"
-    return f"{statistics.mean(xs):.2f} ± {statistics.stdev(xs):.2f} ({len(xs)}) / {v:.2f}"
+        return f"{xs[0]:.2f} ({runs}) / {v:.2f}"
+    return f"{statistics.mean(xs):.2f} ± {statistics.stdev(xs):.2f} ({runs}) / {v:.2f}"
+
+
+def pooled(folders, eval_dir, task):
+    """finetuned() of every folder, keyed by (folder index, seed), and the folders' test means
+    (folders without runs of the task left out)."""
+    tests, vals, means = {}, {}, []
+    for i, folder in enumerate(folders):
+        t, v = finetuned(folder, eval_dir, task)
+        tests.update({(i, s): x for s, x in t.items()})
+        vals.update({(i, s): x for s, x in v.items()})
+        if t:
+            means.append(statistics.mean(t.values()))
+    return tests, vals, means
+
+
+def probe_mean(folders, split):
+    """task -> mean probe score over the folders whose probe-<split>.json has it."""
+    by_task = {}
+    for folder in folders:
+        for task, score in probe(os.path.join(folder, f"probe-{split}.json")).items():
+            by_task.setdefault(task, []).append(score)
+    return {t: statistics.mean(xs) for t, xs in by_task.items()}
 
 
 def main():
@@ -77,13 +107,14 @@ def main():
     rows = [a.split("=", 1) for a in args]
     if not rows or any(len(r) != 2 for r in rows):
         sys.exit(__doc__)
+    rows = [(name, dirs.split("+")) for name, dirs in rows]
     tasks = INTENT + TAGGING
     print("**Probe, val / test** ([CLS] accuracy for intents; slot F1, TOP exact match)\n")
     print("| row | " + " | ".join(tasks) + " | intent mean | tagging mean |")
     print("|---|" + "---|" * (len(tasks) + 2))
-    for name, folder in rows:
-        val = probe(os.path.join(folder, "probe-val.json"))
-        test = probe(os.path.join(folder, "probe-test.json"))
+    for name, folders in rows:
+        val = probe_mean(folders, "val")
+        test = probe_mean(folders, "test")
         cells = [f"{val[t]:.2f} / {test[t]:.2f}" if t in val and t in test else "–"
                  for t in tasks]
         means = []
@@ -97,8 +128,29 @@ def main():
     print("\n**Fine-tuned few-shot, test mean ± std (seeds) / val mean**\n")
     print("| row | " + " | ".join(tasks) + " |")
     print("|---|" + "---|" * len(tasks))
-    for name, folder in rows:
-        print(f"| {name} | " + " | ".join(cell(*finetuned(folder, eval_dir, t)) for t in tasks) + " |")
+    for name, folders in rows:
+        cells = []
+        for t in tasks:
+            tests, vals, means = pooled(folders, eval_dir, t)
+            cells.append(cell(tests, vals, len(means)))
+        print(f"| {name} | " + " | ".join(cells) + " |")
+    pooled_rows = [(name, folders) for name, folders in rows if len(folders) > 1]
+    if pooled_rows:
+        print("\n**Between pretraining runs, test: the mean of each encoder's mean ± their sample "
+              "std (each encoder's mean)**\n")
+        print("| row | " + " | ".join(tasks) + " |")
+        print("|---|" + "---|" * len(tasks))
+        for name, folders in pooled_rows:
+            cells = []
+            for t in tasks:
+                means = pooled(folders, eval_dir, t)[2]
+                if len(means) < 2:
+                    cells.append("–")
+                    continue
+                each = ", ".join(f"{m:.2f}" for m in means)
+                cells.append(f"{statistics.mean(means):.2f} ± {statistics.stdev(means):.2f} "
+                             f"({each})")
+            print(f"| {name} | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":

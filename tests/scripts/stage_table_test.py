@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """scripts/stage-table.py: fine-tuning results merged by seed from a results folder of many tasks
-and from per-task folders, the --eval-dir choice, a worked mean ± sample std, and the error for a
-seed found twice. Run by ctest (label scripts)."""
+and from per-task folders, the --eval-dir choice, a worked mean ± sample std, the error for a
+seed found twice, and rows pooled over pretraining runs (DIR+DIR). Run by ctest (label scripts)."""
 
 import json
 import os
@@ -68,6 +68,31 @@ class StageTable(unittest.TestCase):
         err = self.table(ok=False)
         self.assertIn("hwu seed 1 is in both", err)
         self.assertIn("hwu-again", err)
+
+    def test_pretraining_runs_pool_their_seeds_and_give_the_spread_between_them(self):
+        # Two encoders of one recipe: hwu seeds 1-2 in each (the same seed numbers are separate
+        # runs), probes averaged over the folders.
+        other = os.path.join(self.row, "p12")
+        self.write("p11/eval-few/hwu", results({"hwu": [(1, 70.0, 80.0), (2, 72.0, 82.0)]}))
+        self.write("p12/eval-few/hwu", results({"hwu": [(1, 76.0, 84.0), (2, 78.0, 86.0)]}))
+        for folder, score in (("p11", 0.5), ("p12", 0.7)):
+            with open(os.path.join(self.row, folder, "probe-val.json"), "w", encoding="utf-8") as f:
+                json.dump({"tag_rows": [{"task": "dstc8", "score": score}]}, f)
+            with open(os.path.join(self.row, folder, "probe-test.json"), "w", encoding="utf-8") as f:
+                json.dump({"tag_rows": [{"task": "dstc8", "score": score / 2}]}, f)
+        p = subprocess.run([sys.executable, SCRIPT, f"r={os.path.join(self.row, 'p11')}+{other}"],
+                           capture_output=True, text=True, check=False)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        lines = p.stdout.strip().splitlines()
+        probe_row = next(l for l in lines if l.startswith("| r |")).split(" | ")
+        self.assertEqual(probe_row[5], "60.00 / 30.00")  # dstc8: (50 + 70) / 2, (25 + 35) / 2
+        finetuned = [l for l in lines if l.startswith("| r |")][1].split(" | ")
+        # 70, 72, 76, 78: mean 74, sample std sqrt(40 / 3) = 3.65; val mean 83
+        self.assertEqual(finetuned[3], "74.00 ± 3.65 (4 runs, 2 encoders) / 83.00")
+        between = lines[-1].split(" | ")
+        # encoder means 71 and 77: mean 74, sample std sqrt(18) = 4.24
+        self.assertEqual(between[3], "74.00 ± 4.24 (71.00, 77.00)")
+        self.assertEqual(between[1], "–")
 
 
 if __name__ == "__main__":
