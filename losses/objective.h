@@ -31,8 +31,8 @@ struct ObjectiveParts {
 struct Objective {
   at::Tensor total;  ///< 0-d, = labelled + unlabelled; call backward() on this
   double total_value = 0.0;
-  double labelled =
-      0.0;  ///< contrastive_weight·L_sup + mlm_weight·MLM_l [+ token_contrastive_weight·L_token]
+  /// contrastive_weight·L_sup + mlm_weight·MLM_l + token_contrastive_weight·L_token
+  double labelled = 0.0;
   double unlabelled = 0.0;  ///< self_weight·L_self + mlm_weight·MLM_u
   double sup = 0.0;         ///< L_sup (unweighted)
   double mlm_labelled = 0.0;

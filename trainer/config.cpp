@@ -205,8 +205,8 @@ void Validator::data_section() const {
   if (!d.group_by_view.empty()) {
     if (!sts::find_view(d.group_by_view)) {
       fail_at("data.group_by_view", "must be \"\" (random batches) or one of the views " +
-                                        join(sts::view_name_list()) + ", got '" + d.group_by_view +
-                                        "'");
+                                        join(sts::view_name_list()) + ", got '" +
+                                        d.group_by_view + "'");
     }
     if (d.labelled.empty()) {
       fail_at(blame("data.labelled", "data.group_by_view"),

@@ -18,6 +18,24 @@ bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() &&
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
+// Per token of `turn`'s ids, the id of the slot whose mention covers it (kNoSlot outside every
+// mention; the first slot in byte order where mentions overlap); new slot names get the next id
+// in `slot_id`. `turn` has a label.
+std::vector<std::int32_t> slot_ids_of_turn(const sts::Turn& turn, const data::Tokenizer& tokenizer,
+                                           std::map<std::string, std::int32_t>& slot_id) {
+  std::vector<std::int32_t> ids;
+  for (const auto& [slot, spans] : data::label_mention_spans_by_slot(turn.text, *turn.label)) {
+    const std::int32_t id =
+        slot_id.emplace(slot, static_cast<std::int32_t>(slot_id.size())).first->second;
+    const std::vector<std::uint8_t> flags = data::value_span_flags(tokenizer, turn.text, spans);
+    if (ids.empty()) ids.assign(flags.size(), kNoSlot);
+    for (std::size_t i = 0; i < flags.size(); ++i) {
+      if (flags[i] != 0 && ids[i] == kNoSlot) ids[i] = id;
+    }
+  }
+  return ids;
+}
+
 }  // namespace
 
 std::vector<PretrainDataset> load_pretrain_data(const std::vector<std::string>& files,
@@ -42,8 +60,7 @@ std::vector<PretrainDataset> load_pretrain_data(const std::vector<std::string>& 
     ds.name = dialog.source;
     // Value-mention flags of every turn, when any turn of the dialog mentions a value.
     std::vector<std::vector<std::uint8_t>> turn_flags;
-    std::vector<std::vector<std::int32_t>>
-        turn_slots;  // with slot_ids: per token, kNoSlot or an id
+    std::vector<std::vector<std::int32_t>> turn_slots;  // with slot_ids: slot_ids_of_turn()
     if (labelled) {
       bool any = false;
       std::vector<std::vector<data::CharSpan>> spans(kept.turns.size());
@@ -60,19 +77,9 @@ std::vector<PretrainDataset> load_pretrain_data(const std::vector<std::string>& 
       }
       if (any && slot_ids) {
         for (std::size_t t = 0; t < kept.turns.size(); ++t) {
-          std::vector<std::int32_t> ids(turn_flags[t].size(), kNoSlot);
-          if (kept.turns[t].label && !spans[t].empty()) {
-            for (const auto& [slot, slot_spans] :
-                 data::label_mention_spans_by_slot(kept.turns[t].text, *kept.turns[t].label)) {
-              const std::int32_t id =
-                  slot_id.emplace(slot, static_cast<std::int32_t>(slot_id.size())).first->second;
-              const auto flags = data::value_span_flags(tokenizer, kept.turns[t].text, slot_spans);
-              for (std::size_t i = 0; i < flags.size(); ++i) {
-                if (flags[i] != 0 && ids[i] == kNoSlot) ids[i] = id;
-              }
-            }
-          }
-          turn_slots.push_back(std::move(ids));
+          turn_slots.push_back(spans[t].empty()
+                                   ? std::vector<std::int32_t>(turn_flags[t].size(), kNoSlot)
+                                   : slot_ids_of_turn(kept.turns[t], tokenizer, slot_id));
         }
       }
     }

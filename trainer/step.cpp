@@ -15,6 +15,21 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
+// The token-level tree term of the doubled batch's final states `hidden` [2B, L+1, H] ([CLS]
+// first) and the slot ids `token_slots` [B, L]: token_supcon_loss() over the mention tokens in
+// fp32; undefined when the batch has none.
+torch::Tensor token_contrastive_loss(const torch::Tensor& hidden, const torch::Tensor& token_slots,
+                                     const losses::ContrastiveOptions& options) {
+  const std::int64_t b = token_slots.size(0);
+  const torch::Tensor chosen = token_slots.ne(model::kIgnoreLabel);  // [B, L]
+  if (!chosen.any().item<bool>()) return {};
+  model::AutocastOff fp32_loss(hidden.device().type());
+  const torch::Tensor rows = hidden.slice(1, 1).to(torch::kFloat32);  // [2B, L, H]
+  return losses::token_supcon_loss(rows.slice(0, 0, b).index({chosen}),
+                                   rows.slice(0, b, 2 * b).index({chosen}),
+                                   token_slots.index({chosen}), options);
+}
+
 }  // namespace
 
 StreamBatch to_device(const StreamBatch& batch, const torch::Device& device, bool non_blocking) {
@@ -44,7 +59,8 @@ torch::Tensor masked_lm_loss(model::SpaceModel& net, const model::CollatedBatch&
 StreamLosses replaced_token_detection_loss(model::SpaceModel& net,
                                            model::ReplacedTokenDetectionImpl& rtd,
                                            const model::CollatedBatch& masked,
-                                           double discriminator_weight, double encoder_mlm_weight) {
+                                           double discriminator_weight,
+                                           double encoder_mlm_weight) {
   const torch::Tensor targets = masked.mlm_labels.ne(model::kIgnoreLabel);
   StreamLosses out;
   const torch::Tensor logits = rtd.generator_logits(masked.inputs, targets);  // [N, V]
@@ -92,9 +108,9 @@ std::unique_ptr<torch::optim::AdamW> make_adamw(model::SpaceModel& net, double l
   return make_adamw(net->parameters(), lr, weight_decay, beta1, beta2, eps);
 }
 
-std::unique_ptr<torch::optim::AdamW> make_adamw(const std::vector<torch::Tensor>& params, double lr,
-                                                double weight_decay, double beta1, double beta2,
-                                                double eps) {
+std::unique_ptr<torch::optim::AdamW> make_adamw(const std::vector<torch::Tensor>& params,
+                                                double lr, double weight_decay, double beta1,
+                                                double beta2, double eps) {
   std::vector<torch::Tensor> decay, no_decay;
   for (const auto& p : params) (p.dim() >= 2 ? decay : no_decay).push_back(p);
   auto group_options = [&](double wd) {
@@ -126,32 +142,27 @@ StreamLosses stream_losses(model::SpaceModel& net, const StreamBatch& batch,
                            const LanguageObjective& language) {
   const std::int64_t b = batch.inputs.input_ids.size(0);
   StreamLosses out;
-  torch::Tensor cls_rows;  // [2B, H] from the token term's full forward, when it runs
   if (language.rtd != nullptr) {
     out = replaced_token_detection_loss(net, *language.rtd, batch.masked,
-                                        language.discriminator_weight, language.encoder_mlm_weight);
+                                        language.discriminator_weight,
+                                        language.encoder_mlm_weight);
   } else {
     out.mlm = masked_lm_loss(net, batch.masked);
   }
   const bool tokens = batch.token_slots.defined();
+  if (!contrastive && !tokens) return out;
+  torch::Tensor cls;  // [2B, H]
   if (tokens) {
     // The token-level tree term reads every row of the last block: the full forward.
     const torch::Tensor hidden = net->forward(doubled(batch.inputs), /*prepend_cls=*/true);
-    const torch::Tensor chosen = batch.token_slots.ne(model::kIgnoreLabel);  // [B, L]
-    if (chosen.any().item<bool>()) {
-      model::AutocastOff fp32_loss(hidden.device().type());
-      const torch::Tensor rows = hidden.slice(1, 1).to(torch::kFloat32);  // [2B, L, H]
-      out.token_contrastive = losses::token_supcon_loss(rows.slice(0, 0, b).index({chosen}),
-                                                        rows.slice(0, b, 2 * b).index({chosen}),
-                                                        batch.token_slots.index({chosen}), options);
-    }
-    if (!contrastive) return out;
-    cls_rows = hidden.select(1, 0);
-  }
-  if (contrastive) {
+    out.token_contrastive = token_contrastive_loss(hidden, batch.token_slots, options);
+    cls = hidden.select(1, 0);
+  } else {
     // Only the [CLS] row of the last block feeds the loss: forward_cls skips the other rows'
     // queries, output projection and feed-forward there (same values and gradients).
-    const torch::Tensor cls = tokens ? cls_rows : net->forward_cls(doubled(batch.inputs));
+    cls = net->forward_cls(doubled(batch.inputs));
+  }
+  if (contrastive) {
     model::AutocastOff fp32_head(cls.device().type());
     const torch::Tensor proj = net->project(cls.to(torch::kFloat32));
     torch::Tensor view1 = proj.slice(0, 0, b), view2 = proj.slice(0, b, 2 * b);
@@ -193,7 +204,8 @@ losses::Objective forward_backward(model::SpaceModel& net, const StreamBatch* la
     model::AutocastScope autocast(bf16, model::module_device(*net).type());
     auto t = std::chrono::steady_clock::now();
     if (labelled != nullptr) {
-      streams[0] = stream_losses(net, *labelled, options, weights.contrastive_weight > 0, language);
+      streams[0] = stream_losses(net, *labelled, options, weights.contrastive_weight > 0,
+                                 language);
       parts.sup = streams[0].contrastive, parts.mlm_labelled = streams[0].mlm;
       parts.token = streams[0].token_contrastive;
     }
