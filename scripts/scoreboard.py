@@ -27,7 +27,12 @@ Without --row, the rows of scripts/run.sh: the classical baseline, the language 
 
 Writes OUT.md, OUT.json and, per setting, OUT-<setting>.rows.json (the rows as results.json
 objects, which `dialtree plot OUT-few.rows.json --out DIR` draws as the figure), atomically, and
-prints OUT.md. The "Average" column is the plain
+prints OUT.md. With --submission ROW, also OUT-<setting>.submission.json: DialoGLUE's submission
+file of that row, each task's predictions taken from the submission.json that `dialtree eval
+dialoglue` wrote beside the source that gave the task (so a row whose intent and tagging tasks
+come from two encoders still makes one file, which `dialtree eval score --task T --predictions`
+scores back); a task that two of the row's sources give is refused, as a submission holds one
+model's runs. The "Average" column is the plain
 mean of the six task means (DialoGLUE's leaderboard averages its seven; MultiWOZ is absent), shown
 only for a row that has all six.
 """
@@ -163,6 +168,33 @@ def row_of(name, sources):
             "tasks": tasks, "average": average}
 
 
+def submission_of(sources):
+    """DialoGLUE's submission object of one row from [(path, results object)]: each task's entry
+    from the submission.json beside the source that gave the task (the folder, or the folder of
+    the results.json), in DialoGLUE's column order. Raises ValueError when a task comes from two
+    sources, when a source has no submission file or when the file lacks one of its tasks."""
+    merged, origin = {}, {}
+    for path, results in sources:
+        tasks = [task_name(t) for t in results["tasks"]]
+        if not tasks:
+            continue
+        folder = path if os.path.isdir(path) else os.path.dirname(path)
+        file = os.path.join(folder, "submission.json")
+        if not os.path.isfile(file):
+            raise ValueError(f"{file}: no submission file (`dialtree eval dialoglue` writes one "
+                             "beside its results.json)")
+        with open(file, encoding="utf-8") as f:
+            submission = json.load(f)
+        for task in tasks:
+            if task in origin:
+                raise ValueError(f"{task} is in both {origin[task]} and {file}; a submission "
+                                 "holds one model's runs of each task")
+            if not isinstance(submission, dict) or task not in submission:
+                raise ValueError(f"{file}: has no {task}")
+            merged[task], origin[task] = submission[task], file
+    return {t: merged[t] for t in TASKS if t in merged}
+
+
 def cell(entry):
     if entry is None:
         return "–"
@@ -233,6 +265,9 @@ def main():
     parser.add_argument("--out", default="runs/scoreboard", help="OUT.md and OUT.json")
     parser.add_argument("--row", action="append", default=[], metavar="NAME=PATH")
     parser.add_argument("--settings", default="few,full")
+    parser.add_argument("--submission", metavar="ROW",
+                        help="also write OUT-<setting>.submission.json, this row's DialoGLUE "
+                             "submission file")
     args = parser.parse_args()
     rows = []
     for spec in args.row:
@@ -241,6 +276,9 @@ def main():
             sys.exit(f"error: --row '{spec}': expected NAME=PATH")
         rows.append((name, path))
     rows = rows or DEFAULT_ROWS
+    if args.submission is not None and args.submission not in [name for name, _ in rows]:
+        sys.exit(f"error: --submission '{args.submission}': no such row "
+                 f"({', '.join(name for name, _ in rows)})")
     settings = [s for s in args.settings.split(",") if s]
     if not settings:
         sys.exit("error: --settings: no setting given (few, full)")
@@ -252,6 +290,7 @@ def main():
 
     board = {"format": "dialtree-scoreboard/1", "tasks": TASKS, "settings": {}}
     md = []
+    submissions = {}  # setting -> the --submission row's submission object
     for setting in settings:
         got = []
         for name, path in rows:
@@ -282,6 +321,11 @@ def main():
             if missing:
                 sys.exit(f"error: row '{name}': no {setting} results at {', '.join(missing)} "
                          f"(the row's other sources have them)")
+            if name == args.submission:
+                try:
+                    submissions[setting] = submission_of(sources)
+                except (OSError, ValueError) as e:
+                    sys.exit(f"error: --submission '{name}': {e}")
             try:
                 got.append(row_of(name, sources))
             except (KeyError, TypeError, AttributeError) as e:
@@ -316,6 +360,8 @@ def main():
     for setting, part in board["settings"].items():
         write_atomic(f"{args.out}-{setting}.rows.json",
                      json.dumps(plot_rows(setting, part["rows"]), indent=1) + "\n")
+    for setting, submission in submissions.items():
+        write_atomic(f"{args.out}-{setting}.submission.json", json.dumps(submission) + "\n")
     print(text, end="")
 
 

@@ -181,6 +181,35 @@ class Scoreboard(unittest.TestCase):
         err, _ = self.run_board(f"main={b}@", ok=False)
         self.assertIn("no task after '@'", err)
 
+    def test_the_submission_of_a_row_joins_its_sources_tasks(self):
+        # The intent tasks from one encoder's folder, dstc8 from another's: one DialoGLUE file.
+        a = self.write("a", results("m1", "few", {"hwu": [(1, 70.0, 71.0)],
+                                                   "dstc8_sgd": [(1, 30.0, 31.0)]}))
+        b = self.write("b", results("m2", "few", {"dstc8_sgd": [(1, 40.0, 41.0)]}))
+        hwu = [["alarm_set", "alarm_set"], ["play_music", "alarm_query"]]  # two seeds' lists
+        for folder, sub in ((a, {"hwu": hwu, "dstc8": [["a"]]}), (b, {"dstc8": [["b"]]})):
+            with open(os.path.join(folder, "submission.json"), "w", encoding="utf-8") as f:
+                json.dump(sub, f)
+        out = os.path.join(self.dir, "board")
+        args = [sys.executable, SCRIPT, "--settings", "few", "--out", out,
+                "--row", f"other={a}", "--row", f"main={a}@hwu+{b}@dstc8", "--submission", "main"]
+        p = subprocess.run(args, capture_output=True, text=True, check=False)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(out + "-few.submission.json", encoding="utf-8") as f:
+            self.assertEqual(json.load(f), {"hwu": hwu, "dstc8": [["b"]]})
+        # Errors: a task from two sources, a folder without the file, a row that is not there.
+        def refused(row, name="main"):
+            p = subprocess.run([sys.executable, SCRIPT, "--settings", "few", "--out", out,
+                                "--row", row, "--submission", name],
+                               capture_output=True, text=True, check=False)
+            self.assertNotEqual(p.returncode, 0)
+            return p.stderr
+        self.assertIn(f"dstc8 is in both {a}/submission.json and {b}/submission.json",
+                      refused(f"main={a}@dstc8+{b}"))
+        os.remove(os.path.join(b, "submission.json"))
+        self.assertIn(f"{b}/submission.json: no submission file", refused(f"main={a}@hwu+{b}"))
+        self.assertIn("--submission 'best': no such row (main)", refused(f"main={a}", "best"))
+
     def test_dstc8_folder_name_and_average_over_six(self):
         tasks = {t: [(1, 50.0, 0)] for t in ("banking", "hwu", "clinc", "restaurant8k", "top")}
         tasks["dstc8_sgd"] = [(1, 20.0, 0)]
