@@ -12,7 +12,9 @@ Each row is a NAME=PATH pair; PATH is a results.json (or the folder holding it) 
 `+` (e.g. the runs of one encoder made in parts, or the encoders of several pretraining runs),
 and a source may end in `@TASK,TASK...` to take only those tasks from it (e.g. the intent tasks
 of one recipe and the tagging tasks of another folder of the same encoder; each named task must
-be in the source):
+be in the source), or in `@?TASK,TASK...` to take those of the named tasks the source has, and
+nothing when the source is missing (scripts/run.sh's main job, whose intent and tagging tasks may
+be run in parts into two folders):
 a task's runs are pooled, one run per (encoder, seed), and its mean ± std is over all of them; a
 task whose runs come from more than one encoder says how many ("6 runs, 2 encoders"), and a
 second table gives, for the rows that pool several encoders, the spread between pretraining
@@ -297,7 +299,8 @@ def main():
             sources, missing = [], []
             for spec in path.replace("{setting}", setting).split("+"):
                 source, at, wanted = spec.partition("@")
-                wanted = [t for t in wanted.split(",") if t]
+                optional = wanted.startswith("?")
+                wanted = [t for t in wanted.removeprefix("?").split(",") if t]
                 if at and not wanted:
                     sys.exit(f"error: row '{name}': {spec}: no task after '@'")
                 for task in wanted:
@@ -307,11 +310,14 @@ def main():
                 try:
                     results = load_results(source, setting)
                     if wanted and results is not MISSING and results is not None:
+                        if optional:  # those of the named tasks it has
+                            wanted = [t for t in wanted if task_runs(results, t) is not None]
                         results = only_tasks(results, wanted)
                 except (OSError, ValueError) as e:
                     sys.exit(f"error: {source}: {e}")
                 if results is MISSING:
-                    missing.append(source)
+                    if not optional:
+                        missing.append(source)
                 elif results is not None:  # None: a file of the other setting, not this table's
                     sources.append((source, results))
             if not sources:

@@ -180,6 +180,15 @@ class Scoreboard(unittest.TestCase):
         self.assertIn("unknown task 'slots'", err)
         err, _ = self.run_board(f"main={b}@", ok=False)
         self.assertIn("no task after '@'", err)
+        # @? takes those of the named tasks a source has, and nothing from a missing source.
+        c = self.write("c", results("m2", "few", {"top": [(1, 60.0, 61.0)]}))
+        _, board = self.run_board(f"main={b}@?banking,hwu+{c}@?top,dstc8+{self.dir}/none@?hwu")
+        row = board["settings"]["few"]["rows"][0]
+        self.assertEqual(sorted(row["tasks"]), ["hwu", "top"])
+        self.assertAlmostEqual(row["tasks"]["hwu"]["mean"], 80.0)
+        self.assertAlmostEqual(row["tasks"]["top"]["mean"], 60.0)
+        err, _ = self.run_board(f"main={b}@?hwu+{self.dir}/none@top", ok=False)
+        self.assertIn("no few results at", err)
 
     def test_the_submission_of_a_row_joins_its_sources_tasks(self):
         # The intent tasks from one encoder's folder, dstc8 from another's: one DialoGLUE file.
