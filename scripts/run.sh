@@ -5,11 +5,14 @@
 # language stage's length buy?"): the language stage (configs/pretrain-lm.yaml: MLM on the
 # unlabelled utterances, 12,000 steps) into runs/pretrain-lm/; with STAGE1=1 only, the
 # tree-structured contrastive stage
-# continued from it (configs/pretrain-small.yaml) into runs/pretrain-small/; the intent stage
+# continued from it (configs/pretrain-small.yaml) into runs/pretrain-small/; with TOKEN_STAGE=1
+# only, the token stage for the tagging tasks (the same config with the token-level tree term)
+# continued from the language stage into runs/pretrain-tokens/; the intent stage
 # (configs/pretrain-intent.yaml, the model of the best val probe kept) into runs/pretrain-intent/,
 # and the intent stage again from the same start with pseudo-labelled training utterances
 # (docs/training.md "Pseudo-labelled intent stage") into runs/pretrain-intent-pseudo/. Then print
-# the probe table of that model on test (intent probe and token-level probe), fine-tune and score
+# the probe table of that model on test (intent probe and token-level probe; with TOKEN_STAGE=1
+# also the token stage's, runs/probe-tokens.json), fine-tune and score
 # it on DialoGLUE's tasks (configs/eval-<setting>.yaml, the intent classifier started from the
 # linear probe) into runs/eval-<setting>/ (with DialoGLUE's submission file); with SELF_TRAIN=1
 # fine-tune the intent tasks again with self-training (the first seed's models label the
@@ -26,7 +29,12 @@
 #        self-training teachers), FULL_SEEDS (the first of SEEDS: full-data seeds),
 #        SELF_TRAIN (0; 1 adds self-training of the intent tasks, about 90 min), LM_ROW (0; 1
 #        also fine-tunes the language stage alone into runs/eval-<setting>-lm, the scoreboard's
-#        row), STAGE1 (0; 1 adds SPACE-2's stage 1),
+#        row), STAGE1 (0; 1 adds SPACE-2's stage 1), TOKEN_STAGE (0; 1 fine-tunes the tagging
+#        tasks, restaurant8k, dstc8 and top, from a token stage instead: the ten views plus the
+#        token-level tree term, configs/pretrain-small.yaml with loss.token_contrastive_weight=
+#        TOKEN_WEIGHT (1), continued from the language stage into RUNS/pretrain-tokens, about
+#        14 min; its fine-tuning goes to RUNS/eval-<setting>-tokens; docs/results.md "A
+#        token-level tree term"),
 #        RUNS (runs: the folder of every run folder above, e.g. runs/p2 for a second pretraining
 #        run), PRETRAIN_SEED (the configs' seeds; N sets seed and data_seed of every stage),
 #        LM_OPTIONS (key=value overrides of the language stage, space-separated, e.g.
@@ -46,8 +54,9 @@ out=$root/out  # configs/pretrain-small.yaml reads out/sts and out/tokenizer
 # a second pretraining run (PRETRAIN_SEED) or another language stage (LM_OPTIONS) keeps its own.
 runs=${RUNS:-runs}
 runs=${runs%/}
-[[ -n $runs && $runs != *[[:space:]]* ]] ||
-  { echo "run: RUNS='${RUNS:-}': expected a folder name without spaces" >&2; exit 2; }
+# (+ and @ join and select a scoreboard row's sources, | separates the fine-tuning parts.)
+[[ -n $runs && $runs != *[[:space:]+@\|]* ]] ||
+  { echo "run: RUNS='${RUNS:-}': expected a folder name without spaces, +, @ or |" >&2; exit 2; }
 # Overrides of every pretraining stage (a pretraining seed) and of the language stage alone.
 pretrain_options=()
 if [[ -n ${PRETRAIN_SEED:-} ]]; then
@@ -114,6 +123,13 @@ for var in seeds full_seeds; do
     exit 2
   }
 done
+token_stage=${TOKEN_STAGE:-0} token_weight=${TOKEN_WEIGHT:-1}
+[[ $token_stage == 0 || $token_stage == 1 ]] ||
+  { echo "run: TOKEN_STAGE='$token_stage': expected 0 or 1" >&2; exit 2; }
+[[ $token_weight =~ ^[0-9]+([.][0-9]+)?$ && $token_weight =~ [1-9] ]] ||
+  { echo "run: TOKEN_WEIGHT='$token_weight': expected a number above 0" >&2; exit 2; }
+# The token stage serves the tagging tasks only: without them it is not trained.
+((${#tagging_tasks[@]})) || token_stage=0
 mkdir -p "$out/sts"
 
 convert() {  # format input output
@@ -150,7 +166,7 @@ echo "run: STS files in $out/sts, tokenizer in $out/tokenizer"
 # done (a finished stage) counts 0. `eta` prints a part with its minutes and when the job should
 # end, then takes the part off what remains.
 declare -A minutes=(
-  [lm]=45 [stage1]=16 [intent]=3 [pseudo]=5 [probe]=1
+  [lm]=45 [stage1]=16 [tokens]=14 [intent]=3 [pseudo]=5 [probe]=1
   [few:banking]=5 [few:clinc]=10 [few:hwu]=3 [few:restaurant8k]=2 [few:dstc8]=2 [few:top]=10
   [full:banking]=11 [full:clinc]=15 [full:hwu]=8 [full:restaurant8k]=4 [full:dstc8]=3
   [full:top]=14
@@ -212,6 +228,9 @@ remaining=$(($(left $lm "${minutes[lm]}") \
 if [[ ${STAGE1:-0} != 0 ]]; then
   remaining=$((remaining + $(left $runs/pretrain-small "${minutes[stage1]}")))
 fi
+if [[ $token_stage != 0 ]]; then  # the stage and its probe
+  remaining=$((remaining + $(left $runs/pretrain-tokens "${minutes[tokens]}") + minutes[probe]))
+fi
 remaining=$((remaining + minutes[probe]))
 if [[ ${EVAL:-1} != 0 ]]; then
   for setting in ${settings//,/ }; do
@@ -270,9 +289,27 @@ stage $runs/pretrain-intent-pseudo configs/pretrain-intent.yaml \
   eval_data_dir="$data/dialoglue" ${pretrain_options[@]+"${pretrain_options[@]}"}
 figures+=($runs/pretrain-intent $runs/pretrain-intent-pseudo)
 model=$runs/pretrain-intent-pseudo/final
+# The tagging tasks' encoder: the intent stages' model, or with TOKEN_STAGE=1 the token stage's,
+# continued from the language stage (docs/results.md "A token-level tree term": the token probe
+# +6, dstc8 +4.0 fine-tuned over the language stage alone, restaurant8k and TOP level).
+tagging_model=$model tagging_suffix=""
+if [[ $token_stage != 0 ]]; then
+  eta "the token stage ($runs/pretrain-tokens)" "$(left $runs/pretrain-tokens "${minutes[tokens]}")"
+  stage $runs/pretrain-tokens configs/pretrain-small.yaml model_name_or_path=$lm/final \
+    loss.token_contrastive_weight="$token_weight" eval_tasks="[$default_tasks]" \
+    eval_data_dir="$data/dialoglue" ${pretrain_options[@]+"${pretrain_options[@]}"}
+  figures+=($runs/pretrain-tokens)
+  tagging_model=$runs/pretrain-tokens/final tagging_suffix=-tokens
+fi
+intent_list=$(IFS=,; echo "${intent_tasks[*]}") tagging_list=$(IFS=,; echo "${tagging_tasks[*]}")
 eta "the probe on test" "${minutes[probe]}"
 "$bin" eval probe --model "$model" --tasks "$tasks" --protocols dialoglue-few --split test \
   --data "$data/dialoglue" --out $runs/probe.json
+if [[ $token_stage != 0 ]]; then
+  eta "the token stage's probe on test" "${minutes[probe]}"
+  "$bin" eval probe --model "$tagging_model" --tasks "$tagging_list" --protocols dialoglue-few \
+    --split test --data "$data/dialoglue" --out $runs/probe-tokens.json
+fi
 if [[ ${EVAL:-1} != 0 ]]; then
   for setting in ${settings//,/ }; do
     s=$seeds
@@ -285,12 +322,20 @@ if [[ ${EVAL:-1} != 0 ]]; then
     # cap"); the tagging heads start at random. Every fine-tuned model is kept
     # (OUT/TASK/seed-N/model: `dialtree serve` answers /classify with an intent model and /parse
     # with a slot or TOP model), and OUT/submission.json is DialoGLUE's submission file.
+    # With TOKEN_STAGE=1 the tagging tasks read the token stage's encoder, into a folder of
+    # their own (a results folder holds one model's runs).
     init=()
     [[ $setting == few ]] && init=(classifier_init=linear_probe)
-    "$bin" eval dialoglue --model "$model" --tasks "$tasks" --setting "$setting" --seeds "$s" \
-      --config "configs/eval-$setting.yaml" --data-dir "$data/dialoglue" \
-      --out "$runs/eval-$setting" --save-models ${init[@]+"${init[@]}"}
-    figures+=("$runs/eval-$setting")
+    parts=("$model|$tasks|")
+    [[ $token_stage != 0 ]] && parts=("$model|$intent_list|" "$tagging_model|$tagging_list|-tokens")
+    for part in "${parts[@]}"; do
+      IFS='|' read -r part_model part_tasks suffix <<<"$part"
+      [[ -n $part_tasks ]] || continue
+      "$bin" eval dialoglue --model "$part_model" --tasks "$part_tasks" --setting "$setting" \
+        --seeds "$s" --config "configs/eval-$setting.yaml" --data-dir "$data/dialoglue" \
+        --out "$runs/eval-$setting$suffix" --save-models ${init[@]+"${init[@]}"}
+      figures+=("$runs/eval-$setting$suffix")
+    done
     if [[ ${LM_ROW:-0} != 0 ]]; then  # the scoreboard's "language stage alone" row
       eta "fine-tuning the language stage alone, $setting" \
         "$(plan_minutes "$setting" "$tasks" "$s")"
@@ -335,9 +380,18 @@ if [[ ${EVAL:-1} != 0 ]]; then
       --tasks "$tasks" --settings "$setting" --dialtree "$bin" \
       --json "$runs/baselines/classical-$setting.json" >/dev/null
   done
+  # The main job's row: with TOKEN_STAGE=1 its intent and tagging tasks come from two folders
+  # (each family's tasks that its folder holds, from this run and the earlier runs of the same
+  # encoders), joined into one DialoGLUE submission file per setting
+  # ($runs/scoreboard-<setting>.submission.json).
+  main_row=$runs/eval-{setting}
+  if [[ $token_stage != 0 ]]; then
+    main_row="$runs/eval-{setting}@?banking,clinc,hwu+$runs/eval-{setting}-tokens@?restaurant8k,dstc8,top"
+  fi
   scripts/scoreboard.py --settings "$settings" --out $runs/scoreboard \
     --row "classical baseline=$runs/baselines/classical-{setting}.json" \
-    --row "language stage alone=$runs/eval-{setting}-lm" --row "main job=$runs/eval-{setting}"
+    --row "language stage alone=$runs/eval-{setting}-lm" --row "main job=$main_row" \
+    --submission "main job"
   for setting in ${settings//,/ }; do  # the figure: the scoreboard's own rows
     "$bin" plot "$runs/scoreboard-$setting.rows.json" --out "$runs/figures/scoreboard-$setting" \
       --format png >/dev/null
@@ -349,11 +403,11 @@ if [[ ${EVAL:-1} != 0 ]]; then
   for setting in ${settings//,/ }; do
     for task in ${tasks//,/ }; do
       folder=${task/#dstc8/dstc8_sgd}  # eval dialoglue's folder of a task
-      [[ -d $runs/eval-$setting/$folder/seed-$first_seed/model ]] || continue
-      route=/classify
-      [[ $task == restaurant8k || $task == dstc8 || $task == top ]] && route=/parse
-      echo "run: serve $task: $bin serve --model $runs/eval-$setting/$folder/seed-$first_seed/model" \
-        "--bf16 true   (answers $route)"
+      route=/classify suffix=""
+      [[ $task == restaurant8k || $task == dstc8 || $task == top ]] && route=/parse suffix=$tagging_suffix
+      saved=$runs/eval-$setting$suffix/$folder/seed-$first_seed/model
+      [[ -d $saved ]] || continue
+      echo "run: serve $task: $bin serve --model $saved --bf16 true   (answers $route)"
     done
   done
 fi
