@@ -97,6 +97,7 @@ bin=${BUILD_DIR:-build}/cli/dialtree
 [[ -d $data/dialoglue ]] || { echo "run: no data in $data (set DIALTREE_SHARED)" >&2; exit 1; }
 # What to evaluate, checked before anything runs (a typo must not cost the pretraining first).
 default_tasks=banking,clinc,hwu,restaurant8k,dstc8,top
+intent_family=banking,clinc,hwu tagging_family=restaurant8k,dstc8,top  # the two task families
 tasks=${TASKS:-$default_tasks}
 tasks=${tasks//dstc8_sgd/dstc8}  # the data folder's name, as dialtree's commands accept it
 settings=${SETTINGS:-few}
@@ -386,7 +387,7 @@ if [[ ${EVAL:-1} != 0 ]]; then
   # ($runs/scoreboard-<setting>.submission.json).
   main_row=$runs/eval-{setting}
   if [[ $token_stage != 0 ]]; then
-    main_row="$runs/eval-{setting}@?banking,clinc,hwu+$runs/eval-{setting}-tokens@?restaurant8k,dstc8,top"
+    main_row="$runs/eval-{setting}@?$intent_family+$runs/eval-{setting}-tokens@?$tagging_family"
   fi
   scripts/scoreboard.py --settings "$settings" --out $runs/scoreboard \
     --row "classical baseline=$runs/baselines/classical-{setting}.json" \
@@ -404,7 +405,7 @@ if [[ ${EVAL:-1} != 0 ]]; then
     for task in ${tasks//,/ }; do
       folder=${task/#dstc8/dstc8_sgd}  # eval dialoglue's folder of a task
       route=/classify suffix=""
-      [[ $task == restaurant8k || $task == dstc8 || $task == top ]] && route=/parse suffix=$tagging_suffix
+      [[ ,$tagging_family, == *,$task,* ]] && route=/parse suffix=$tagging_suffix
       saved=$runs/eval-$setting$suffix/$folder/seed-$first_seed/model
       [[ -d $saved ]] || continue
       echo "run: serve $task: $bin serve --model $saved --bf16 true   (answers $route)"
