@@ -1,7 +1,7 @@
 // Throughput of one pre-training step (trainer/pretrain.cpp) on fixed synthetic batches:
 //   bench_train_step [--bf16] [--threads N] [--steps N] [--warmup N] [--seq-len L]
 //                    [--batch B] [--shard-size S] [--seed S] [--dropout P]
-//                    [--language mlm|rtd] [--generator-size F]
+//                    [--language mlm|rtd] [--generator-size F] [--profile TRACE]
 //
 // The model is configs/pretrain-small.yaml's `model:` section (4 layers, hidden 256, 4 heads,
 // FFN 1024, vocab 8000, ten projection views of 256, every dropout 0.1). The step is the
@@ -21,6 +21,11 @@
 // --generator-size of the depth, discriminator weight 50). Its FLOPs count the generator and the
 // encoder (forward_flops_language).
 //
+// With --profile, LibTorch's profiler records every operator of the timed steps into TRACE (a
+// Chrome trace, JSON), which bench/profile_ops.py sums per operator (self time, calls a step):
+// what each part of the step costs (bench/README.md "What a bf16 step spends its time on"). The
+// profiler's own overhead is in that run's timings.
+//
 // Output: human-readable lines, then one `RESULT key=value ...` line for scripts.
 #include <algorithm>
 #include <chrono>
@@ -33,6 +38,9 @@
 #include <vector>
 
 #include "model/torch_api.h"
+#include <torch/csrc/autograd/profiler_legacy.h>
+
+#include <memory>
 
 #include "bench_util.h"
 #include "common/blas_kernels.h"
@@ -67,13 +75,15 @@ struct Options {
   bool base = false;           ///< BERT-base size (12 x 768) instead of pretrain-small's 4 x 256
   std::string language;        ///< "" (the SPACE-2 step), "mlm" or "rtd" (the language stage)
   double generator_size = 0.25;  ///< rtd: loss.generator_size
+  std::string profile;           ///< a Chrome trace of the timed steps' operators ("" = none)
 };
 
 [[noreturn]] void usage(const char* argv0) {
   std::fprintf(stderr,
                "usage: %s [--bf16] [--threads N] [--steps N] [--warmup N] [--seq-len L] "
                "[--batch B] [--shard-size S] [--seed S] [--dropout P] [--device D] "
-               "[--model small|base] [--language mlm|rtd] [--generator-size F]\n",
+               "[--model small|base] [--language mlm|rtd] [--generator-size F] "
+               "[--profile TRACE]\n",
                argv0);
   std::exit(2);
 }
@@ -121,6 +131,9 @@ Options parse(int argc, char** argv) {
       if (i + 1 >= argc) usage(argv[0]);
       o.generator_size = std::stod(argv[++i]);
       if (!(o.generator_size > 0 && o.generator_size <= 1)) usage(argv[0]);
+    } else if (a == "--profile") {
+      if (i + 1 >= argc) usage(argv[0]);
+      o.profile = argv[++i];
     } else {
       usage(argv[0]);
     }
@@ -312,7 +325,12 @@ int main(int argc, char** argv) {
   std::vector<StepTimes> phases;
   losses::Objective first{};
   double first_grad_norm = 0;
+  // The profiler covers the timed steps only; its destructor writes the trace.
+  std::unique_ptr<torch::autograd::profiler::RecordProfile> profiler;
   for (int step = 0; step < o.warmup + o.steps; ++step) {
+    if (step == o.warmup && !o.profile.empty()) {
+      profiler = std::make_unique<torch::autograd::profiler::RecordProfile>(o.profile);
+    }
     StepTimes ph;
     const double c0 = process_cpu_seconds();
     const auto t0 = Clock::now();
@@ -336,6 +354,7 @@ int main(int argc, char** argv) {
     if (step == 0) first = obj, first_grad_norm = grad_norm;
     if (step >= o.warmup) step_s.push_back(s), cpu_s.push_back(c), phases.push_back(ph);
   }
+  profiler.reset();
 
   const double peak32 = gemm_peak(torch::kFloat32, device);
   const double peak16 = gemm_peak(torch::kBFloat16, device);

@@ -171,18 +171,30 @@ template <class Attend>
 torch::Tensor packed_attend(const PackedLayout& lay, const torch::Tensor& q, const torch::Tensor& k,
                             const torch::Tensor& v, bool cls_only, Attend&& attend) {
   const std::int64_t H = k.size(1);
-  std::vector<torch::Tensor> pieces;
+  // Each bucket's rows (its inputs, for cls_only queries) as one split of q, k and v: a split's
+  // gradient is one cat of the pieces', where a slice per bucket would zero-fill a gradient of
+  // the whole tensor and add it up, bucket by bucket (bench/README.md "What a bf16 step spends
+  // its time on"). The buckets cover the rows in order, so the sizes add up to the row count.
+  std::vector<std::int64_t> row_sizes, input_sizes;
   for (const PackedLayout::Bucket& b : lay.buckets) {
+    row_sizes.push_back(b.row1 - b.row0);
+    input_sizes.push_back(b.last - b.first);
+  }
+  const std::vector<torch::Tensor> q_parts = q.split_with_sizes(cls_only ? input_sizes : row_sizes);
+  const std::vector<torch::Tensor> k_parts = k.split_with_sizes(row_sizes);
+  const std::vector<torch::Tensor> v_parts = v.split_with_sizes(row_sizes);
+  std::vector<torch::Tensor> pieces;
+  for (std::size_t i = 0; i < lay.buckets.size(); ++i) {
+    const PackedLayout::Bucket& b = lay.buckets[i];
     const std::int64_t count = b.last - b.first;
-    auto padded = [&](const torch::Tensor& t) {
-      const torch::Tensor part = t.slice(0, b.row0, b.row1);
+    auto padded = [&](const torch::Tensor& part) {
       if (!b.slots.defined()) return part.view({count, b.length, H});
       return torch::zeros({count * b.length, H}, part.options())
           .index_copy(0, b.slots, part)
           .view({count, b.length, H});
     };
-    const torch::Tensor qb = cls_only ? q.slice(0, b.first, b.last).view({count, 1, H}) : padded(q);
-    const torch::Tensor context = attend(qb, padded(k), padded(v), b.key_bias);
+    const torch::Tensor qb = cls_only ? q_parts[i].view({count, 1, H}) : padded(q_parts[i]);
+    const torch::Tensor context = attend(qb, padded(k_parts[i]), padded(v_parts[i]), b.key_bias);
     if (cls_only) {
       pieces.push_back(context.view({count, H}));
     } else {
@@ -314,16 +326,17 @@ torch::Tensor DialogEncoderImpl::attention_block(const TransformerLayerWeights& 
   // Projections [B, Tq, H] for the queries and [B, T, 2H] for keys and values. When xq is x,
   // one [3H, H] product gives all three (1/sqrt(d) folded into the query rows).
   const auto [qkv_w, qkv_b] = fused_qkv(w);
-  torch::Tensor q, kv;
+  // split, not slice: a split's gradient is one cat, a slice's a zero-filled whole (above).
+  std::vector<torch::Tensor> qkv;
   if (xq.is_same(x)) {
-    const torch::Tensor qkv = torch::linear(x, qkv_w, qkv_b);
-    q = qkv.slice(-1, 0, H);
-    kv = qkv.slice(-1, H);
+    qkv = torch::linear(x, qkv_w, qkv_b).split(H, -1);
   } else {
-    q = torch::linear(xq, qkv_w.slice(0, 0, H), qkv_b.slice(0, 0, H));
-    kv = torch::linear(x, qkv_w.slice(0, H), qkv_b.slice(0, H));
+    const std::vector<torch::Tensor> w_parts = qkv_w.split_with_sizes({H, 2 * H});
+    const std::vector<torch::Tensor> b_parts = qkv_b.split_with_sizes({H, 2 * H});
+    qkv = torch::linear(x, w_parts[1], b_parts[1]).split(H, -1);
+    qkv.insert(qkv.begin(), torch::linear(xq, w_parts[0], b_parts[0]));
   }
-  const torch::Tensor context = attend(q, kv.slice(-1, 0, H), kv.slice(-1, H), key_bias);
+  const torch::Tensor context = attend(qkv[0], qkv[1], qkv[2], key_bias);
   // Padding query rows are meaningless; zero them so they carry nothing forward.
   return context * query_keep.to(context.scalar_type());
 }
@@ -445,9 +458,8 @@ torch::Tensor DialogEncoderImpl::packed_self_attention(const PackedLayout& lay,
   auto attend_fn = [this](const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                           const torch::Tensor& bias) { return attend(q, k, v, bias); };
   const auto [qkv_w, qkv_b] = fused_qkv(w);
-  const torch::Tensor qkv = torch::linear(xp, qkv_w, qkv_b);  // [N, 3H]
-  return packed_attend(lay, qkv.slice(1, 0, H), qkv.slice(1, H, 2 * H), qkv.slice(1, 2 * H),
-                       /*cls_only=*/false, attend_fn);
+  const std::vector<torch::Tensor> qkv = torch::linear(xp, qkv_w, qkv_b).split(H, 1);  // 3 x [N, H]
+  return packed_attend(lay, qkv[0], qkv[1], qkv[2], /*cls_only=*/false, attend_fn);
 }
 
 torch::Tensor DialogEncoderImpl::packed_blocks(const PackedLayout& lay, torch::Tensor xp,
@@ -480,12 +492,13 @@ torch::Tensor DialogEncoderImpl::forward_cls_packed(const torch::Tensor& x,
   const TransformerLayerWeights& w = layers_[n - 1];
   const auto [qkv_w, qkv_b] = fused_qkv(w);
   const torch::Tensor cls = xp.index_select(0, lay.first_rows);  // [B, H], sorted order
-  const torch::Tensor q = torch::linear(cls, qkv_w.slice(0, 0, H), qkv_b.slice(0, 0, H));
-  const torch::Tensor kv = torch::linear(xp, qkv_w.slice(0, H), qkv_b.slice(0, H));  // [N, 2H]
+  const std::vector<torch::Tensor> w_parts = qkv_w.split_with_sizes({H, 2 * H});
+  const std::vector<torch::Tensor> b_parts = qkv_b.split_with_sizes({H, 2 * H});
+  const torch::Tensor q = torch::linear(cls, w_parts[0], b_parts[0]);
+  const std::vector<torch::Tensor> kv = torch::linear(xp, w_parts[1], b_parts[1]).split(H, 1);
   auto attend_fn = [this](const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                           const torch::Tensor& bias) { return attend(q, k, v, bias); };
-  const torch::Tensor context =
-      packed_attend(lay, q, kv.slice(1, 0, H), kv.slice(1, H), /*cls_only=*/true, attend_fn);
+  const torch::Tensor context = packed_attend(lay, q, kv[0], kv[1], /*cls_only=*/true, attend_fn);
   return block_output(w, cls, context).index_select(0, lay.inverse);
 }
 
