@@ -7,7 +7,7 @@ entities (their "words" ranges) are compared with the spans of the predicted wor
 test_word_tags.jsonl, read by DialoGLUE's rule (data/dialoglue_labels.h tag_spans), and TOP's
 intent with the predicted one.
 
-usage: scripts/check-parse.py RUN_DIR   (e.g. runs/eval-few/restaurant8k/seed-1, which holds
+usage: scripts/check-parse.py RUN_DIR   (e.g. runs/eval-few-tokens/restaurant8k/seed-1, which holds
        model/ and test_word_tags.jsonl)   env: DIALTREE (build/cli/dialtree)
 Prints the number of texts whose spans (and intent) agree, and the first disagreements; exits 1
 when any disagree.

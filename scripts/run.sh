@@ -5,14 +5,14 @@
 # language stage's length buy?"): the language stage (configs/pretrain-lm.yaml: MLM on the
 # unlabelled utterances, 12,000 steps) into runs/pretrain-lm/; with STAGE1=1 only, the
 # tree-structured contrastive stage
-# continued from it (configs/pretrain-small.yaml) into runs/pretrain-small/; with TOKEN_STAGE=1
-# only, the token stage for the tagging tasks (the same config with the token-level tree term)
-# continued from the language stage into runs/pretrain-tokens/; the intent stage
+# continued from it (configs/pretrain-small.yaml) into runs/pretrain-small/; unless
+# TOKEN_STAGE=0, the token stage for the tagging tasks (the same config with the token-level tree
+# term) continued from the language stage into runs/pretrain-tokens/; the intent stage
 # (configs/pretrain-intent.yaml, the model of the best val probe kept) into runs/pretrain-intent/,
 # and the intent stage again from the same start with pseudo-labelled training utterances
 # (docs/training.md "Pseudo-labelled intent stage") into runs/pretrain-intent-pseudo/. Then print
-# the probe table of that model on test (intent probe and token-level probe; with TOKEN_STAGE=1
-# also the token stage's, runs/probe-tokens.json), fine-tune and score
+# the probe table of that model on test (intent probe and token-level probe; with the token
+# stage also the token stage's, runs/probe-tokens.json), fine-tune and score
 # it on DialoGLUE's tasks (configs/eval-<setting>.yaml, the intent classifier started from the
 # linear probe) into runs/eval-<setting>/ (with DialoGLUE's submission file); with SELF_TRAIN=1
 # fine-tune the intent tasks again with self-training (the first seed's models label the
@@ -29,12 +29,13 @@
 #        self-training teachers), FULL_SEEDS (the first of SEEDS: full-data seeds),
 #        SELF_TRAIN (0; 1 adds self-training of the intent tasks, about 90 min), LM_ROW (0; 1
 #        also fine-tunes the language stage alone into runs/eval-<setting>-lm, the scoreboard's
-#        row), STAGE1 (0; 1 adds SPACE-2's stage 1), TOKEN_STAGE (0; 1 fine-tunes the tagging
-#        tasks, restaurant8k, dstc8 and top, from a token stage instead: the ten views plus the
+#        row), STAGE1 (0; 1 adds SPACE-2's stage 1), TOKEN_STAGE (1: the tagging tasks,
+#        restaurant8k, dstc8 and top, are fine-tuned from a token stage: the ten views plus the
 #        token-level tree term, configs/pretrain-small.yaml with loss.token_contrastive_weight=
 #        TOKEN_WEIGHT (1), continued from the language stage into RUNS/pretrain-tokens, about
 #        14 min; its fine-tuning goes to RUNS/eval-<setting>-tokens; docs/results.md "A
-#        token-level tree term"),
+#        token-level tree term"; 0 fine-tunes them from the intent stages' encoder, as the
+#        scoreboard's runs 1-3 were made),
 #        RUNS (runs: the folder of every run folder above, e.g. runs/p2 for a second pretraining
 #        run), PRETRAIN_SEED (the configs' seeds; N sets seed and data_seed of every stage),
 #        LM_OPTIONS (key=value overrides of the language stage, space-separated, e.g.
@@ -124,7 +125,7 @@ for var in seeds full_seeds; do
     exit 2
   }
 done
-token_stage=${TOKEN_STAGE:-0} token_weight=${TOKEN_WEIGHT:-1}
+token_stage=${TOKEN_STAGE:-1} token_weight=${TOKEN_WEIGHT:-1}
 [[ $token_stage == 0 || $token_stage == 1 ]] ||
   { echo "run: TOKEN_STAGE='$token_stage': expected 0 or 1" >&2; exit 2; }
 [[ $token_weight =~ ^[0-9]+([.][0-9]+)?$ && $token_weight =~ [1-9] ]] ||
@@ -290,9 +291,10 @@ stage $runs/pretrain-intent-pseudo configs/pretrain-intent.yaml \
   eval_data_dir="$data/dialoglue" ${pretrain_options[@]+"${pretrain_options[@]}"}
 figures+=($runs/pretrain-intent $runs/pretrain-intent-pseudo)
 model=$runs/pretrain-intent-pseudo/final
-# The tagging tasks' encoder: the intent stages' model, or with TOKEN_STAGE=1 the token stage's,
-# continued from the language stage (docs/results.md "A token-level tree term": the token probe
-# +6, dstc8 +4.0 fine-tuned over the language stage alone, restaurant8k and TOP level).
+# The tagging tasks' encoder: the token stage's, continued from the language stage, or with
+# TOKEN_STAGE=0 the intent stages' model (docs/results.md "A token-level tree term": dstc8 +3.1
+# to +4.0 fine-tuned over the language stage alone on two language stages, +2.5 over the
+# intent stages' encoder; restaurant8k and TOP level).
 tagging_model=$model tagging_suffix=""
 if [[ $token_stage != 0 ]]; then
   eta "the token stage ($runs/pretrain-tokens)" "$(left $runs/pretrain-tokens "${minutes[tokens]}")"
@@ -323,7 +325,7 @@ if [[ ${EVAL:-1} != 0 ]]; then
     # cap"); the tagging heads start at random. Every fine-tuned model is kept
     # (OUT/TASK/seed-N/model: `dialtree serve` answers /classify with an intent model and /parse
     # with a slot or TOP model), and OUT/submission.json is DialoGLUE's submission file.
-    # With TOKEN_STAGE=1 the tagging tasks read the token stage's encoder, into a folder of
+    # With the token stage the tagging tasks read its encoder, into a folder of
     # their own (a results folder holds one model's runs).
     init=()
     [[ $setting == few ]] && init=(classifier_init=linear_probe)
@@ -381,7 +383,7 @@ if [[ ${EVAL:-1} != 0 ]]; then
       --tasks "$tasks" --settings "$setting" --dialtree "$bin" \
       --json "$runs/baselines/classical-$setting.json" >/dev/null
   done
-  # The main job's row: with TOKEN_STAGE=1 its intent and tagging tasks come from two folders
+  # The main job's row: with the token stage its intent and tagging tasks come from two folders
   # (each family's tasks that its folder holds, from this run and the earlier runs of the same
   # encoders), joined into one DialoGLUE submission file per setting
   # ($runs/scoreboard-<setting>.submission.json).
