@@ -34,6 +34,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -134,6 +135,11 @@ Options parse(int argc, char** argv) {
     } else if (a == "--profile") {
       if (i + 1 >= argc) usage(argv[0]);
       o.profile = argv[++i];
+      // LibTorch's profiler only logs a failed write at the end: check the path first.
+      if (!std::ofstream(o.profile)) {
+        std::fprintf(stderr, "--profile: cannot write %s\n", o.profile.c_str());
+        std::exit(2);
+      }
     } else {
       usage(argv[0]);
     }

@@ -9,7 +9,10 @@ An event's self time is its duration minus the durations of the events directly 
 same thread, so the self times of a thread add up to the time its outermost events cover. Prints,
 per operator, calls a step, self milliseconds a step and the share of all self time, largest
 first, then the groups of bench/README.md "What a bf16 step spends its time on" (matrix products,
-element-wise work, normalisation, softmax, dropout, the optimiser, copies and casts, other). With
+normalisation, softmax, dropout, GELU and tanh, the optimiser and clipping, copies and casts,
+element-wise work, other). LibTorch's profiler records the operators the profiled thread calls:
+work inside a thread pool is in its caller's time, and code outside any operator (dialtree's
+dropout mask) in none. With
 --json, writes the same rows. Exits 2 with the file and what is wrong when the trace cannot be read.
 """
 
@@ -87,23 +90,30 @@ def main():
     ap.add_argument("--json")
     a = ap.parse_args()
     if a.steps < 1:
-        sys.exit("error: --steps must be at least 1")
+        print("error: --steps must be at least 1", file=sys.stderr)
+        sys.exit(2)
+
+    def fail(why):
+        print(f"error: {a.trace}: {why}", file=sys.stderr)
+        sys.exit(2)
+
     try:
         with open(a.trace, encoding="utf-8") as f:
             trace = json.load(f)
     except (OSError, ValueError) as e:
-        print(f"error: {a.trace}: {e}", file=sys.stderr)
-        sys.exit(2)
-    events = trace["traceEvents"] if isinstance(trace, dict) else trace
-    if not isinstance(events, list) or not events:
-        print(f"error: {a.trace}: no trace events", file=sys.stderr)
-        sys.exit(2)
+        fail(e)
+    events = trace.get("traceEvents") if isinstance(trace, dict) else trace
+    if not isinstance(events, list) or not all(isinstance(e, dict) for e in events):
+        fail("expected a list of trace events (objects), or an object with traceEvents")
+    if not any(e.get("ph") == "X" for e in events):
+        fail("no trace events of operator calls (\"ph\": \"X\")")
     try:
         ops = self_times(events)
     except (KeyError, TypeError, ValueError) as e:
-        print(f"error: {a.trace}: an event without ts, dur or name ({e})", file=sys.stderr)
-        sys.exit(2)
+        fail(f"an event without ts, dur or name ({e})")
     total = sum(v[1] for v in ops.values())
+    if total <= 0:
+        fail("the operator calls last no time (every dur is 0)")
     rows = sorted(((name, c / a.steps, us / 1e3 / a.steps, 100 * us / total, group_of(name))
                    for name, (c, us) in ops.items()), key=lambda r: -r[2])
     print(f"self time of every operator: {total / 1e3 / a.steps:.1f} ms a step over {a.steps} steps")
@@ -119,9 +129,13 @@ def main():
     for group, ms in sorted(groups.items(), key=lambda g: -g[1]):
         print(f"| {group} | {ms:.2f} | {100 * ms * a.steps * 1e3 / total:.1f}% |")
     if a.json:
-        with open(a.json, "w", encoding="utf-8") as f:
-            json.dump([{"operator": n, "group": g, "calls_per_step": c, "self_ms_per_step": ms,
-                        "share": s / 100} for n, c, ms, s, g in rows], f, indent=1)
+        try:
+            with open(a.json, "w", encoding="utf-8") as f:
+                json.dump([{"operator": n, "group": g, "calls_per_step": c, "self_ms_per_step": ms,
+                            "share": s / 100} for n, c, ms, s, g in rows], f, indent=1)
+        except OSError as e:
+            print(f"error: --json {a.json}: {e}", file=sys.stderr)
+            sys.exit(2)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,8 @@
 # the probe table of that model on test (intent probe and token-level probe; with the token
 # stage also the token stage's, runs/probe-tokens.json), fine-tune and score
 # it on DialoGLUE's tasks (configs/eval-<setting>.yaml, the intent classifier started from the
-# linear probe) into runs/eval-<setting>/ (with DialoGLUE's submission file); with SELF_TRAIN=1
+# linear probe) into runs/eval-<setting>/ (with DialoGLUE's submission file; the tagging tasks
+# from the token stage into runs/eval-<setting>-tokens/); with SELF_TRAIN=1
 # fine-tune the intent tasks again with self-training (the first seed's models label the
 # unlabelled training utterances) into runs/eval-few-self/; run the classical baselines
 # (bench/reference), write the scoreboard runs/scoreboard.{md,json} and draw the figures into

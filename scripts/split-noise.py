@@ -4,7 +4,7 @@ from one prediction file, each scored by `dialtree eval score` with DialoGLUE's 
 spread of those scores. Used in docs/results.md to ask whether a val/test disagreement is larger
 than what a val split of val's size shows by chance.
 
-usage: scripts/split-noise.py --task dstc8 --predictions runs/eval-few/dstc8/seed-1/test_predictions.json
+usage: scripts/split-noise.py --task dstc8 --predictions runs/eval-few-tokens/dstc8_sgd/seed-1/test_predictions.json
            --n 602 [--draws 200] [--seed 0] [--gold gt_test.json] [--dialtree build/cli/dialtree]
 
 Prints the full-set score, then the mean, sample std, 5th and 95th percentile of the draws.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Does SPACE-2's tree help where the tree has branches? (docs/results.md, the section of that
 # name; scripts/stage-table.py prints its tables). From the language stage
-# (runs/pretrain-lm/final, `EVAL=0 scripts/run.sh`),
+# (runs/pretrain-lm/final, `EVAL=0 TOKEN_STAGE=0 scripts/run.sh`),
 # run a contrastive stage on the data with real trees (the SGD subset without DSTC8's services,
 # and the train_10 split of all six DialoGLUE tasks; configs/pretrain-small.yaml) in arms that
 # differ only in the projection views, in how the labelled batches are drawn, or in a token-level term:
@@ -41,7 +41,7 @@ token_weight=${TOKEN_WEIGHT:-1}
   { echo "tree-stage: TOKEN_WEIGHT: '$token_weight' is not a non-negative number" >&2; exit 2; }
 all_tasks=banking,clinc,hwu,restaurant8k,dstc8,top
 [[ -f runs/pretrain-lm/final/model.safetensors ]] ||
-  { echo "tree-stage: no language stage in runs/pretrain-lm/final (run EVAL=0 scripts/run.sh)" >&2; exit 1; }
+  { echo "tree-stage: no language stage in runs/pretrain-lm/final (run EVAL=0 TOKEN_STAGE=0 scripts/run.sh)" >&2; exit 1; }
 # The run directory's name of an arm: the token arms at a weight other than 1 carry it.
 arm_dir() {
   if [[ $1 == tokens* && $token_weight != 1 ]]; then echo "$1-w$token_weight"; else echo "$1"; fi

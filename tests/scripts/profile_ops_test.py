@@ -98,6 +98,20 @@ class CommandLine(unittest.TestCase):
             r = self.run_script(no_dur, "--steps", "1")
             self.assertEqual(r.returncode, 2)
             self.assertIn("without ts, dur or name", r.stderr)
+            for name, content, why in [
+                    ("dict.json", {"other": 1}, "expected a list of trace events"),
+                    ("ints.json", [1, 2], "expected a list of trace events"),
+                    ("meta.json", [{"name": "p", "ph": "M"}], "no trace events of operator calls"),
+                    ("zero.json", [{"name": "aten::mul", "ph": "X", "ts": 0, "dur": 0, "tid": 1}],
+                     "last no time")]:
+                path = os.path.join(d, name)
+                with open(path, "w", encoding="utf-8") as f:
+                    json.dump(content, f)
+                r = self.run_script(path, "--steps", "1")
+                self.assertEqual(r.returncode, 2, name)
+                self.assertIn(why, r.stderr)
+            r = self.run_script(no_dur, "--steps", "0")
+            self.assertEqual(r.returncode, 2)
 
 
 if __name__ == "__main__":
