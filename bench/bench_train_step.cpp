@@ -35,13 +35,12 @@
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "model/torch_api.h"
 #include <torch/csrc/autograd/profiler_legacy.h>
-
-#include <memory>
 
 #include "bench_util.h"
 #include "common/blas_kernels.h"

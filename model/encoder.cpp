@@ -205,6 +205,20 @@ torch::Tensor packed_attend(const PackedLayout& lay, const torch::Tensor& q, con
   return pieces.size() == 1 ? pieces[0] : torch::cat(pieces, 0);
 }
 
+/// q, k and v [..., H] each from the fused projection qkv_w [3H, H], qkv_b [3H] (fused_qkv):
+/// one product split in three when xq is x, else q from xq and k, v from x. split, not slice: a
+/// split's gradient is one cat, a slice's a zero-filled whole (packed_attend).
+std::vector<torch::Tensor> project_qkv(const torch::Tensor& xq, const torch::Tensor& x,
+                                       const torch::Tensor& qkv_w, const torch::Tensor& qkv_b) {
+  const std::int64_t H = qkv_w.size(1);
+  if (xq.is_same(x)) return torch::linear(x, qkv_w, qkv_b).split(H, -1);
+  const std::vector<torch::Tensor> w_parts = qkv_w.split_with_sizes({H, 2 * H});
+  const std::vector<torch::Tensor> b_parts = qkv_b.split_with_sizes({H, 2 * H});
+  std::vector<torch::Tensor> qkv = torch::linear(x, w_parts[1], b_parts[1]).split(H, -1);
+  qkv.insert(qkv.begin(), torch::linear(xq, w_parts[0], b_parts[0]));
+  return qkv;
+}
+
 }  // namespace
 
 void init_bert_style(torch::nn::Module& module, double std) {
@@ -322,20 +336,10 @@ torch::Tensor DialogEncoderImpl::attention_block(const TransformerLayerWeights& 
                                                  const torch::Tensor& xq, const torch::Tensor& x,
                                                  const torch::Tensor& key_bias,
                                                  const torch::Tensor& query_keep) {
-  const std::int64_t H = config_.hidden_size;
-  // Projections [B, Tq, H] for the queries and [B, T, 2H] for keys and values. When xq is x,
-  // one [3H, H] product gives all three (1/sqrt(d) folded into the query rows).
+  // Projections [B, Tq, H] for the queries and [B, T, H] each for keys and values. When xq is
+  // x, one [3H, H] product gives all three (1/sqrt(d) folded into the query rows).
   const auto [qkv_w, qkv_b] = fused_qkv(w);
-  // split, not slice: a split's gradient is one cat, a slice's a zero-filled whole (above).
-  std::vector<torch::Tensor> qkv;
-  if (xq.is_same(x)) {
-    qkv = torch::linear(x, qkv_w, qkv_b).split(H, -1);
-  } else {
-    const std::vector<torch::Tensor> w_parts = qkv_w.split_with_sizes({H, 2 * H});
-    const std::vector<torch::Tensor> b_parts = qkv_b.split_with_sizes({H, 2 * H});
-    qkv = torch::linear(x, w_parts[1], b_parts[1]).split(H, -1);
-    qkv.insert(qkv.begin(), torch::linear(xq, w_parts[0], b_parts[0]));
-  }
+  const std::vector<torch::Tensor> qkv = project_qkv(xq, x, qkv_w, qkv_b);
   const torch::Tensor context = attend(qkv[0], qkv[1], qkv[2], key_bias);
   // Padding query rows are meaningless; zero them so they carry nothing forward.
   return context * query_keep.to(context.scalar_type());
@@ -454,11 +458,10 @@ torch::Tensor DialogEncoderImpl::forward_rows_packed(const torch::Tensor& x,
 torch::Tensor DialogEncoderImpl::packed_self_attention(const PackedLayout& lay,
                                                        const TransformerLayerWeights& w,
                                                        const torch::Tensor& xp) {
-  const std::int64_t H = xp.size(1);
   auto attend_fn = [this](const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                           const torch::Tensor& bias) { return attend(q, k, v, bias); };
   const auto [qkv_w, qkv_b] = fused_qkv(w);
-  const std::vector<torch::Tensor> qkv = torch::linear(xp, qkv_w, qkv_b).split(H, 1);  // 3 x [N, H]
+  const std::vector<torch::Tensor> qkv = project_qkv(xp, xp, qkv_w, qkv_b);  // 3 x [N, H]
   return packed_attend(lay, qkv[0], qkv[1], qkv[2], /*cls_only=*/false, attend_fn);
 }
 
@@ -492,13 +495,10 @@ torch::Tensor DialogEncoderImpl::forward_cls_packed(const torch::Tensor& x,
   const TransformerLayerWeights& w = layers_[n - 1];
   const auto [qkv_w, qkv_b] = fused_qkv(w);
   const torch::Tensor cls = xp.index_select(0, lay.first_rows);  // [B, H], sorted order
-  const std::vector<torch::Tensor> w_parts = qkv_w.split_with_sizes({H, 2 * H});
-  const std::vector<torch::Tensor> b_parts = qkv_b.split_with_sizes({H, 2 * H});
-  const torch::Tensor q = torch::linear(cls, w_parts[0], b_parts[0]);
-  const std::vector<torch::Tensor> kv = torch::linear(xp, w_parts[1], b_parts[1]).split(H, 1);
+  const std::vector<torch::Tensor> qkv = project_qkv(cls, xp, qkv_w, qkv_b);
   auto attend_fn = [this](const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                           const torch::Tensor& bias) { return attend(q, k, v, bias); };
-  const torch::Tensor context = packed_attend(lay, q, kv[0], kv[1], /*cls_only=*/true, attend_fn);
+  const torch::Tensor context = packed_attend(lay, qkv[0], qkv[1], qkv[2], /*cls_only=*/true, attend_fn);
   return block_output(w, cls, context).index_select(0, lay.inverse);
 }
 

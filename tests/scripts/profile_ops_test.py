@@ -43,19 +43,15 @@ class SelfTimes(unittest.TestCase):
         self.assertEqual(sum(v[1] for v in ops.values()), 2 * 100 + 2 * 10 + 5)
 
     def test_groups(self):
-        self.assertEqual(profile_ops.group_of("aten::addmm"), "matrix products")
-        self.assertEqual(profile_ops.group_of("aten::native_layer_norm"), "normalisation")
-        self.assertEqual(profile_ops.group_of("NativeLayerNormBackward0"), "normalisation")
-        self.assertEqual(profile_ops.group_of("MulBackward0"), "element-wise")
-        self.assertEqual(profile_ops.group_of("aten::_log_softmax"), "softmax")
-        self.assertEqual(profile_ops.group_of("aten::_to_copy"), "copies and casts")
-        self.assertEqual(profile_ops.group_of("aten::norm"), "optimiser and clipping")
-        self.assertEqual(profile_ops.group_of("aten::_softmax"), "softmax")
-        self.assertEqual(profile_ops.group_of("aten::copy_"), "copies and casts")
-        self.assertEqual(profile_ops.group_of("aten::mul"), "element-wise")
-        self.assertEqual(profile_ops.group_of("aten::gelu_backward"), "GELU and tanh")
-        self.assertEqual(profile_ops.group_of("aten::frobnicate"), "other")
-
+        expected = {
+            "aten::addmm": "matrix products", "aten::native_layer_norm": "normalisation",
+            "NativeLayerNormBackward0": "normalisation", "MulBackward0": "element-wise",
+            "aten::_log_softmax": "softmax", "aten::_to_copy": "copies and casts",
+            "aten::norm": "optimiser and clipping", "aten::_softmax": "softmax",
+            "aten::copy_": "copies and casts", "aten::mul": "element-wise",
+            "aten::gelu_backward": "GELU and tanh", "aten::frobnicate": "other"}
+        for name, group in expected.items():
+            self.assertEqual(profile_ops.group_of(name), group, name)
 
 class CommandLine(unittest.TestCase):
     def run_script(self, *args):
