@@ -107,12 +107,12 @@ seeds=${SEEDS:-1,2,3}
 full_seeds=${FULL_SEEDS:-${seeds%%,*}}
 intent_tasks=() tagging_tasks=()
 for task in ${tasks//,/ }; do
-  case $task in
-    banking | clinc | hwu) intent_tasks+=("$task") ;;
-    restaurant8k | dstc8 | top) tagging_tasks+=("$task") ;;
-    *) echo "run: TASKS: unknown task '$task' (banking, clinc, hwu, restaurant8k, dstc8, top)" >&2
-       exit 2 ;;
-  esac
+  if [[ ,$intent_family, == *,$task,* ]]; then intent_tasks+=("$task")
+  elif [[ ,$tagging_family, == *,$task,* ]]; then tagging_tasks+=("$task")
+  else
+    echo "run: TASKS: unknown task '$task' (${default_tasks//,/, })" >&2
+    exit 2
+  fi
 done
 ((${#intent_tasks[@]} + ${#tagging_tasks[@]})) || { echo "run: TASKS: no task given" >&2; exit 2; }
 for setting in ${settings//,/ }; do
