@@ -222,7 +222,11 @@ Request with_inputs(const json& body) {
 }
 
 void require_object(const json& body) {
-  if (!body.is_object()) wrong_type("(body)", "a JSON object", body);
+  // No field is at fault, so `param` is null (docs/serving.md "Errors").
+  if (!body.is_object()) {
+    throw ApiError(ErrorKind::kValidation,
+                   "the request body: expected a JSON object, found " + json_type_name(body), "");
+  }
 }
 
 // Fixes invalid UTF-8 by replacing each bad byte with U+FFFD (for messages that echo input).
@@ -336,6 +340,9 @@ ParseRequest parse_parse(const json& body) {
   require_object(body);
   const bool has_text = body.contains("text"), has_inputs = body.contains("inputs");
   if (has_text && has_inputs) invalid("text", "give either `text` (Rasa) or `inputs`, not both");
+  if (!has_text && !has_inputs) {
+    invalid("inputs", "missing (give `inputs`, or `text` as Rasa's /model/parse takes)");
+  }
   ParseRequest r;
   if (has_text) {
     const json& text = body.at("text");

@@ -97,6 +97,10 @@ TEST(ParseBody, SyntaxErrorsInvalidUtf8AndNonObjects) {
   EXPECT_EQ(utf.kind(), ErrorKind::kInvalidUtf8);
   EXPECT_THAT(utf.what(), HasSubstr("offset 14"));
   EXPECT_EQ(error_of([] { parse_body("[1,2]"); }).kind(), ErrorKind::kValidation);
+  // A body that is not an object has no field at fault: `param` is null (empty here).
+  const ApiError list = error_of([] { parse_classify(json::parse("[1,2]")); });
+  EXPECT_EQ(list.param(), "");
+  EXPECT_STREQ(list.what(), "the request body: expected a JSON object, found array");
   EXPECT_EQ(parse_body(R"({"inputs":"x"})")["inputs"], "x");
   // An escaped lone surrogate is invalid UTF-16 inside valid UTF-8 bytes: a JSON error.
   EXPECT_EQ(error_of([] { parse_body(R"({"inputs":"\udc00"})"); }).kind(), ErrorKind::kInvalidJson);
@@ -228,7 +232,12 @@ TEST(Parse, RequestsTextOrInputsNeverTokenIds) {
   EXPECT_EQ(error_of([] { parse_parse(json::parse(R"({"text":7})")); }).param(), "text");
   EXPECT_EQ(error_of([] { parse_parse(json::parse(R"({"text":""})")); }).kind(),
             ErrorKind::kEmptyInput);
-  EXPECT_EQ(error_of([] { parse_parse(json::parse("{}")); }).param(), "inputs");
+  // Neither field: the message names both, for a Rasa client that never sends `inputs`.
+  ApiError none = error_of([] { parse_parse(json::parse("{}")); });
+  EXPECT_EQ(none.kind(), ErrorKind::kValidation);
+  EXPECT_EQ(none.param(), "inputs");
+  EXPECT_STREQ(none.what(),
+               "inputs: missing (give `inputs`, or `text` as Rasa's /model/parse takes)");
 }
 
 TEST(Parse, ResultSpansOffsetsConfidenceAndIntentsKnownAnswer) {
