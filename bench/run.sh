@@ -4,7 +4,8 @@
 #      bench_convert vs bench/reference/convert.py, whole-process timing with hyperfine, and a
 #      byte-for-byte comparison of the 20 output files;
 #   2. SentencePiece encode throughput of dialtree's tokenizer vs Debian's python3-sentencepiece
-#      on the same model and lines, with an id checksum that must agree;
+#      on the same model and lines, with an id checksum that must agree; 2b. the same on one
+#      line of 200,000 characters outside the vocabulary (docs/build.md P15);
 #   3. one pre-training step (bench_train_step vs bench/reference/train_step.py on python3-torch),
 #      fp32 and bf16, alternating (bench/train_step.sh; its env knobs apply).
 # usage: bench/run.sh      env: DIALTREE_SHARED (default ../shared), RUNS (hyperfine runs, 5)
@@ -46,13 +47,23 @@ tok=$out/tokenizer
 [[ -f $tok/tokenizer.json ]] ||
   "$build/cli/dialtree" tokenizer train --input "$data/dialoglue/mlm_all_no_multiwoz.txt" \
     --vocab-size 8000 --out "$tok"
-text=$data/dialoglue/mlm_all_no_multiwoz.txt
-a=$("$build/bench/bench_spm_encode" "$tok" "$text" 5); echo "$a"
-b=$("$py" bench/reference/spm_encode.py "$tok" "$text" 5); echo "$b"
-sa=$(sed -E 's/.*: ([0-9]+) sentences.*/\1/' <<<"$a"); sb=$(sed -E 's/.*: ([0-9]+) sentences.*/\1/' <<<"$b")
-ca=${a##*checksum }; cb=${b##*checksum }
-awk -v a="$sa" -v b="$sb" 'BEGIN {printf "sentences/s ratio dialtree/python %.2fx\n", a / b}'
-[[ $ca == "$cb" ]] && echo "ids: identical checksums ($ca)" || { echo "ids DIFFER: $ca vs $cb"; exit 1; }
+spm_side_by_side() {  # text_file repeats: both sides, their ratio, and the id checksums
+  local a b sa sb ca cb
+  a=$("$build/bench/bench_spm_encode" "$tok" "$1" "$2"); echo "$a"
+  b=$("$py" bench/reference/spm_encode.py "$tok" "$1" "$2"); echo "$b"
+  sa=$(sed -E 's/.*: ([0-9.]+) sentences.*/\1/' <<<"$a"); sb=$(sed -E 's/.*: ([0-9.]+) sentences.*/\1/' <<<"$b")
+  ca=${a##*checksum }; cb=${b##*checksum }
+  awk -v a="$sa" -v b="$sb" 'BEGIN {printf "sentences/s ratio dialtree/python %.2fx\n", a / b}'
+  [[ $ca == "$cb" ]] && echo "ids: identical checksums ($ca)" || { echo "ids DIFFER: $ca vs $cb"; exit 1; }
+}
+spm_side_by_side "$data/dialoglue/mlm_all_no_multiwoz.txt" 5
+
+echo "== 2b. SentencePiece encode of one run of 200,000 characters outside the vocabulary"
+# docs/build.md P15: Debian's 0.1.97 (the Python side) merges such a run into one [UNK] in time
+# quadratic in its length; dialtree's build is patched to do it in linear time, same ids.
+"$py" -c 'import sys; open(sys.argv[1], "w", encoding="utf-8").write("\u00e9" * 200000 + "\n")' \
+  "$out/unknown-run.txt"
+spm_side_by_side "$out/unknown-run.txt" 3
 
 echo "== 3. pre-training step (configs/pretrain-small.yaml model, synthetic batches), fp32 and bf16"
 BUILD_DIR="$build" bench/train_step.sh

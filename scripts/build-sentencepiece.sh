@@ -12,7 +12,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 prefix=${1:-$here/.deps/sentencepiece}
-recipe=1  # bump when the build flags below change
+recipe=2  # bump when the build flags or the patches below change
 stamp=$prefix/.dialtree-recipe
 if [[ -f $stamp && $(cat "$stamp") == "$recipe" ]]; then exit 0; fi
 
@@ -51,6 +51,16 @@ sed -i 's|#include "third_party/protobuf-lite/google/protobuf/message_lite.h"|#i
   "$src/src/init.h"
 grep -q '<google/protobuf/message_lite.h>' "$src/src/init.h" ||
   { echo "build-sentencepiece: could not patch src/init.h" >&2; exit 1; }
+# The patch of docs/build.md P15: a run of consecutive unknown characters is merged into one
+# [UNK] piece by copying the piece and its surface at every character (`sp->piece() + w`), which
+# is quadratic in the run's length (200,000 unknown characters: 1.9 s); appending in place, as
+# later SentencePiece releases do, makes it linear and leaves every output as it was.
+sed -i -e 's|sp->set_piece(sp->piece() + std::string(w));|sp->mutable_piece()->append(w.data(), w.size());|' \
+  -e 's|sp->set_surface(sp->surface() + std::string(surface));|sp->mutable_surface()->append(surface.data(), surface.size());|' \
+  "$src/src/sentencepiece_processor.cc"
+[[ $(grep -c -e 'mutable_piece()->append(w.data' -e 'mutable_surface()->append(surface.data' \
+  "$src/src/sentencepiece_processor.cc") == 2 ]] ||
+  { echo "build-sentencepiece: could not patch src/sentencepiece_processor.cc" >&2; exit 1; }
 
 echo "build-sentencepiece: building into $prefix" >&2
 launcher=()

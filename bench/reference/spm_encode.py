@@ -24,7 +24,7 @@ def main():
                 checksum += sum((i + 1) * t for i, t in enumerate(ids))
     s = time.perf_counter() - t0
     n = len(lines) * repeats
-    print(f"python {len(lines)} lines x {repeats}: {n / s:.0f} sentences/s, {tokens / s:.0f} tokens/s, "
+    print(f"python {len(lines)} lines x {repeats}: {n / s:.7g} sentences/s, {tokens / s:.7g} tokens/s, "
           f"checksum {checksum % (1 << 64)}")
 
 
