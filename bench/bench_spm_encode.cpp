@@ -37,9 +37,8 @@ int main(int argc, char** argv) {
   }
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const double n = double(lines.size()) * repeats;
-  // %.7g: whole numbers for the real corpus, and digits after the point for a line that takes
-  // seconds (bench/run.sh part 2b).
-  std::printf("cpp    %zu lines x %d: %.7g sentences/s, %.7g tokens/s, checksum %llu\n",
+  // Two decimals: a line that takes seconds (bench/run.sh part 2b) still has its digits.
+  std::printf("cpp    %zu lines x %d: %.2f sentences/s, %.2f tokens/s, checksum %llu\n",
               lines.size(), repeats, n / s, tokens / s, (unsigned long long)checksum);
   return 0;
 }

@@ -58,10 +58,10 @@ spm_side_by_side() {  # text_file repeats: both sides, their ratio, and the id c
 }
 spm_side_by_side "$data/dialoglue/mlm_all_no_multiwoz.txt" 5
 
-echo "== 2b. SentencePiece encode of one run of 200,000 characters outside the vocabulary"
+echo "== 2b. SentencePiece encode of one run of 200,000 characters outside the vocabulary (U+4F60)"
 # docs/build.md P15: Debian's 0.1.97 (the Python side) merges such a run into one [UNK] in time
 # quadratic in its length; dialtree's build is patched to do it in linear time, same ids.
-"$py" -c 'import sys; open(sys.argv[1], "w", encoding="utf-8").write("\u00e9" * 200000 + "\n")' \
+"$py" -c 'import sys; open(sys.argv[1], "w", encoding="utf-8").write("\u4f60" * 200000 + "\n")' \
   "$out/unknown-run.txt"
 spm_side_by_side "$out/unknown-run.txt" 3
 

@@ -107,8 +107,9 @@ seeds=${SEEDS:-1,2,3}
 full_seeds=${FULL_SEEDS:-${seeds%%,*}}
 intent_tasks=() tagging_tasks=()
 for task in ${tasks//,/ }; do
-  if [[ ,$intent_family, == *,$task,* ]]; then intent_tasks+=("$task")
-  elif [[ ,$tagging_family, == *,$task,* ]]; then tagging_tasks+=("$task")
+  # Quoted: a task name is matched as it is, never as a pattern (TASKS=hw? is no task).
+  if [[ ,$intent_family, == *,"$task",* ]]; then intent_tasks+=("$task")
+  elif [[ ,$tagging_family, == *,"$task",* ]]; then tagging_tasks+=("$task")
   else
     echo "run: TASKS: unknown task '$task' (${default_tasks//,/, })" >&2
     exit 2

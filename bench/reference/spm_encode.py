@@ -24,7 +24,7 @@ def main():
                 checksum += sum((i + 1) * t for i, t in enumerate(ids))
     s = time.perf_counter() - t0
     n = len(lines) * repeats
-    print(f"python {len(lines)} lines x {repeats}: {n / s:.7g} sentences/s, {tokens / s:.7g} tokens/s, "
+    print(f"python {len(lines)} lines x {repeats}: {n / s:.2f} sentences/s, {tokens / s:.2f} tokens/s, "
           f"checksum {checksum % (1 << 64)}")
 
 
