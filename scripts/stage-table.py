@@ -43,15 +43,28 @@ def probe(path):
     return out
 
 
+# DialoGLUE setting ("few" or "full") -> a results.json that has it, of every file read: the
+# fine-tuned table's heading names the setting, and a table of both settings is an error.
+SETTINGS = {}
+SETTING_NAMES = {"few": "few-shot", "full": "full data"}
+
+
 def finetuned(folder, eval_dir, task):
     """(test scores by seed, val scores by seed) of `task` in every results.json of
-    folder/eval_dir/ and of its subfolders. Exits naming both files when one seed is in two."""
+    folder/eval_dir/ and of its subfolders. Exits naming both files when one seed is in two,
+    or when two files hold different DialoGLUE settings."""
     tests, vals, where = {}, {}, {}
     root = os.path.join(folder, eval_dir)
     paths = [os.path.join(root, "results.json")] + glob.glob(os.path.join(root, "*", "results.json"))
     for path in sorted(p for p in paths if os.path.isfile(p)):
         with open(path, encoding="utf-8") as f:
             results = json.load(f)
+        setting = results.get("setting")
+        if setting is not None:
+            SETTINGS.setdefault(setting, path)
+            if len(SETTINGS) > 1:
+                sys.exit("stage-table: one table of two settings: " +
+                         ", ".join(f"{k} in {v}" for k, v in sorted(SETTINGS.items())))
         for name, t in results["tasks"].items():
             if name.replace("_sgd", "") != task:
                 continue
@@ -125,15 +138,19 @@ def main():
             else:
                 means.append("–")
         print(f"| {name} | " + " | ".join(cells + means) + " |")
-    print("\n**Fine-tuned few-shot, test mean ± std (seeds) / val mean**\n")
-    print("| row | " + " | ".join(tasks) + " |")
-    print("|---|" + "---|" * len(tasks))
+    lines = []
     for name, folders in rows:
         cells = []
         for t in tasks:
             tests, vals, means = pooled(folders, eval_dir, t)
             cells.append(cell(tests, vals, len(means)))
-        print(f"| {name} | " + " | ".join(cells) + " |")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    # The setting the results.json files give (files without one, e.g. hand-made: none named).
+    setting = " ".join(SETTING_NAMES.get(k, k) for k in SETTINGS)
+    print(f"\n**Fine-tuned{' ' + setting if setting else ''}, test mean ± std (seeds) / val mean**\n")
+    print("| row | " + " | ".join(tasks) + " |")
+    print("|---|" + "---|" * len(tasks))
+    print("\n".join(lines))
     pooled_rows = [(name, folders) for name, folders in rows if len(folders) > 1]
     if pooled_rows:
         print("\n**Between pretraining runs, test: the mean of each encoder's mean ± their sample "

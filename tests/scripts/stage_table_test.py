@@ -62,6 +62,19 @@ class StageTable(unittest.TestCase):
         self.assertEqual(cells[3], "–")
         self.assertEqual(cells[5], "40.00 (1) / 50.00")
 
+    def test_the_heading_names_the_setting_and_one_table_holds_one(self):
+        full = dict(results({"hwu": [(1, 80.0, 81.0)]}), setting="full")
+        self.write("eval-full", full)
+        out = self.table("--eval-dir", "eval-full")
+        self.assertIn("**Fine-tuned full data, test mean ± std (seeds) / val mean**", out)
+        self.write("eval-few", dict(results({"hwu": [(1, 70.0, 71.0)]}), setting="few"))
+        self.assertIn("**Fine-tuned few-shot, test", self.table())
+        self.write("eval-full/dstc8", dict(results({"dstc8_sgd": [(1, 40.0, 50.0)]}),
+                                           setting="few"))
+        err = self.table("--eval-dir", "eval-full", ok=False)
+        self.assertIn("one table of two settings: few in", err)
+        self.assertIn("full in", err)
+
     def test_a_seed_in_two_files_is_an_error(self):
         self.write("eval-few/hwu-s1", results({"hwu": [(1, 70.0, 71.0)]}))
         self.write("eval-few/hwu-again", results({"hwu": [(1, 71.0, 72.0)]}))
