@@ -498,7 +498,8 @@ torch::Tensor DialogEncoderImpl::forward_cls_packed(const torch::Tensor& x,
   const std::vector<torch::Tensor> qkv = project_qkv(cls, xp, qkv_w, qkv_b);
   auto attend_fn = [this](const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                           const torch::Tensor& bias) { return attend(q, k, v, bias); };
-  const torch::Tensor context = packed_attend(lay, qkv[0], qkv[1], qkv[2], /*cls_only=*/true, attend_fn);
+  const torch::Tensor context =
+      packed_attend(lay, qkv[0], qkv[1], qkv[2], /*cls_only=*/true, attend_fn);
   return block_output(w, cls, context).index_select(0, lay.inverse);
 }
 
