@@ -96,13 +96,40 @@ void write_error(http::Response& res, const ApiError& e) {
 
 // A POST body must be JSON: application/json or application/<x>+json, parameters allowed; no
 // Content-Type at all is taken as JSON too (raw clients). Anything else (a form, multipart) 415.
-bool json_content_type(const std::string* type) {
-  if (type == nullptr) return true;
-  std::string t = type->substr(0, type->find(';'));
-  t = strict_yaml::trim(t);
-  t = ascii_lower(t);
-  return t == "application/json" ||
-         (t.rfind("application/", 0) == 0 && t.size() > 17 && t.substr(t.size() - 5) == "+json");
+// A `charset` parameter other than UTF-8 (or its subset US-ASCII) is 415 too: the body is read as
+// UTF-8 (RFC 8259 §8.1), so latin-1 bytes would be read as something else (docs/serving.md
+// "Errors"). Returns what is wrong with `type`, or "" when it is taken.
+std::string content_type_problem(const std::string& type) {
+  std::vector<std::string> parts;  // the media type, then each parameter (RFC 9110 §8.3.1)
+  for (std::size_t start = 0;;) {
+    const std::size_t semi = type.find(';', start);
+    parts.push_back(type.substr(start, semi == std::string::npos ? semi : semi - start));
+    if (semi == std::string::npos) break;
+    start = semi + 1;
+  }
+  const std::string t = ascii_lower(strict_yaml::trim(parts.front()));
+  const bool json = t == "application/json" || (t.rfind("application/", 0) == 0 && t.size() > 17 &&
+                                                 t.substr(t.size() - 5) == "+json");
+  if (!json) {
+    return "Content-Type '" + type +
+           "' is not JSON: send 'Content-Type: application/json' (curl: -H 'Content-Type: "
+           "application/json')";
+  }
+  for (std::size_t i = 1; i < parts.size(); ++i) {
+    const std::size_t eq = parts[i].find('=');
+    if (eq == std::string::npos) continue;
+    if (ascii_lower(strict_yaml::trim(parts[i].substr(0, eq))) != "charset") continue;
+    std::string charset = strict_yaml::trim(parts[i].substr(eq + 1));
+    if (charset.size() >= 2 && charset.front() == '"' && charset.back() == '"') {
+      charset = charset.substr(1, charset.size() - 2);
+    }
+    const std::string c = ascii_lower(charset);
+    if (c == "utf-8" || c == "utf8" || c == "us-ascii") continue;
+    return "Content-Type '" + type + "': charset '" + charset +
+           "' is not UTF-8; a JSON body is read as UTF-8 (RFC 8259 §8.1): send the text as "
+           "UTF-8 with 'Content-Type: application/json'";
+  }
+  return "";
 }
 
 // A Content-Encoding that leaves the body as sent: "identity", or an empty list of codings.
@@ -398,11 +425,9 @@ struct Handlers {
     try {
       // Every Content-Type line counts: a JSON line first must not hide a form after it.
       for (const auto& [name, type] : req.headers) {
-        if (name != "content-type" || json_content_type(&type)) continue;
-        throw ApiError(ErrorKind::kUnsupportedMediaType,
-                       "Content-Type '" + type +
-                           "' is not JSON: send 'Content-Type: application/json' (curl: -H "
-                           "'Content-Type: application/json')");
+        if (name != "content-type") continue;
+        const std::string problem = content_type_problem(type);
+        if (!problem.empty()) throw ApiError(ErrorKind::kUnsupportedMediaType, problem);
       }
       // A compressed body (gzip, br, ...) is refused rather than parsed as if it were JSON
       // (RFC 9110 §15.5.16: 415, with Accept-Encoding naming what would be taken).

@@ -522,6 +522,17 @@ TEST_F(ServerTest, PayloadLimitIsHonouredExactlyWhateverTheContentType) {  // C2
   std::string big = R"({"inputs":"hello")" + std::string(100 * 1024, ' ') + "}";
   EXPECT_EQ(post(r, "/embed", big, "application/json").first, 200);
   EXPECT_EQ(post(r, "/embed", big, "application/json; charset=utf-8").first, 200);
+  EXPECT_EQ(post(r, "/embed", big, "Application/JSON;charset=\"UTF-8\"").first, 200);
+  EXPECT_EQ(post(r, "/embed", big, "application/json; charset=us-ascii").first, 200);
+  // B28: a body declared latin-1 was read as UTF-8. Any charset but UTF-8 is now 415, saying so.
+  for (const std::string type : {"application/json; charset=latin-1",
+                                 "application/json;Charset=\"ISO-8859-1\"",
+                                 "application/json; format=x; charset=utf-16"}) {
+    auto [status, body] = post(r, "/embed", big, type.c_str());
+    EXPECT_EQ(status, 415) << type;
+    EXPECT_EQ(body["error"]["code"], "unsupported_media_type") << type;
+    EXPECT_THAT(body["error"]["message"].get<std::string>(), HasSubstr("is not UTF-8")) << type;
+  }
   auto [form_status, form] = post(r, "/embed", big, "application/x-www-form-urlencoded");
   EXPECT_EQ(form_status, 415);
   EXPECT_EQ(form["error"]["code"], "unsupported_media_type");
