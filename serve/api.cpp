@@ -403,7 +403,7 @@ json parse_result(const ParsedTurn& turn, const std::vector<float>& intent_probs
                         {"start", start},
                         {"end", end},
                         {"value", utf8::substr(turn.text, start, end)},
-                        {"confidence", confidence},
+                        {"confidence_entity", confidence},
                         {"words", {span.start, span.end}}});
   }
   out["entities"] = std::move(entities);

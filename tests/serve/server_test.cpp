@@ -352,8 +352,8 @@ TEST_F(ServerTest, ParseAnswersWithTheFineTunedPredictionsSpansOffsetsAndIntent)
       // Offsets are code points of the text; the value is its slice.
       const std::string text = out[i]["text"];
       EXPECT_EQ(e["value"], text.substr(e["start"], e["end"].get<std::size_t>() - e["start"].get<std::size_t>()));
-      EXPECT_GT(e["confidence"].get<float>(), 0.0f);
-      EXPECT_LE(e["confidence"].get<float>(), 1.0f);
+      EXPECT_GT(e["confidence_entity"].get<float>(), 0.0f);
+      EXPECT_LE(e["confidence_entity"].get<float>(), 1.0f);
     }
     EXPECT_EQ(served, data::tag_spans(run.test_tags[i])) << out[i].dump();
     EXPECT_EQ(out[i]["intent"]["name"], run.test_intents[i]);
