@@ -73,12 +73,15 @@ const std::vector<std::string>& Embedder::tag_labels() const {
 namespace {
 
 // The "has no tokens" refusal of turn `i` of `turns` (docs/failure-cases.md C19): whitespace
-// alone is refused like an empty string, not embedded as the constant vector of two markers.
+// alone is refused like an empty string, not embedded as the constant vector of two markers; so
+// is a text of characters the tokenizer drops (control and zero-width characters), which the
+// message names so that "\u0001" is not called whitespace.
 ApiError no_tokens(std::size_t i, std::size_t turns, const std::string& param) {
   return ApiError(ErrorKind::kEmptyInput,
                   param + ": " +
                       (turns == 1 ? std::string("the text") : "turn " + std::to_string(i)) +
-                      " has no tokens (it is empty or whitespace only)",
+                      " has no tokens (it is empty, whitespace only, or only characters the tokenizer "
+                      "drops, such as control and zero-width characters)",
                   param);
 }
 

@@ -381,6 +381,10 @@ TEST_F(ServerTest, ParseAnswersWithTheFineTunedPredictionsSpansOffsetsAndIntent)
   auto [s6, e6] = post(r, "/parse", R"({"inputs":[[9,10]]})");
   EXPECT_EQ(s6, 422);
   EXPECT_THAT(e6["error"]["message"].get<std::string>(), HasSubstr("not token ids"));
+  // Control and zero-width characters alone: refused as /embed refuses them.
+  auto [s7, e7] = post(r, "/model/parse", R"({"text":"\u0001\u200b"})");
+  EXPECT_EQ(s7, 400);
+  EXPECT_EQ(e7["error"]["code"], "empty_input");
   auto c = r.client();
   const auto m = c.Get("/metrics");
   ASSERT_TRUE(m);
@@ -459,6 +463,16 @@ TEST_F(ServerTest, TheErrorTableEndToEnd) {
   EXPECT_EQ(ws, 400);
   EXPECT_EQ(wb["error"]["param"], "inputs[1]");
   EXPECT_THAT(wb["error"]["message"].get<std::string>(), HasSubstr("whitespace only"));
+  // Control and zero-width characters alone are refused the same way (/parse: the test with a
+  // tagger, ParseAnswersWithTheFineTunedPredictions...), and the message does not call them
+  // whitespace only.
+  for (const std::string path : {"/embed", "/tokenize"}) {
+    auto [cs, cb] = post(r, path, R"({"inputs":"\u0001\u200b \u0003"})");
+    EXPECT_EQ(cs, 400) << path;
+    EXPECT_EQ(cb["error"]["code"], "empty_input") << path;
+    EXPECT_THAT(cb["error"]["message"].get<std::string>(), HasSubstr("control and zero-width"))
+        << path;
+  }
   auto [s, b] = post(r, "/embed", R"({"inputs":["a", 3]})");
   EXPECT_EQ(s, 422);
   EXPECT_EQ(b["error"]["param"], "inputs[1]");
