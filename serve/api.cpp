@@ -404,6 +404,7 @@ json parse_result(const ParsedTurn& turn, const std::vector<float>& intent_probs
                         {"end", end},
                         {"value", utf8::substr(turn.text, start, end)},
                         {"confidence_entity", confidence},
+                        {"confidence", confidence},
                         {"words", {span.start, span.end}}});
   }
   out["entities"] = std::move(entities);

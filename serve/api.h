@@ -174,10 +174,11 @@ struct ParsedTurn {
 
 /// One input's /parse answer, Rasa's shape: {"text", "intent": {"name", "confidence"} or null,
 /// "intent_ranking": [top_k of them], "entities": [{"entity", "start", "end", "value",
-/// "confidence_entity" (Rasa's name), "words": [first, last + 1]}]}. Entities are the tags'
-/// spans read as DialoGLUE reads them (data/dialoglue_labels.h tag_spans); an entity's
-/// confidence_entity is the lowest tag
-/// probability of its words; start/end are code points of `turn.text`, value its slice.
+/// "confidence_entity", "confidence", "words": [first, last + 1]}]}. Entities are the tags'
+/// spans read as DialoGLUE reads them (data/dialoglue_labels.h tag_spans). An entity's
+/// confidence is the lowest tag probability of its words, under both names: Rasa's NLU emits
+/// `confidence_entity`, its HTTP API schema documents `confidence` (docs/serving.md "Parsing").
+/// start/end are code points of `turn.text`, value its slice.
 /// `intent_probs` is empty for a model without an intent head.
 /// @throws std::invalid_argument when the per-word vectors differ in length.
 nlohmann::json parse_result(const ParsedTurn& turn, const std::vector<float>& intent_probs,

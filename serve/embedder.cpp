@@ -80,8 +80,8 @@ ApiError no_tokens(std::size_t i, std::size_t turns, const std::string& param) {
   return ApiError(ErrorKind::kEmptyInput,
                   param + ": " +
                       (turns == 1 ? std::string("the text") : "turn " + std::to_string(i)) +
-                      " has no tokens (it is empty, whitespace only, or only characters the tokenizer "
-                      "drops, such as control and zero-width characters)",
+                      " has no tokens (it is empty, whitespace only, or only characters the "
+                      "tokenizer drops, such as control and zero-width characters)",
                   param);
 }
 

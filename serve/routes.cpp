@@ -100,14 +100,8 @@ void write_error(http::Response& res, const ApiError& e) {
 // UTF-8 (RFC 8259 §8.1), so latin-1 bytes would be read as something else (docs/serving.md
 // "Errors"). Returns what is wrong with `type`, or "" when it is taken.
 std::string content_type_problem(const std::string& type) {
-  std::vector<std::string> parts;  // the media type, then each parameter (RFC 9110 §8.3.1)
-  for (std::size_t start = 0;;) {
-    const std::size_t semi = type.find(';', start);
-    parts.push_back(type.substr(start, semi == std::string::npos ? semi : semi - start));
-    if (semi == std::string::npos) break;
-    start = semi + 1;
-  }
-  const std::string t = ascii_lower(strict_yaml::trim(parts.front()));
+  const std::size_t semi = type.find(';');
+  const std::string t = ascii_lower(strict_yaml::trim(type.substr(0, semi)));
   const bool json = t == "application/json" || (t.rfind("application/", 0) == 0 && t.size() > 17 &&
                                                  t.substr(t.size() - 5) == "+json");
   if (!json) {
@@ -115,18 +109,36 @@ std::string content_type_problem(const std::string& type) {
            "' is not JSON: send 'Content-Type: application/json' (curl: -H 'Content-Type: "
            "application/json')";
   }
-  for (std::size_t i = 1; i < parts.size(); ++i) {
-    const std::size_t eq = parts[i].find('=');
-    if (eq == std::string::npos) continue;
-    if (ascii_lower(strict_yaml::trim(parts[i].substr(0, eq))) != "charset") continue;
-    std::string charset = strict_yaml::trim(parts[i].substr(eq + 1));
-    if (charset.size() >= 2 && charset.front() == '"' && charset.back() == '"') {
-      charset = charset.substr(1, charset.size() - 2);
+  // The parameters (RFC 9110 §5.6.6, §8.3.1): name=value after each ';', a value a token or a
+  // quoted string (a ';' inside quotes is part of it, a backslash escapes the next character).
+  std::size_t at = semi == std::string::npos ? type.size() : semi + 1;
+  while (at < type.size()) {
+    const std::size_t end_name = std::min(type.find_first_of("=;", at), type.size());
+    const std::string name = ascii_lower(strict_yaml::trim(type.substr(at, end_name - at)));
+    at = end_name;
+    std::string value;
+    if (at < type.size() && type[at] == '=') {
+      ++at;
+      while (at < type.size() && (type[at] == ' ' || type[at] == '\t')) ++at;
+      if (at < type.size() && type[at] == '"') {
+        for (++at; at < type.size() && type[at] != '"'; ++at) {
+          if (type[at] == '\\' && at + 1 < type.size()) ++at;
+          value += type[at];
+        }
+        at = std::min(type.find(';', at), type.size());
+      } else {
+        const std::size_t end_value = std::min(type.find(';', at), type.size());
+        value = strict_yaml::trim(type.substr(at, end_value - at));
+        at = end_value;
+      }
     }
-    const std::string c = ascii_lower(charset);
+    if (at < type.size()) ++at;  // the ';'
+    if (name != "charset") continue;
+    const std::string c = ascii_lower(value);
     if (c == "utf-8" || c == "utf8" || c == "us-ascii") continue;
-    return "Content-Type '" + type + "': charset '" + charset +
-           "' is not UTF-8; a JSON body is read as UTF-8 (RFC 8259 §8.1): send the text as "
+    return "Content-Type '" + type + "': " +
+           (value.empty() ? std::string("an empty charset") : "charset '" + value + "'") +
+           " is not UTF-8; a JSON body is read as UTF-8 (RFC 8259 §8.1): send the text as "
            "UTF-8 with 'Content-Type: application/json'";
   }
   return "";

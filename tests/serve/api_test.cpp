@@ -256,7 +256,8 @@ TEST(Parse, ResultSpansOffsetsConfidenceAndIntentsKnownAnswer) {
   EXPECT_EQ(r["entities"][0]["value"], "caf\u00e9");
   EXPECT_EQ(r["entities"][0]["end"], 4);  // code points, not bytes
   EXPECT_EQ(r["entities"][1], json::parse(R"({"entity":"people","start":9,"end":17,
-      "value":"4 people","confidence_entity":0.6000000238418579,"words":[2,4]})"));
+      "value":"4 people","confidence_entity":0.6000000238418579,
+      "confidence":0.6000000238418579,"words":[2,4]})"));
   EXPECT_EQ(r["entities"][2]["value"], "7 pm");
   EXPECT_FLOAT_EQ(r["entities"][2]["confidence_entity"].get<float>(), 0.7f);
   // No intent head: intent null, an empty ranking.
