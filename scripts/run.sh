@@ -294,9 +294,9 @@ stage $runs/pretrain-intent-pseudo configs/pretrain-intent.yaml \
 figures+=($runs/pretrain-intent $runs/pretrain-intent-pseudo)
 model=$runs/pretrain-intent-pseudo/final
 # The tagging tasks' encoder: the token stage's, continued from the language stage, or with
-# TOKEN_STAGE=0 the intent stages' model (docs/results.md "A token-level tree term": dstc8 +3.0
-# to +4.0 fine-tuned over the language stage alone on two language stages, +2.2 over the
-# intent stages' encoder; restaurant8k and TOP level on both).
+# TOKEN_STAGE=0 the intent stages' model (docs/results.md "A token-level tree term": dstc8 +1.3
+# to +4.0 fine-tuned over the language stage alone on three language stages, +0.1 and +2.2 over
+# the intent stages' encoder on two; restaurant8k and TOP level).
 tagging_model=$model tagging_suffix=""
 if [[ $token_stage != 0 ]]; then
   eta "the token stage ($runs/pretrain-tokens)" "$(left $runs/pretrain-tokens "${minutes[tokens]}")"
