@@ -35,7 +35,8 @@ main_few=$(join runs/eval-few-main2 runs/tag-few-main/{restaurant8k,dstc8,top} \
 # folders, one per task and seed).
 lang=runs/lang/mlm/eval-few-linear_probe
 lm_probe_start=$(join $lang/banking-s{1,2,3} $lang/hwu-s{1,2,3} $lang/clinc-s1)
-scratch_few=$(join runs/scratch-few/tagging runs/scratch-few/top runs/scratch-few/intent)
+scratch_few=$(join runs/scratch-few/tagging runs/scratch-few/top runs/scratch-few/intent \
+  runs/scratch-few/clinc)
 
 scripts/scoreboard.py --settings few,full --out "$out/scoreboard-15" \
   --row "classical baseline=runs/baselines/classical-{setting}.json" \
