@@ -2,11 +2,14 @@
 # The scoreboard of docs/results.md ("The DialoGLUE scoreboard") from the run folders its
 # commands wrote: scripts/scoreboard.py with one row per model, each row pooling the folders
 # that hold its runs (runs made in parts: seeds 1, then 2-3, then 4-5), then the figures.
-# Writes docs/figures/scoreboard/{scoreboard,scoreboard-15,runs,mask-rate,runs-30,full-data}.{md,json},
-# *-<setting>.rows.json and the figures few/ and full/ (dialtree plot), and prints the tables.
+# Writes docs/figures/scoreboard/{scoreboard,scoreboard-15,runs,mask-rate,runs-30,full-data,
+# scoreboard-today,xeon-tagging}.{md,json}, *-<setting>.rows.json and the figures few/, full/ and
+# today/ (dialtree plot), and prints the tables.
 #   usage: scripts/docs-scoreboard.sh
-#   env: BUILD_DIR (default build), PARTS (few,full: the few-shot tables, the full-data table;
-#        one of them alone where a machine holds only that part's run folders)
+#   env: BUILD_DIR (default build), PARTS (few,full,today: the few-shot tables of the AMD EPYC
+#        runs, their full-data table, and the scoreboard as scripts/run.sh runs it today with the
+#        Intel Xeon runs of its tagging tasks; one part alone where a machine holds only that
+#        part's run folders)
 # A folder that is missing stops it with its name (scoreboard.py): the rows below are the
 # runs docs/results.md reports, nothing else.
 set -euo pipefail
@@ -15,10 +18,17 @@ cd "$root"
 bin=${BUILD_DIR:-build}/cli/dialtree
 out=docs/figures/scoreboard
 join() { local IFS=+; echo "$*"; }
-parts=${PARTS:-few,full}
+# A few-shot scoreboard's four rows into $out/NAME.{md,json} and its figure into $out/FIGURE.
+board() {  # name figure no-pretraining language-stage-alone main-job (row sources)
+  scripts/scoreboard.py --settings few --out "$out/$1" \
+    --row "classical baseline=runs/baselines/classical-{setting}.json" \
+    --row "no pretraining=$3" --row "language stage alone=$4" --row "main job=$5"
+  "$bin" plot "$out/$1-few.rows.json" --out "$out/$2" --format png >/dev/null
+}
+parts=${PARTS:-few,full,today}
 for part in ${parts//,/ }; do
-  [[ $part == few || $part == full ]] ||
-    { echo "docs-scoreboard: PARTS: unknown part '$part' (few, full)" >&2; exit 2; }
+  [[ $part == few || $part == full || $part == today ]] ||
+    { echo "docs-scoreboard: PARTS: unknown part '$part' (few, full, today)" >&2; exit 2; }
 done
 
 if [[ ,$parts, == *,few,* ]]; then
@@ -90,12 +100,7 @@ scripts/scoreboard.py --settings few --out "$out/runs-30" \
 # 30 %) pretrained three times (runs/mlm30 with runs/pretrain-mlm30, runs/p2, runs/p3: RUNS=runs/pN
 # PRETRAIN_SEED=N LM_ROW=1 scripts/run.sh), pooled over the three encoders and their fine-tuning
 # seeds.
-scripts/scoreboard.py --settings few --out "$out/scoreboard" \
-  --row "classical baseline=runs/baselines/classical-{setting}.json" \
-  --row "no pretraining=$scratch_few" \
-  --row "language stage alone=$lm1+$lm2+$lm3" \
-  --row "main job=$main1+$main2+$main3"
-"$bin" plot "$out/scoreboard-few.rows.json" --out "$out/few" --format png >/dev/null
+board scoreboard few "$scratch_few" "$lm1+$lm2+$lm3" "$main1+$main2+$main3"
 fi
 
 if [[ ,$parts, == *,full,* ]]; then
@@ -114,4 +119,31 @@ scripts/scoreboard.py --settings full --out "$out/full-data" \
   --row "main job=runs/eval-full-random@banking,hwu,clinc+runs/eval-full@restaurant8k,dstc8,top" \
   --row "main job, 15 % (run B)=$out/run-b-main-full.json"
 "$bin" plot "$out/full-data-full.rows.json" --out "$out/full" --format png >/dev/null
+fi
+
+if [[ ,$parts, == *,today,* ]]; then
+# The scoreboard docs/results.md opens with: the main job as scripts/run.sh runs it since
+# 2026-12-07, the intent tasks from the intent stages' encoder, the tagging tasks from the token
+# stage. The intent columns are runs 1-3 above (2-core AMD EPYC; that recipe has not changed),
+# transcribed per encoder from scoreboard-few.rows.json because their folders are not on the
+# machine that made the rest (amd-run*-intent-few.json). The tagging columns are three pretraining
+# runs of today's recipe on a 2-core Intel Xeon (RUNS=runs/p1-xeon PRETRAIN_SEED=11, RUNS=runs/p2
+# PRETRAIN_SEED=2 and RUNS=runs/p3-xeon PRETRAIN_SEED=3, each `LM_ROW=1 TASKS=restaurant8k,dstc8
+# SEEDS=1,2,3,4,5 scripts/run.sh`, TOP by the commands of docs/results.md "A token-level tree
+# term"; on that machine runs/p2 is the Xeon's run, not the AMD run 2 of the part above). The
+# classical baseline is rerun on all six tasks (runs/baselines); no pretraining is the AMD
+# folders' row (amd-no-pretraining-few.json) plus its clinc cell (runs/scratch-few/clinc).
+xeon=(runs/p1-xeon runs/p2 runs/p3-xeon)
+tag_lm=$(join "${xeon[@]/%//eval-few-lm}")
+tag_intent=$(join "${xeon[@]/%//eval-few}")
+tag_tokens=$(join "${xeon[@]/%//eval-few-tokens}")
+board scoreboard-today today "$out/amd-no-pretraining-few.json+runs/scratch-few/clinc" \
+  "$(join $out/amd-run{1,2,3}-lm-intent-few.json)+$tag_lm" \
+  "$(join $out/amd-run{1,2,3}-main-intent-few.json)+$tag_tokens"
+# The tagging columns alone, with the intent stages' encoder (the tagging encoder until
+# 2026-12-07) on the same three language stages.
+scripts/scoreboard.py --settings few --out "$out/xeon-tagging" \
+  --row "language stage alone=$tag_lm" \
+  --row "intent stages, the tagging encoder until 2026-12-07=$tag_intent" \
+  --row "token stage, the tagging encoder since=$tag_tokens"
 fi
