@@ -295,8 +295,8 @@ figures+=($runs/pretrain-intent $runs/pretrain-intent-pseudo)
 model=$runs/pretrain-intent-pseudo/final
 # The tagging tasks' encoder: the token stage's, continued from the language stage, or with
 # TOKEN_STAGE=0 the intent stages' model (docs/results.md "A token-level tree term": dstc8 +1.3
-# to +4.0 fine-tuned over the language stage alone on three language stages, +0.1 and +2.2 over
-# the intent stages' encoder on two; restaurant8k and TOP level).
+# to +4.0 fine-tuned over the language stage alone on four language stages, +0.1 to +4.3 over
+# the intent stages' encoder on three; restaurant8k and TOP level).
 tagging_model=$model tagging_suffix=""
 if [[ $token_stage != 0 ]]; then
   eta "the token stage ($runs/pretrain-tokens)" "$(left $runs/pretrain-tokens "${minutes[tokens]}")"
