@@ -6,10 +6,10 @@
 # scoreboard-today,xeon-tagging}.{md,json}, *-<setting>.rows.json and the figures few/, full/ and
 # today/ (dialtree plot), and prints the tables.
 #   usage: scripts/docs-scoreboard.sh
-#   env: BUILD_DIR (default build), PARTS (few,full,today: the few-shot tables of the AMD EPYC
-#        runs, their full-data table, and the scoreboard as scripts/run.sh runs it today with the
-#        Intel Xeon runs of its tagging tasks; one part alone where a machine holds only that
-#        part's run folders)
+#   env: BUILD_DIR (default build), PARTS (today: the scoreboard docs/results.md opens with, as
+#        scripts/run.sh runs it today, from the Intel Xeon runs of its tagging tasks; few and full:
+#        the earlier tables from the AMD EPYC runs' folders, few-shot and full data; a machine
+#        holds one part's folders, and runs/p2 is a different run on each machine)
 # A folder that is missing stops it with its name (scoreboard.py): the rows below are the
 # runs docs/results.md reports, nothing else.
 set -euo pipefail
@@ -25,7 +25,7 @@ board() {  # name figure no-pretraining language-stage-alone main-job (row sourc
     --row "no pretraining=$3" --row "language stage alone=$4" --row "main job=$5"
   "$bin" plot "$out/$1-few.rows.json" --out "$out/$2" --format png >/dev/null
 }
-parts=${PARTS:-few,full,today}
+parts=${PARTS:-today}
 for part in ${parts//,/ }; do
   [[ $part == few || $part == full || $part == today ]] ||
     { echo "docs-scoreboard: PARTS: unknown part '$part' (few, full, today)" >&2; exit 2; }
@@ -129,17 +129,21 @@ if [[ ,$parts, == *,today,* ]]; then
 # machine that made the rest (amd-run*-intent-few.json). The tagging columns are three pretraining
 # runs of today's recipe on a 2-core Intel Xeon (RUNS=runs/p1-xeon PRETRAIN_SEED=11, RUNS=runs/p2
 # PRETRAIN_SEED=2 and RUNS=runs/p3-xeon PRETRAIN_SEED=3, each `LM_ROW=1 TASKS=restaurant8k,dstc8
-# SEEDS=1,2,3,4,5 scripts/run.sh`, TOP by the commands of docs/results.md "A token-level tree
-# term"; on that machine runs/p2 is the Xeon's run, not the AMD run 2 of the part above). The
+# SEEDS=1,2,3,4,5 scripts/run.sh` (runs/p2 with SEEDS=1,2,3, seeds 4-5 added after), TOP and the
+# intent stages' rows by the commands of docs/results.md "A token-level tree term"; on that
+# machine runs/p2 is the Xeon's run, not the AMD run 2 of the part above). The
 # classical baseline is rerun on all six tasks (runs/baselines); no pretraining is the AMD
 # folders' row (amd-no-pretraining-few.json) plus its clinc cell (runs/scratch-few/clinc).
 xeon=(runs/p1-xeon runs/p2 runs/p3-xeon)
-tag_lm=$(join "${xeon[@]/%//eval-few-lm}")
-tag_intent=$(join "${xeon[@]/%//eval-few}")
-tag_tokens=$(join "${xeon[@]/%//eval-few-tokens}")
+# Only the tagging tasks of each folder (@?: those it holds), so that an intent task fine-tuned
+# there later is never pooled with the transcribed intent columns.
+tagging=@?restaurant8k,dstc8,top
+tag_lm=$(join "${xeon[@]/%//eval-few-lm$tagging}")
+tag_intent=$(join "${xeon[@]/%//eval-few$tagging}")
+tag_tokens=$(join "${xeon[@]/%//eval-few-tokens$tagging}")
 board scoreboard-today today "$out/amd-no-pretraining-few.json+runs/scratch-few/clinc" \
-  "$(join $out/amd-run{1,2,3}-lm-intent-few.json)+$tag_lm" \
-  "$(join $out/amd-run{1,2,3}-main-intent-few.json)+$tag_tokens"
+  "$(join "$out"/amd-run{1,2,3}-lm-intent-few.json)+$tag_lm" \
+  "$(join "$out"/amd-run{1,2,3}-main-intent-few.json)+$tag_tokens"
 # The tagging columns alone, with the intent stages' encoder (the tagging encoder until
 # 2026-12-07) on the same three language stages.
 scripts/scoreboard.py --settings few --out "$out/xeon-tagging" \

@@ -36,7 +36,7 @@
 #        TOKEN_WEIGHT (1), continued from the language stage into RUNS/pretrain-tokens, about
 #        14 min; its fine-tuning goes to RUNS/eval-<setting>-tokens; docs/results.md "A
 #        token-level tree term"; 0 fine-tunes them from the intent stages' encoder, as the
-#        scoreboard's runs 1-3 were made),
+#        AMD runs 1-3, the scoreboard until 2026-12-07, were made),
 #        RUNS (runs: the folder of every run folder above, e.g. runs/p2 for a second pretraining
 #        run), PRETRAIN_SEED (the configs' seeds; N sets seed and data_seed of every stage),
 #        LM_OPTIONS (key=value overrides of the language stage, space-separated, e.g.
