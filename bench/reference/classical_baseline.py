@@ -20,17 +20,22 @@ run per task and setting (std 0).
 Run with Debian's interpreter and python3-sklearn, after building dialtree:
     /usr/bin/python3 bench/reference/classical_baseline.py [--data DIR] [--tasks LIST]
         [--settings few,full] [--dialtree build/cli/dialtree] [--json FILE]
+        [--predictions-dir DIR]
 
 Prints a Markdown table (test score, val in brackets for intents) and writes, with --json, one
 results.json-shaped object per setting (adding to the file's earlier objects: tasks and settings
 not run again are kept) (format dialtree-dialoglue-results/1, model
 "classical (few)" / "classical (full)"),
-which scripts/scoreboard.py puts on the scoreboard.
+which scripts/scoreboard.py puts on the scoreboard. With --predictions-dir the tagging tasks'
+test predictions are kept there as DIR/<task>.<setting>.word-tags.jsonl, the file `dialtree eval
+score --word-tags` reads (with --json it prints the per-slot-type F1 that scripts/slot-types.py
+tabulates).
 """
 
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -102,9 +107,10 @@ def run_dialtree(command):
     return out.stdout
 
 
-def run_tagging(dialtree, data, task, train_split, work):
+def run_tagging(dialtree, data, task, train_split, work, keep=None):
     """Fits the tagger (and TOP's intent classifier) on train_split; returns (test score,
-    train examples, test examples, seconds)."""
+    train examples, test examples, seconds). keep: a path the word-tag predictions are copied
+    to (atomically), or None."""
     t0 = time.perf_counter()
     train = words_of(dialtree, data, task, train_split, work)
     test = words_of(dialtree, data, task, "test", work)
@@ -129,6 +135,10 @@ def run_tagging(dialtree, data, task, train_split, work):
             if intents is not None:
                 rec["intent"] = str(intents[i])
             f.write(json.dumps(rec) + "\n")
+    if keep:
+        os.makedirs(os.path.dirname(keep) or ".", exist_ok=True)
+        shutil.copyfile(pred_path, f"{keep}.tmp.{os.getpid()}")
+        os.replace(f"{keep}.tmp.{os.getpid()}", keep)
     out = run_dialtree([dialtree, "eval", "score", "--task", task, "--word-tags", pred_path,
                         "--data-dir", data, "--gold", os.path.join(data, "gt_test.json"),
                         "--json"])
@@ -203,6 +213,9 @@ def main():
     parser.add_argument("--settings", default="few,full")
     parser.add_argument("--dialtree", default=os.path.join(ROOT, "build/cli/dialtree"))
     parser.add_argument("--json", help="write one results.json-shaped object per setting here")
+    parser.add_argument("--predictions-dir",
+                        help="keep the tagging tasks' test predictions here as "
+                        "<task>.<setting>.word-tags.jsonl (for `dialtree eval score --word-tags`)")
     args = parser.parse_args()
     tasks = [t for t in args.tasks.split(",") if t]
     settings = [s for s in args.settings.split(",") if s]
@@ -246,8 +259,10 @@ def main():
                                                            tb.FEATURES[INTENT_FEATURES], split)
                 else:
                     val = None
+                    keep = (os.path.join(args.predictions_dir, f"{task}.{setting}.word-tags.jsonl")
+                            if args.predictions_dir else None)
                     test, n_train, n_test, _ = run_tagging(args.dialtree, args.data, task, split,
-                                                           work)
+                                                           work, keep)
                 results[setting][task] = (val, test, n_train, n_test)
                 print(f"{setting} {task}: {test:.2f} ({time.perf_counter() - t0:.1f} s)",
                       file=sys.stderr)

@@ -1,0 +1,204 @@
+#!/usr/bin/python3
+"""Per-slot-type F1 of several rows on one slot task (restaurant8k, dstc8): where a row wins or
+loses, type by type (docs/results.md "Where restaurant8k's points go").
+
+    scripts/slot-types.py --task restaurant8k "NAME=SOURCE[+SOURCE...]" ...
+
+A SOURCE is a DialoGLUE submission file (or a results folder holding submission.json; a few-shot
+submission holds one run per fine-tuning seed) or a word-tag prediction file (*.jsonl, as
+bench/reference/classical_baseline.py --predictions-dir keeps it). Every source is scored by
+`dialtree eval score --json`, DialoGLUE's own scorer, so a row's overall cell equals the
+scoreboard's; the script only pools the runs: each cell is the mean ± sample std of a slot type's
+F1 over the row's runs (x100), the runs in brackets. A second table gives precision / recall.
+
+--split-name-punct (restaurant8k) prints the tables again for two parts of the test set: the
+examples where a capitalised word with trailing punctuation follows a word tagged first_name
+("my name is Kimberley Babat?": DialoGLUE's answer key never labels a name word that carries
+punctuation, so the gold leaves the last name out), and the rest. Examples outside a part are
+blanked in the answer key and in every prediction (no span on either side), so each part is
+scored by the same scorer. The parts come from `dialtree eval words --split test`.
+Exits 2 naming the source when dialtree rejects it.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def submission_key(task):
+    """The task's key in DialoGLUE's submission and answer key (dstc8_sgd is "dstc8")."""
+    return "dstc8" if task == "dstc8_sgd" else task
+
+
+def name_punct_examples(words):
+    """Indices of the examples (records of `dialtree eval words`) where a capitalised word ending
+    in a character that is not a letter or digit follows a word tagged B-/I-first_name."""
+    out = set()
+    for k, ex in enumerate(words):
+        w, t = ex["words"], ex["tags"]
+        for i in range(1, len(w)):
+            if (t[i - 1].endswith("first_name") and w[i][:1].isupper()
+                    and not w[i][-1].isalnum()):
+                out.add(k)
+                break
+    return out
+
+
+def blanked(source, keep, task, work, tag):
+    """A copy of source (a submission or word-tag file) in work with every example not in keep
+    blanked: no span (submission) or all tags O (word tags)."""
+    if os.path.isdir(source):
+        source = os.path.join(source, "submission.json")
+    path = os.path.join(work, f"{tag}-{len(os.listdir(work))}-{os.path.basename(source)}")
+    if source.endswith(".jsonl"):
+        with open(source, encoding="utf-8") as f:
+            recs = [json.loads(line) for line in f if line.strip()]
+        with open(path, "w", encoding="utf-8") as f:
+            for k, rec in enumerate(recs):
+                if k not in keep:
+                    rec = dict(rec, tags=["O"] * len(rec["tags"]))
+                f.write(json.dumps(rec) + "\n")
+        return path
+    with open(source, encoding="utf-8") as f:
+        sub = json.load(f)
+    def blank(preds):
+        return [p if k in keep else [] for k, p in enumerate(preds)]
+
+    if isinstance(sub, dict):  # a submission object: the task's list under its key
+        key = submission_key(task)
+        if key not in sub:
+            sys.exit(f"slot-types: {source}: no '{key}' in the submission")
+        runs = sub[key]
+        # A few-shot submission is a list of runs (lists of span lists); a full one a list of
+        # span lists (strings inside).
+        few = any(isinstance(x, list) for r in runs for x in r)
+        sub = dict(sub, **{key: [blank(r) for r in runs] if few else blank(runs)})
+    else:
+        sub = blank(sub)
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(sub, f)
+    return path
+
+
+def score_runs(dialtree, task, source, data_dir, gold):
+    """Scores one source; returns its runs: [{"score": x100, "slot_types": [...]}, ...]."""
+    if os.path.isdir(source):
+        source = os.path.join(source, "submission.json")
+    how = "--word-tags" if source.endswith(".jsonl") else "--predictions"
+    cmd = [dialtree, "eval", "score", "--task", task, how, source, "--json", "--gold", gold]
+    if how == "--word-tags":  # the words the tags belong to
+        cmd += ["--data-dir", data_dir]
+    p = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if p.returncode != 0:
+        sys.exit(f"slot-types: {source}: dialtree eval score failed: {p.stderr.strip()}")
+    out = json.loads(p.stdout)
+    runs = out.get("runs", [out])
+    for r in runs:
+        if "slot_types" not in r:
+            sys.exit(f"slot-types: {source}: no per-type scores ({task} is not a slot task)")
+    return runs
+
+
+def cell(values, digits=2):
+    """'mean ± std (n)', or 'mean (1)' for one value."""
+    if not values:
+        return "–"
+    m = statistics.mean(values)
+    if len(values) == 1:
+        return f"{m:.{digits}f} (1)"
+    return f"{m:.{digits}f} ± {statistics.stdev(values):.{digits}f} ({len(values)})"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
+    ap.add_argument("--task", required=True, help="restaurant8k or dstc8")
+    ap.add_argument("--dialtree", default=os.path.join(ROOT, "build", "cli", "dialtree"))
+    ap.add_argument("--data-dir", default=os.environ.get("DIALTREE_DATA", os.path.join(
+        ROOT, "..", "shared", "data", "dialoglue")),
+                    help="DialoGLUE folder (default: $DIALTREE_DATA, else ../shared/data/dialoglue)")
+    ap.add_argument("--gold", help="the answer key (default: DATA_DIR/gt_test.json)")
+    ap.add_argument("--split-name-punct", action="store_true",
+                    help="also score the examples with a punctuated word after a first name, "
+                    "and the rest, apart (restaurant8k)")
+    ap.add_argument("rows", nargs="+", metavar="NAME=SOURCE[+SOURCE...]")
+    args = ap.parse_args()
+    args.gold = args.gold or os.path.join(args.data_dir, "gt_test.json")
+    specs = []
+    for spec in args.rows:
+        name, sep, sources = spec.partition("=")
+        if not sep or not name or not sources:
+            ap.error(f"row '{spec}': expected NAME=SOURCE[+SOURCE...]")
+        specs.append((name, sources.split("+")))
+
+    def rows_of(keep=None, work=None, gold=args.gold):
+        rows = []
+        for name, sources in specs:
+            runs = []
+            for source in sources:
+                if keep is not None:
+                    source = blanked(source, keep, args.task, work, "pred")
+                runs += score_runs(args.dialtree, args.task, source, args.data_dir, gold)
+            rows.append((name, runs))
+        return rows
+
+    print_tables(args.task, "", rows_of())
+    if not args.split_name_punct:
+        return
+    with tempfile.TemporaryDirectory(prefix="slot-types-") as work:
+        words_path = os.path.join(work, "test-words.jsonl")
+        cmd = [args.dialtree, "eval", "words", "--task", args.task, "--split", "test",
+               "--data-dir", args.data_dir, "--out", words_path]
+        p = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if p.returncode != 0:
+            sys.exit(f"slot-types: dialtree eval words failed: {p.stderr.strip()}")
+        with open(words_path, encoding="utf-8") as f:
+            words = [json.loads(line) for line in f if line.strip()]
+        part = name_punct_examples(words)
+        with open(args.gold, encoding="utf-8") as f:
+            gold = json.load(f)
+        key = submission_key(args.task)
+        for label, keep in (
+                (f"{len(part)} examples with a punctuated word after a first name", part),
+                (f"the other {len(words) - len(part)} examples",
+                 set(range(len(words))) - part)):
+            g = dict(gold, **{key: [x if k in keep else [] for k, x in enumerate(gold[key])]})
+            gpath = os.path.join(work, f"gold-{len(keep)}.json")
+            with open(gpath, "w", encoding="utf-8") as f:
+                json.dump(g, f)
+            print()
+            print_tables(args.task, f", {label}", rows_of(keep, work, gpath))
+
+
+def print_tables(task, title, rows):
+    """The per-type F1 table and the precision / recall table of rows [(name, runs)]."""
+    types = sorted({t["type"] for _, runs in rows for r in runs for t in r["slot_types"]})
+
+    def per_type(runs, key):
+        return {ty: [t[key] for r in runs for t in r["slot_types"] if t["type"] == ty]
+                for ty in types}
+
+    print(f"{task}: slot F1 per slot type (test{title}; x100, mean ± sample std over runs)\n")
+    print("| row | slot F1 | " + " | ".join(types) + " |")
+    print("|---|---|" + "---|" * len(types))
+    for name, runs in rows:
+        f1 = per_type(runs, "f1")
+        print(f"| {name} | {cell([r['score'] for r in runs])} | "
+              + " | ".join(cell(f1[t]) for t in types) + " |")
+    print("\nprecision / recall (means)\n")
+    print("| row | " + " | ".join(types) + " |")
+    print("|---|" + "---|" * len(types))
+    for name, runs in rows:
+        p, r = per_type(runs, "precision"), per_type(runs, "recall")
+        print(f"| {name} | " + " | ".join(
+            f"{statistics.mean(p[t]):.1f} / {statistics.mean(r[t]):.1f}" if p[t] else "–"
+            for t in types) + " |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,108 @@
+#!/usr/bin/python3
+"""scripts/slot-types.py on restaurant8k's official answer key: the key itself scores 100 on every
+slot type (as a few-shot submission, as a full one and as word tags from `dialtree eval words`),
+a worked slot F1 when every people span is left out, the two parts of
+--split-name-punct, and the error for a row without a source. Run by ctest (label scripts) with
+DIALTREE_BIN (the dialtree launcher) and DIALTREE_DATA (the DialoGLUE folder)."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SCRIPT = os.path.join(ROOT, "scripts", "slot-types.py")
+BIN = os.environ.get("DIALTREE_BIN", os.path.join(ROOT, "build", "cli", "dialtree"))
+DATA = os.environ.get("DIALTREE_DATA",
+                      os.path.join(ROOT, "..", "shared", "data", "dialoglue"))
+
+
+def table_rows(out, title_part):
+    """{row name: [cells]} of the first F1 table whose title contains title_part."""
+    block = out.split("slot F1 per slot type")
+    for b in block[1:]:
+        title = b.splitlines()[0]
+        if title_part in title:
+            lines = [l for l in b.splitlines() if l.startswith("| ")]
+            header = [c.strip() for c in lines[0].strip("|").split("|")]
+            rows = {}
+            for l in lines[1:]:
+                if l.startswith("| row"):
+                    break  # the precision / recall table
+                cells = [c.strip() for c in l.strip("|").split("|")]
+                rows[cells[0]] = dict(zip(header[1:], cells[1:]))
+            return rows
+    raise AssertionError(f"no table '{title_part}' in:\n{out}")
+
+
+class SlotTypes(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        with open(os.path.join(DATA, "gt_test.json"), encoding="utf-8") as f:
+            cls.gold = json.load(f)["restaurant8k"]
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = self.tmp.name
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def write(self, name, obj):
+        path = os.path.join(self.dir, name)
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(obj, f)
+        return path
+
+    def run_script(self, *args, ok=True):
+        p = subprocess.run([sys.executable, SCRIPT, "--dialtree", BIN, "--data-dir", DATA,
+                            "--task", "restaurant8k", *args],
+                           capture_output=True, text=True, check=False)
+        self.assertEqual(p.returncode == 0, ok, p.stderr)
+        return p.stdout if ok else p.stderr
+
+    def test_answer_key_scores_100_and_a_worked_example(self):
+        no_people = [[s for s in ex if not s.startswith("people:")] for ex in self.gold]
+        few = self.write("few.json", {"restaurant8k": [self.gold, no_people]})
+        full = self.write("full.json", {"restaurant8k": self.gold})
+        words = os.path.join(self.dir, "words.jsonl")
+        subprocess.run([BIN, "eval", "words", "--task", "restaurant8k", "--split", "test",
+                        "--data-dir", DATA, "--out", words], check=True, capture_output=True)
+        rows = table_rows(self.run_script(f"key={full}+{words}", f"few={few}"), "(test;")
+        for ty in ("date", "first_name", "last_name", "people", "time"):
+            self.assertEqual(rows["key"][ty], "100.00 ± 0.00 (2)", ty)
+            if ty != "people":
+                self.assertEqual(rows["few"][ty], "100.00 ± 0.00 (2)", ty)
+        # Without its people spans run 2 scores people 0 and, slot F1 being the mean of the five
+        # types, 80: pooled with the key's 100, 50 ± 70.71 and 90 ± 14.14 (sample std).
+        self.assertEqual(rows["few"]["people"], "50.00 ± 70.71 (2)")
+        self.assertEqual(rows["few"]["slot F1"], "90.00 ± 14.14 (2)")
+        self.assertEqual(rows["key"]["slot F1"], "100.00 ± 0.00 (2)")
+
+    def test_split_name_punct(self):
+        few = self.write("few.json", {"restaurant8k": [self.gold]})
+        out = self.run_script("--split-name-punct", f"key={few}")
+        # Both parts of the answer key score 100; the name-punct part has no last_name span
+        # (the key drops a punctuated name word), so that type is not in its table.
+        part = table_rows(out, "with a punctuated word after a first name")
+        self.assertEqual(part["key"]["slot F1"], "100.00 (1)")
+        self.assertNotIn("last_name", part["key"])
+        self.assertEqual(table_rows(out, "the other")["key"]["last_name"], "100.00 (1)")
+        n = int(re.search(r"test, (\d+) examples with a punctuated", out).group(1))
+        m = int(re.search(r"the other (\d+) examples", out).group(1))
+        self.assertEqual(n + m, len(self.gold))
+        self.assertGreater(n, 100)  # 119 in DialoGLUE's test set
+
+    def test_bad_row(self):
+        err = self.run_script("nosource", ok=False)
+        self.assertIn("expected NAME=SOURCE", err)
+        missing = os.path.join(self.dir, "missing.json")
+        err = self.run_script(f"x={missing}", ok=False)
+        self.assertIn("missing.json", err)
+
+
+if __name__ == "__main__":
+    unittest.main()
