@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""Per-slot-type F1 of several rows on one slot task (restaurant8k, dstc8): where a row wins or
-loses, type by type (docs/results.md "Where restaurant8k's points go").
+"""Per-slot-type F1 of several rows on one slot task (restaurant8k, dstc8), or TOP's exact match
+broken down: where a row wins or loses (docs/results.md "Where restaurant8k's points go").
 
     scripts/slot-types.py --task restaurant8k "NAME=SOURCE[+SOURCE...]" ...
 
@@ -11,13 +11,17 @@ bench/reference/classical_baseline.py --predictions-dir keeps it). Every source 
 scoreboard's; the script only pools the runs: each cell is the mean ± sample std of a slot type's
 F1 over the row's runs (x100), the runs in brackets. A second table gives precision / recall.
 
+--task top reads submissions only and prints, per row, the exact match (dialtree's, checked
+against the same count here), the intent accuracy, the share of examples with every piece tag
+right, and that share by the gold's slot count (0, 1, 2, 3 or more B- tags).
+
 --split-name-punct (restaurant8k) prints the tables again for two parts of the test set: the
 examples where a capitalised word with trailing punctuation follows a word tagged first_name
 ("my name is Kimberley Babat?": DialoGLUE's answer key never labels a name word that carries
 punctuation, so the gold leaves the last name out), and the rest. Examples outside a part are
 blanked in the answer key and in every prediction (no span on either side), so each part is
 scored by the same scorer. The parts come from `dialtree eval words --split test`.
-Exits 2 naming the source when dialtree rejects it.
+Exits 1 naming the source when dialtree rejects it, 2 on a malformed row.
 """
 
 import argparse
@@ -105,6 +109,64 @@ def score_runs(dialtree, task, source, data_dir, gold):
     return runs
 
 
+def top_runs(dialtree, source, gold_path):
+    """TOP: each run of a submission source broken down into intent accuracy, tags exactly right,
+    and tags exactly right by the gold's slot count (0, 1, 2, 3 or more B- tags), x100. The exact
+    match recomputed here must equal dialtree's (a check that the breakdown reads the same
+    lists the scorer does)."""
+    if source.endswith(".jsonl"):
+        sys.exit(f"slot-types: {source}: --task top reads submissions only (piece-level tags)")
+    if os.path.isdir(source):
+        source = os.path.join(source, "submission.json")
+    p = subprocess.run([dialtree, "eval", "score", "--task", "top", "--predictions", source,
+                        "--json", "--gold", gold_path], capture_output=True, text=True,
+                       check=False)
+    if p.returncode != 0:
+        sys.exit(f"slot-types: {source}: dialtree eval score failed: {p.stderr.strip()}")
+    scored = json.loads(p.stdout)
+    scores = [r["score"] for r in scored.get("runs", [scored])]
+    with open(gold_path, encoding="utf-8") as f:
+        gold = json.load(f)["top"]
+    with open(source, encoding="utf-8") as f:
+        sub = json.load(f)
+    runs = sub["top"] if isinstance(sub, dict) else sub
+    # A full-data list holds [intent, [tags]] pairs; a few-shot one a list of such lists (runs).
+    if runs and isinstance(runs[0][0], str):
+        runs = [runs]
+    out = []
+    for run, score in zip(runs, scores):
+        n = len(gold)
+        buckets = {}
+        for pred, g in zip(run, gold):
+            b = min(sum(t.startswith("B-") for t in g[1]), 3)
+            right, total = buckets.get(b, (0, 0))
+            buckets[b] = (right + (pred[1] == g[1]), total + 1)
+        em = 100 * sum(pred[0] == g[0] and pred[1] == g[1] for pred, g in zip(run, gold)) / n
+        if abs(em - score) > 1e-6:
+            sys.exit(f"slot-types: {source}: exact match {em} here against {score} from dialtree")
+        out.append({"score": em,
+                    "intent": 100 * sum(pred[0] == g[0] for pred, g in zip(run, gold)) / n,
+                    "tags": 100 * sum(pred[1] == g[1] for pred, g in zip(run, gold)) / n,
+                    "by_slots": {b: 100 * r / t for b, (r, t) in buckets.items()},
+                    "counts": {b: t for b, (_, t) in buckets.items()}})
+    return out
+
+
+def print_top(rows):
+    """The TOP breakdown table of rows [(name, runs of top_runs)]."""
+    counts = rows[0][1][0]["counts"]
+    names = {0: "no slot", 1: "1 slot", 2: "2 slots", 3: "3 or more"}
+    print("top: exact match broken down (test, x100, mean ± sample std over runs): the intent "
+          "right, every tag right, and every tag right by the gold's slot count (examples)\n")
+    print("| row | exact match | intent | tags | " + " | ".join(
+        f"tags, {names[b]} ({counts[b]})" for b in sorted(counts)) + " |")
+    print("|---|---|---|---|" + "---|" * len(counts))
+    for name, runs in rows:
+        print(f"| {name} | {cell([r['score'] for r in runs])} | "
+              f"{cell([r['intent'] for r in runs])} | {cell([r['tags'] for r in runs])} | "
+              + " | ".join(cell([r["by_slots"][b] for r in runs]) for b in sorted(counts)) + " |")
+
+
 def cell(values, digits=2):
     """'mean ± std (n)', or 'mean (1)' for one value."""
     if not values:
@@ -117,7 +179,7 @@ def cell(values, digits=2):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
-    ap.add_argument("--task", required=True, help="restaurant8k or dstc8")
+    ap.add_argument("--task", required=True, help="restaurant8k, dstc8 or top")
     ap.add_argument("--dialtree", default=os.path.join(ROOT, "build", "cli", "dialtree"))
     ap.add_argument("--data-dir", default=os.environ.get("DIALTREE_DATA", os.path.join(
         ROOT, "..", "shared", "data", "dialoglue")),
@@ -147,6 +209,13 @@ def main():
             rows.append((name, runs))
         return rows
 
+    if args.task == "top":
+        if args.split_name_punct:
+            ap.error("--split-name-punct is for restaurant8k")
+        print_top([(name, [r for source in sources for r in top_runs(args.dialtree, source,
+                                                                     args.gold)])
+                   for name, sources in specs])
+        return
     print_tables(args.task, "", rows_of())
     if not args.split_name_punct:
         return

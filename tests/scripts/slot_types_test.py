@@ -2,12 +2,13 @@
 """scripts/slot-types.py on restaurant8k's official answer key: the key itself scores 100 on every
 slot type (as a few-shot submission, as a full one and as word tags from `dialtree eval words`),
 a worked slot F1 when every people span is left out, the two parts of
---split-name-punct, and the error for a row without a source. Run by ctest (label scripts) with
+--split-name-punct, TOP's exact match broken down, and the error for a row without a source. Run by ctest (label scripts) with
 DIALTREE_BIN (the dialtree launcher) and DIALTREE_DATA (the DialoGLUE folder)."""
 
 import json
 import os
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -95,6 +96,35 @@ class SlotTypes(unittest.TestCase):
         m = int(re.search(r"the other (\d+) examples", out).group(1))
         self.assertEqual(n + m, len(self.gold))
         self.assertGreater(n, 100)  # 119 in DialoGLUE's test set
+
+    def test_top_breakdown(self):
+        with open(os.path.join(DATA, "gt_test.json"), encoding="utf-8") as f:
+            gold = json.load(f)["top"]
+        # Run 2: the slot-free examples get another intent; run 3: every tag of the 1-slot ones
+        # becomes O. Both change what dialtree's exact match counts, which the script checks.
+        slots = [sum(t.startswith("B-") for t in tags) for _, tags in gold]
+        run2 = [["IN_GET_WEATHER" if n == 0 and i != "IN_GET_WEATHER" else i, t]
+                for (i, t), n in zip(gold, slots)]
+        run3 = [[i, ["O"] * len(t) if n == 1 else t] for (i, t), n in zip(gold, slots)]
+        few = self.write("top.json", {"top": [gold, run2, run3]})
+        full = self.write("top-full.json", {"top": gold})
+        out = self.run_script("--task", "top", f"few={few}", f"full={full}")
+        lines = [l for l in out.splitlines() if l.startswith("| ")]
+        header = [c.strip() for c in lines[0].strip("|").split("|")]
+        rows = {l.strip("|").split("|")[0].strip(): dict(zip(header, (
+            c.strip() for c in l.strip("|").split("|")))) for l in lines[1:]}
+        n, n0 = len(gold), slots.count(0)
+        n1 = slots.count(1)
+        changed = sum(1 for (i, _), n_ in zip(gold, slots) if n_ == 0 and i != "IN_GET_WEATHER")
+        intent2 = 100 * (n - changed) / n
+        em3 = 100 * (n - n1) / n
+        self.assertEqual(rows["full"]["exact match"], "100.00 (1)")
+        self.assertEqual(rows["few"]["intent"], f"{(200 + intent2) / 3:.2f} ± "
+                         f"{statistics.stdev([100, intent2, 100]):.2f} (3)")
+        self.assertEqual(rows["few"]["exact match"], f"{(100 + intent2 + em3) / 3:.2f} ± "
+                         f"{statistics.stdev([100, intent2, em3]):.2f} (3)")
+        self.assertEqual(rows["few"][f"tags, no slot ({n0})"], "100.00 ± 0.00 (3)")
+        self.assertEqual(rows["few"][f"tags, 1 slot ({n1})"], "66.67 ± 57.74 (3)")
 
     def test_bad_row(self):
         err = self.run_script("nosource", ok=False)
