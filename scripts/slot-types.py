@@ -15,6 +15,10 @@ F1 over the row's runs (x100), the runs in brackets. A second table gives precis
 against the same count here), the intent accuracy, the share of examples with every piece tag
 right, and that share by the gold's slot count (0, 1, 2, 3 or more B- tags).
 
+--label-counts (no rows needed) prints, from `dialtree eval words`, the labelled spans (B- tags)
+per type in train_10 and test, and the median over test spans of their type's train_10 count:
+how scarce the few-shot labels are where the test set scores.
+
 --split-name-punct (restaurant8k) prints the tables again for two parts of the test set: the
 examples where a capitalised word with trailing punctuation follows a word tagged first_name
 ("my name is Kimberley Babat?": DialoGLUE's answer key never labels a name word that carries
@@ -25,6 +29,7 @@ Exits 1 naming the source when dialtree rejects it, 2 on a malformed row.
 """
 
 import argparse
+import collections
 import json
 import os
 import statistics
@@ -167,6 +172,36 @@ def print_top(rows):
               + " | ".join(cell([r["by_slots"][b] for r in runs]) for b in sorted(counts)) + " |")
 
 
+def words_of(dialtree, task, split, data_dir, work):
+    """The records of `dialtree eval words` for task and split ({"words", "tags"} per example)."""
+    path = os.path.join(work, f"{task}.{split}.words.jsonl")
+    p = subprocess.run([dialtree, "eval", "words", "--task", task, "--split", split,
+                        "--data-dir", data_dir, "--out", path],
+                       capture_output=True, text=True, check=False)
+    if p.returncode != 0:
+        sys.exit(f"slot-types: dialtree eval words failed: {p.stderr.strip()}")
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def print_label_counts(dialtree, task, data_dir):
+    """Labelled spans (B- tags) per type in train_10 and test, rarest in train_10 first, and the
+    median train_10 count of a test span's type."""
+    with tempfile.TemporaryDirectory(prefix="slot-types-") as work:
+        train, test = (collections.Counter(t[2:] for ex in words_of(dialtree, task, split,
+                                                                     data_dir, work)
+                                           for t in ex["tags"] if t.startswith("B-"))
+                       for split in ("train_10", "test"))
+    per_span = sorted(train[t] for t in test.elements())
+    rare = sum(n for t, n in test.items() if train[t] <= 10)
+    print(f"{task}: labelled spans per type, train_10 / test (rarest in train_10 first)\n")
+    print(", ".join(f"{t} {train[t]}/{test[t]}" for t in sorted(
+        set(train) | set(test), key=lambda t: (train[t], t))))
+    print(f"\n{len(test)} types in test; a test span's type has a median of "
+          f"{per_span[len(per_span) // 2]} train_10 spans; {100 * rare / len(per_span):.1f} % of "
+          "the test spans are of a type with 10 or fewer")
+
+
 def cell(values, digits=2):
     """'mean ± std (n)', or 'mean (1)' for one value."""
     if not values:
@@ -188,8 +223,15 @@ def main():
     ap.add_argument("--split-name-punct", action="store_true",
                     help="also score the examples with a punctuated word after a first name, "
                     "and the rest, apart (restaurant8k)")
-    ap.add_argument("rows", nargs="+", metavar="NAME=SOURCE[+SOURCE...]")
+    ap.add_argument("--label-counts", action="store_true",
+                    help="print the labelled spans per type of train_10 and test (no rows)")
+    ap.add_argument("rows", nargs="*", metavar="NAME=SOURCE[+SOURCE...]")
     args = ap.parse_args()
+    if args.label_counts:
+        print_label_counts(args.dialtree, args.task, args.data_dir)
+        return
+    if not args.rows:
+        ap.error("give at least one row NAME=SOURCE[+SOURCE...] (or --label-counts)")
     args.gold = args.gold or os.path.join(args.data_dir, "gt_test.json")
     specs = []
     for spec in args.rows:
@@ -220,14 +262,7 @@ def main():
     if not args.split_name_punct:
         return
     with tempfile.TemporaryDirectory(prefix="slot-types-") as work:
-        words_path = os.path.join(work, "test-words.jsonl")
-        cmd = [args.dialtree, "eval", "words", "--task", args.task, "--split", "test",
-               "--data-dir", args.data_dir, "--out", words_path]
-        p = subprocess.run(cmd, capture_output=True, text=True, check=False)
-        if p.returncode != 0:
-            sys.exit(f"slot-types: dialtree eval words failed: {p.stderr.strip()}")
-        with open(words_path, encoding="utf-8") as f:
-            words = [json.loads(line) for line in f if line.strip()]
+        words = words_of(args.dialtree, args.task, "test", args.data_dir, work)
         part = name_punct_examples(words)
         with open(args.gold, encoding="utf-8") as f:
             gold = json.load(f)

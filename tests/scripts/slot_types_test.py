@@ -2,7 +2,7 @@
 """scripts/slot-types.py on restaurant8k's official answer key: the key itself scores 100 on every
 slot type (as a few-shot submission, as a full one and as word tags from `dialtree eval words`),
 a worked slot F1 when every people span is left out, the two parts of
---split-name-punct, TOP's exact match broken down, and the error for a row without a source. Run by ctest (label scripts) with
+--split-name-punct, TOP's exact match broken down, the label counts, and the error for a row without a source. Run by ctest (label scripts) with
 DIALTREE_BIN (the dialtree launcher) and DIALTREE_DATA (the DialoGLUE folder)."""
 
 import json
@@ -126,7 +126,21 @@ class SlotTypes(unittest.TestCase):
         self.assertEqual(rows["few"][f"tags, no slot ({n0})"], "100.00 ± 0.00 (3)")
         self.assertEqual(rows["few"][f"tags, 1 slot ({n1})"], "66.67 ± 57.74 (3)")
 
+    def test_label_counts(self):
+        # restaurant8k at DialoGLUE's word level: the B- tags of train_10 and test per type.
+        words = os.path.join(self.dir, "train.jsonl")
+        subprocess.run([BIN, "eval", "words", "--task", "restaurant8k", "--split", "train_10",
+                        "--data-dir", DATA, "--out", words], check=True, capture_output=True)
+        with open(words, encoding="utf-8") as f:
+            last = sum(t == "B-last_name" for line in f for t in json.loads(line)["tags"])
+        out = self.run_script("--label-counts")
+        self.assertIn(f"last_name {last}/", out)
+        self.assertEqual(last, 63)
+        self.assertIn("5 types in test; a test span's type has a median of 137 train_10 spans; "
+                      "0.0 %", out)
+
     def test_bad_row(self):
+        self.assertIn("at least one row", self.run_script(ok=False))
         err = self.run_script("nosource", ok=False)
         self.assertIn("expected NAME=SOURCE", err)
         missing = os.path.join(self.dir, "missing.json")
