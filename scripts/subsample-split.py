@@ -8,7 +8,7 @@ go").
 
 writes OUT/<task>/train_10.json (KEEP examples of the original, drawn with SEED, in their
 original order) and links the task folder's other files but train.json (val.json, test.json,
-vocab.txt) and the folder's gt_test.json, so that `dialtree eval dialoglue --data-dir OUT --tasks <task> --setting
+vocab.txt) and the files at the folder's top (gt_test.json, the BERT vocabulary), so that `dialtree eval dialoglue --data-dir OUT --tasks <task> --setting
 few` fine-tunes on the subset and scores val and test as on the original. Only labels of
 train_10 are read (OUT has no train.json): a figure made on OUT is few-shot. Prints the labelled spans per slot type of
 the subset and of the original. Exits 2 on a bad task, a KEEP larger than the split or an OUT
@@ -63,8 +63,10 @@ def main():
     for name in os.listdir(src):
         if name not in ("train_10.json", "train.json"):
             os.symlink(os.path.join(src, name), os.path.join(tmp, task, name))
-    os.symlink(os.path.abspath(os.path.join(args.data_dir, "gt_test.json")),
-               os.path.join(tmp, "gt_test.json"))
+    top = os.path.abspath(args.data_dir)
+    for name in os.listdir(top):  # gt_test.json, the BERT vocab the scorer reads, ...
+        if os.path.isfile(os.path.join(top, name)):
+            os.symlink(os.path.join(top, name), os.path.join(tmp, name))
     with open(os.path.join(tmp, task, "train_10.json"), "w", encoding="utf-8") as f:
         json.dump(subset, f, indent=1)
     os.replace(tmp, args.out)

@@ -51,8 +51,9 @@ class SubsampleSplit(unittest.TestCase):
         self.assertEqual(sorted(os.listdir(folder)),
                          ["test.json", "train_10.json", "val.json", "vocab.txt"])
         self.assertTrue(os.path.islink(os.path.join(folder, "val.json")))
-        self.assertTrue(os.path.samefile(os.path.join(a, "gt_test.json"),
-                                         os.path.join(DATA, "gt_test.json")))
+        for name in ("gt_test.json", "bert-base-uncased-vocab.txt"):
+            self.assertTrue(os.path.samefile(os.path.join(a, name), os.path.join(DATA, name)))
+        self.assertFalse(os.path.exists(os.path.join(a, "banking")))  # files only
         # "people 3/191": the printed counts are the subset's and train_10's labels.
         counts = dict((s, (int(x), int(y))) for s, x, y in re.findall(r"(\w+) (\d+)/(\d+)", out))
         for slot, (x, y) in counts.items():
