@@ -3,7 +3,7 @@
 # commands wrote: scripts/scoreboard.py with one row per model, each row pooling the folders
 # that hold its runs (runs made in parts: seeds 1, then 2-3, then 4-5), then the figures.
 # Writes docs/figures/scoreboard/{scoreboard,scoreboard-15,runs,mask-rate,runs-30,full-data,
-# scoreboard-today,xeon-tagging}.{md,json}, *-<setting>.rows.json and the figures few/, full/ and
+# scoreboard-today,xeon-tagging,intent-machines,xeon-full}.{md,json}, *-<setting>.rows.json and the figures few/, full/ and
 # today/ (dialtree plot), and prints the tables.
 #   usage: scripts/docs-scoreboard.sh
 #   env: BUILD_DIR (default build), PARTS (today: the scoreboard docs/results.md opens with, as
@@ -141,13 +141,32 @@ tagging=@?restaurant8k,dstc8,top
 tag_lm=$(join "${xeon[@]/%//eval-few-lm$tagging}")
 tag_intent=$(join "${xeon[@]/%//eval-few$tagging}")
 tag_tokens=$(join "${xeon[@]/%//eval-few-tokens$tagging}")
+# The intent tasks on the same three Xeon runs (fine-tuning seed 1, 2026-12-07: the commands of
+# docs/results.md "How the scoreboard was made"), pooled with the AMD runs' transcriptions: six
+# encoders per intent cell.
+intents=@?banking,clinc,hwu
+xeon_lm=$(join "${xeon[@]/%//eval-few-lm$intents}")
+xeon_main=$(join "${xeon[@]/%//eval-few$intents}")
 board scoreboard-today today "$out/amd-no-pretraining-few.json+runs/scratch-few/clinc" \
-  "$(join "$out"/amd-run{1,2,3}-lm-intent-few.json)+$tag_lm" \
-  "$(join "$out"/amd-run{1,2,3}-main-intent-few.json)+$tag_tokens"
+  "$(join "$out"/amd-run{1,2,3}-lm-intent-few.json)+$xeon_lm+$tag_lm" \
+  "$(join "$out"/amd-run{1,2,3}-main-intent-few.json)+$xeon_main+$tag_tokens"
+# The intent columns on each machine alone.
+scripts/scoreboard.py --settings few --out "$out/intent-machines" \
+  --row "language stage alone, AMD EPYC runs 1-3=$(join "$out"/amd-run{1,2,3}-lm-intent-few.json)" \
+  --row "main job, AMD EPYC runs 1-3=$(join "$out"/amd-run{1,2,3}-main-intent-few.json)" \
+  --row "language stage alone, Xeon runs=$xeon_lm" \
+  --row "main job, Xeon runs=$xeon_main"
 # The tagging columns alone, with the intent stages' encoder (the tagging encoder until
 # 2026-12-07) on the same three language stages.
 scripts/scoreboard.py --settings few --out "$out/xeon-tagging" \
   --row "language stage alone=$tag_lm" \
   --row "intent stages, the tagging encoder until 2026-12-07=$tag_intent" \
   --row "token stage, the tagging encoder since=$tag_tokens"
+# Full data on the Xeon's run 2 (pretraining seed 2): the tagging tasks from each of its three
+# encoders (restaurant8k and dstc8 seeds 1-3, TOP seed 1; the commands of docs/results.md "How the
+# scoreboard was made").
+scripts/scoreboard.py --settings full --out "$out/xeon-full" \
+  --row "language stage alone=runs/p2/eval-full-lm" \
+  --row "intent stages, the tagging encoder until 2026-12-07=runs/p2/eval-full" \
+  --row "token stage, the tagging encoder since=runs/p2/eval-full-tokens"
 fi
