@@ -141,9 +141,9 @@ tagging=@?restaurant8k,dstc8,top
 tag_lm=$(join "${xeon[@]/%//eval-few-lm$tagging}")
 tag_intent=$(join "${xeon[@]/%//eval-few$tagging}")
 tag_tokens=$(join "${xeon[@]/%//eval-few-tokens$tagging}")
-# The intent tasks on the same three Xeon runs (fine-tuning seed 1, 2026-12-07: the commands of
-# docs/results.md "How the scoreboard was made"), pooled with the AMD runs' transcriptions: six
-# encoders per intent cell.
+# The intent tasks on the Xeon runs that have them (runs/p1-xeon, fine-tuning seed 1, 2026-12-07:
+# the commands of docs/results.md "How the scoreboard was made"; about 45 minutes an encoder on
+# the Xeon, so runs/p2 and runs/p3-xeon were not run), pooled with the AMD runs' transcriptions.
 intents=@?banking,clinc,hwu
 xeon_lm=$(join "${xeon[@]/%//eval-few-lm$intents}")
 xeon_main=$(join "${xeon[@]/%//eval-few$intents}")

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """Per-slot-type F1 of several rows on one slot task (restaurant8k, dstc8), or TOP's exact match
-broken down: where a row wins or loses (docs/results.md "Where restaurant8k's points go").
+broken down: where a row wins or loses (docs/results.md "What limits restaurant8k and TOP, and
+where the token stage's dstc8 points come from").
 
     scripts/slot-types.py --task restaurant8k "NAME=SOURCE[+SOURCE...]" ...
 
@@ -15,7 +16,8 @@ F1 over the row's runs (x100), the runs in brackets. A second table gives precis
 against the same count here), the intent accuracy, the share of examples with every piece tag
 right, and that share by the gold's slot count (0, 1, 2, 3 or more B- tags).
 
---label-counts (no rows needed) prints, from `dialtree eval words`, the labelled spans (B- tags)
+--label-counts (no rows) prints, from `dialtree eval words`, the labelled spans at DialoGLUE's word
+level (B- tags; a raw label whose words do not match, docs/dialoglue.md §4 step 3, is not one)
 per type in train_10 and test, and the median over test spans of their type's train_10 count:
 how scarce the few-shot labels are where the test set scores.
 
@@ -24,7 +26,10 @@ examples where a capitalised word with trailing punctuation follows a word tagge
 ("my name is Kimberley Babat?": DialoGLUE's answer key never labels a name word that carries
 punctuation, so the gold leaves the last name out), and the rest. Examples outside a part are
 blanked in the answer key and in every prediction (no span on either side), so each part is
-scored by the same scorer. The parts come from `dialtree eval words --split test`.
+scored by the same scorer. The parts come from `dialtree eval words --split test`. A type with no
+gold span in a part is not scored there (DialoGLUE's types are the gold's): the punctuated part
+has no last_name column, and the last-name false positives it holds count only in the table of
+the whole test set.
 Exits 1 naming the source when dialtree rejects it, 2 on a malformed row.
 """
 
@@ -79,24 +84,27 @@ def blanked(source, keep, task, work, tag):
     def blank(preds):
         return [p if k in keep else [] for k, p in enumerate(preds)]
 
+    def blank_task_list(runs):
+        # A few-shot list holds runs (lists of span lists); a full one span lists (strings).
+        few = any(isinstance(x, list) for r in runs for x in r)
+        return [blank(r) for r in runs] if few else blank(runs)
+
     if isinstance(sub, dict):  # a submission object: the task's list under its key
         key = submission_key(task)
         if key not in sub:
             sys.exit(f"slot-types: {source}: no '{key}' in the submission")
-        runs = sub[key]
-        # A few-shot submission is a list of runs (lists of span lists); a full one a list of
-        # span lists (strings inside).
-        few = any(isinstance(x, list) for r in runs for x in r)
-        sub = dict(sub, **{key: [blank(r) for r in runs] if few else blank(runs)})
-    else:
-        sub = blank(sub)
+        sub = dict(sub, **{key: blank_task_list(sub[key])})
+    else:  # the bare task list, of runs or of examples
+        sub = blank_task_list(sub)
     with open(path, "w", encoding="utf-8") as f:
         json.dump(sub, f)
     return path
 
 
-def score_runs(dialtree, task, source, data_dir, gold):
-    """Scores one source; returns its runs: [{"score": x100, "slot_types": [...]}, ...]."""
+def score_runs(dialtree, task, source, data_dir, gold, label=None):
+    """Scores one source; returns its runs: [{"score": x100, "slot_types": [...]}, ...]. label:
+    the name errors give (the user's source when source is a blanked copy)."""
+    label = label or source
     if os.path.isdir(source):
         source = os.path.join(source, "submission.json")
     how = "--word-tags" if source.endswith(".jsonl") else "--predictions"
@@ -105,13 +113,9 @@ def score_runs(dialtree, task, source, data_dir, gold):
         cmd += ["--data-dir", data_dir]
     p = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if p.returncode != 0:
-        sys.exit(f"slot-types: {source}: dialtree eval score failed: {p.stderr.strip()}")
+        sys.exit(f"slot-types: {label}: dialtree eval score failed: {p.stderr.strip()}")
     out = json.loads(p.stdout)
-    runs = out.get("runs", [out])
-    for r in runs:
-        if "slot_types" not in r:
-            sys.exit(f"slot-types: {source}: no per-type scores ({task} is not a slot task)")
-    return runs
+    return out.get("runs", [out])
 
 
 def top_runs(dialtree, source, gold_path):
@@ -214,7 +218,7 @@ def cell(values, digits=2):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
-    ap.add_argument("--task", required=True, help="restaurant8k, dstc8 or top")
+    ap.add_argument("--task", required=True, choices=("restaurant8k", "dstc8", "dstc8_sgd", "top"))
     ap.add_argument("--dialtree", default=os.path.join(ROOT, "build", "cli", "dialtree"))
     ap.add_argument("--data-dir", default=os.environ.get("DIALTREE_DATA", os.path.join(
         ROOT, "..", "shared", "data", "dialoglue")),
@@ -227,7 +231,13 @@ def main():
                     help="print the labelled spans per type of train_10 and test (no rows)")
     ap.add_argument("rows", nargs="*", metavar="NAME=SOURCE[+SOURCE...]")
     args = ap.parse_args()
+    if not (os.path.isfile(args.dialtree) and os.access(args.dialtree, os.X_OK)):
+        ap.error(f"--dialtree {args.dialtree}: no such executable (build dialtree first)")
+    if args.split_name_punct and args.task != "restaurant8k":
+        ap.error("--split-name-punct is for restaurant8k")
     if args.label_counts:
+        if args.rows or args.split_name_punct:
+            ap.error("--label-counts takes no rows and no --split-name-punct")
         print_label_counts(args.dialtree, args.task, args.data_dir)
         return
     if not args.rows:
@@ -238,22 +248,28 @@ def main():
         name, sep, sources = spec.partition("=")
         if not sep or not name or not sources:
             ap.error(f"row '{spec}': expected NAME=SOURCE[+SOURCE...]")
-        specs.append((name, sources.split("+")))
+        if "|" in name:
+            ap.error(f"row '{spec}': a row name cannot hold '|' (a Markdown cell)")
+        parts = sources.split("+")
+        if "" in parts:
+            ap.error(f"row '{spec}': an empty source (a '+' at an end or doubled)")
+        if len(set(parts)) != len(parts):
+            ap.error(f"row '{spec}': a source given twice would count its runs twice")
+        specs.append((name, parts))
 
     def rows_of(keep=None, work=None, gold=args.gold):
         rows = []
         for name, sources in specs:
             runs = []
             for source in sources:
+                scored = source
                 if keep is not None:
-                    source = blanked(source, keep, args.task, work, "pred")
-                runs += score_runs(args.dialtree, args.task, source, args.data_dir, gold)
+                    scored = blanked(source, keep, args.task, work, "pred")
+                runs += score_runs(args.dialtree, args.task, scored, args.data_dir, gold, source)
             rows.append((name, runs))
         return rows
 
     if args.task == "top":
-        if args.split_name_punct:
-            ap.error("--split-name-punct is for restaurant8k")
         print_top([(name, [r for source in sources for r in top_runs(args.dialtree, source,
                                                                      args.gold)])
                    for name, sources in specs])

@@ -139,8 +139,26 @@ class SlotTypes(unittest.TestCase):
         self.assertIn("5 types in test; a test span's type has a median of 137 train_10 spans; "
                       "0.0 %", out)
 
+    def test_split_reads_a_bare_list_of_runs(self):
+        # A few-shot submission may be the bare task list (a list of runs), as dialtree reads it.
+        bare = self.write("bare.json", [self.gold, self.gold])
+        out = self.run_script("--split-name-punct", f"key={bare}")
+        self.assertEqual(table_rows(out, "the other")["key"]["slot F1"], "100.00 ± 0.00 (2)")
+
     def test_bad_row(self):
         self.assertIn("at least one row", self.run_script(ok=False))
+        key = self.write("key.json", {"restaurant8k": self.gold})
+        self.assertIn("an empty source", self.run_script(f"x={key}+", ok=False))
+        self.assertIn("given twice", self.run_script(f"x={key}+{key}", ok=False))
+        self.assertIn("cannot hold '|'", self.run_script(f"a|b={key}", ok=False))
+        self.assertIn("takes no rows", self.run_script("--label-counts", f"x={key}", ok=False))
+        self.assertIn("no such executable", self.run_script(
+            "--dialtree", os.path.join(self.dir, "none"), f"x={key}", ok=False))
+        p = subprocess.run([sys.executable, SCRIPT, "--dialtree", BIN, "--task", "dstc8",
+                            "--split-name-punct", f"x={key}"], capture_output=True, text=True,
+                           check=False)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("--split-name-punct is for restaurant8k", p.stderr)
         err = self.run_script("nosource", ok=False)
         self.assertIn("expected NAME=SOURCE", err)
         missing = os.path.join(self.dir, "missing.json")

@@ -62,6 +62,23 @@ class SubsampleSplit(unittest.TestCase):
                                     for l in ex.get("labels", [])))
         self.assertEqual(set(counts), {"date", "first_name", "last_name", "people", "time"})
 
+    def test_malformed_split_and_trailing_slash(self):
+        bad = os.path.join(self.tmp.name, "bad")
+        os.makedirs(os.path.join(bad, "restaurant8k"))
+        with open(os.path.join(bad, "restaurant8k", "train_10.json"), "w", encoding="utf-8") as f:
+            json.dump([{"labels": [{"slot": "time"}]}, {"labels": [{"valueSpan": {}}]}], f)
+        out = os.path.join(self.tmp.name, "out")
+        p = subprocess.run([sys.executable, SCRIPT, "--data-dir", bad, "--task", "restaurant8k",
+                            "--keep", "1", "--out", out], capture_output=True, text=True,
+                           check=False)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("train_10.json: example 1:", p.stderr)
+        self.assertEqual(os.listdir(self.tmp.name), ["bad"])  # nothing written
+        # --out with a trailing slash names the same folder.
+        self.run_script("--task", "restaurant8k", "--keep", "3", "--out", out + "/")
+        self.assertEqual(len(self.subset(out)), 3)
+        self.assertEqual(sorted(os.listdir(self.tmp.name)), ["bad", "out"])
+
     def test_bad_arguments(self):
         out = os.path.join(self.tmp.name, "x")
         self.assertIn("has 724 examples", self.run_script(
