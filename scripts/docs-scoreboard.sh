@@ -3,11 +3,12 @@
 # commands wrote: scripts/scoreboard.py with one row per model, each row pooling the folders
 # that hold its runs (runs made in parts: seeds 1, then 2-3, then 4-5), then the figures.
 # Writes docs/figures/scoreboard/{scoreboard,scoreboard-15,runs,mask-rate,runs-30,full-data,
-# scoreboard-today,xeon-tagging,intent-machines,xeon-full}.{md,json}, *-<setting>.rows.json and the figures few/, full/ and
-# today/ (dialtree plot), and prints the tables.
+# scoreboard-today,xeon-tagging,intent-machines,xeon-full}.{md,json}, *-<setting>.rows.json and
+# the figures few/, full/ and today/ (dialtree plot), and prints the tables.
 #   usage: scripts/docs-scoreboard.sh
 #   env: BUILD_DIR (default build), PARTS (today: the scoreboard docs/results.md opens with, as
-#        scripts/run.sh runs it today, from the Intel Xeon runs of its tagging tasks; few and full:
+#        scripts/run.sh runs it today, from the Intel Xeon runs and the AMD runs' intent columns,
+#        plus the Xeon's tables of the tagging and intent columns and of full data; few and full:
 #        the earlier tables from the AMD EPYC runs' folders, few-shot and full data; a machine
 #        holds one part's folders, and runs/p2 is a different run on each machine)
 # A folder that is missing stops it with its name (scoreboard.py): the rows below are the
@@ -141,9 +142,9 @@ tagging=@?restaurant8k,dstc8,top
 tag_lm=$(join "${xeon[@]/%//eval-few-lm$tagging}")
 tag_intent=$(join "${xeon[@]/%//eval-few$tagging}")
 tag_tokens=$(join "${xeon[@]/%//eval-few-tokens$tagging}")
-# The intent tasks on the Xeon runs that have them (runs/p1-xeon, fine-tuning seed 1, 2026-12-07:
-# the commands of docs/results.md "How the scoreboard was made"; about 45 minutes an encoder on
-# the Xeon, so runs/p2 and runs/p3-xeon were not run), pooled with the AMD runs' transcriptions.
+# The intent tasks on the same three Xeon runs (fine-tuning seed 1, 2026-12-07: the commands of
+# docs/results.md "The DialoGLUE scoreboard", 19 minutes an encoder), pooled with the AMD runs'
+# transcriptions: six encoders per intent cell.
 intents=@?banking,clinc,hwu
 xeon_lm=$(join "${xeon[@]/%//eval-few-lm$intents}")
 xeon_main=$(join "${xeon[@]/%//eval-few$intents}")
