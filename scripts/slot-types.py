@@ -50,6 +50,11 @@ def submission_key(task):
     return "dstc8" if task == "dstc8_sgd" else task
 
 
+def submission_path(source):
+    """A source as a file: a results folder gives its submission.json."""
+    return os.path.join(source, "submission.json") if os.path.isdir(source) else source
+
+
 def name_punct_examples(words):
     """Indices of the examples (records of `dialtree eval words`) where a capitalised word ending
     in a character that is not a letter or digit follows a word tagged B-/I-first_name."""
@@ -67,8 +72,7 @@ def name_punct_examples(words):
 def blanked(source, keep, task, work, tag):
     """A copy of source (a submission or word-tag file) in work with every example not in keep
     blanked: no span (submission) or all tags O (word tags)."""
-    if os.path.isdir(source):
-        source = os.path.join(source, "submission.json")
+    source = submission_path(source)
     path = os.path.join(work, f"{tag}-{len(os.listdir(work))}-{os.path.basename(source)}")
     if source.endswith(".jsonl"):
         with open(source, encoding="utf-8") as f:
@@ -81,6 +85,7 @@ def blanked(source, keep, task, work, tag):
         return path
     with open(source, encoding="utf-8") as f:
         sub = json.load(f)
+
     def blank(preds):
         return [p if k in keep else [] for k, p in enumerate(preds)]
 
@@ -102,11 +107,11 @@ def blanked(source, keep, task, work, tag):
 
 
 def score_runs(dialtree, task, source, data_dir, gold, label=None):
-    """Scores one source; returns its runs: [{"score": x100, "slot_types": [...]}, ...]. label:
-    the name errors give (the user's source when source is a blanked copy)."""
+    """Scores one source with `dialtree eval score --json`; returns its runs: [{"score": x100,
+    "slot_types" (slot tasks): [...]}, ...]. label: the name errors give (the user's source when
+    source is a blanked copy)."""
     label = label or source
-    if os.path.isdir(source):
-        source = os.path.join(source, "submission.json")
+    source = submission_path(source)
     how = "--word-tags" if source.endswith(".jsonl") else "--predictions"
     cmd = [dialtree, "eval", "score", "--task", task, how, source, "--json", "--gold", gold]
     if how == "--word-tags":  # the words the tags belong to
@@ -125,15 +130,8 @@ def top_runs(dialtree, source, gold_path):
     lists the scorer does)."""
     if source.endswith(".jsonl"):
         sys.exit(f"slot-types: {source}: --task top reads submissions only (piece-level tags)")
-    if os.path.isdir(source):
-        source = os.path.join(source, "submission.json")
-    p = subprocess.run([dialtree, "eval", "score", "--task", "top", "--predictions", source,
-                        "--json", "--gold", gold_path], capture_output=True, text=True,
-                       check=False)
-    if p.returncode != 0:
-        sys.exit(f"slot-types: {source}: dialtree eval score failed: {p.stderr.strip()}")
-    scored = json.loads(p.stdout)
-    scores = [r["score"] for r in scored.get("runs", [scored])]
+    source = submission_path(source)
+    scores = [r["score"] for r in score_runs(dialtree, "top", source, None, gold_path)]
     with open(gold_path, encoding="utf-8") as f:
         gold = json.load(f)["top"]
     with open(source, encoding="utf-8") as f:
@@ -222,7 +220,8 @@ def main():
     ap.add_argument("--dialtree", default=os.path.join(ROOT, "build", "cli", "dialtree"))
     ap.add_argument("--data-dir", default=os.environ.get("DIALTREE_DATA", os.path.join(
         ROOT, "..", "shared", "data", "dialoglue")),
-                    help="DialoGLUE folder (default: $DIALTREE_DATA, else ../shared/data/dialoglue)")
+                    help="DialoGLUE folder (default: $DIALTREE_DATA, else "
+                    "../shared/data/dialoglue)")
     ap.add_argument("--gold", help="the answer key (default: DATA_DIR/gt_test.json)")
     ap.add_argument("--split-name-punct", action="store_true",
                     help="also score the examples with a punctuated word after a first name, "
