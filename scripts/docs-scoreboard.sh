@@ -142,9 +142,9 @@ tagging=@?restaurant8k,dstc8,top
 tag_lm=$(join "${xeon[@]/%//eval-few-lm$tagging}")
 tag_intent=$(join "${xeon[@]/%//eval-few$tagging}")
 tag_tokens=$(join "${xeon[@]/%//eval-few-tokens$tagging}")
-# The intent tasks on the same three Xeon runs (fine-tuning seed 1, 2026-12-07: the commands of
-# docs/results.md "The DialoGLUE scoreboard", 19 minutes an encoder), pooled with the AMD runs'
-# transcriptions: six encoders per intent cell.
+# The intent tasks on the same three Xeon runs (fine-tuning seeds 1 and 2, 2026-12-07: the
+# commands of docs/results.md "The DialoGLUE scoreboard", 11-19 minutes an encoder and seed),
+# pooled with the AMD runs' transcriptions: six encoders per intent cell.
 intents=@?banking,clinc,hwu
 xeon_lm=$(join "${xeon[@]/%//eval-few-lm$intents}")
 xeon_main=$(join "${xeon[@]/%//eval-few$intents}")
