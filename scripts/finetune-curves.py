@@ -27,6 +27,8 @@ import os
 import statistics
 import sys
 
+from dialoglue_tasks import folder_name
+
 
 def task_runs(folder, task):
     """(runs of task in folder/results.json as {seed: run}, options). Exits 1 naming the file."""
@@ -36,7 +38,7 @@ def task_runs(folder, task):
             results = json.load(f)
     except (OSError, ValueError) as e:
         sys.exit(f"finetune-curves: {path}: {e}")
-    key = "dstc8_sgd" if task == "dstc8" else task  # the data folder's name of dstc8
+    key = folder_name(task)
     if key not in results.get("tasks", {}):
         sys.exit(f"finetune-curves: {path}: no task '{task}' (it has "
                  f"{', '.join(sorted(results.get('tasks', {}))) or 'none'})")

@@ -45,6 +45,8 @@ import os
 import statistics
 import sys
 
+from dialoglue_tasks import dialoglue_name
+
 TASKS = ["banking", "hwu", "clinc", "restaurant8k", "dstc8", "top"]  # DialoGLUE's column order
 HEADERS = {"banking": "BANKING77", "hwu": "HWU64", "clinc": "CLINC150", "restaurant8k": "REST8K",
            "dstc8": "DSTC8", "top": "TOP"}
@@ -86,25 +88,20 @@ def load_results(path, setting):
     return None
 
 
-def task_name(key):
-    """The DialoGLUE name of a results.json task key: dstc8 for the data folder's dstc8_sgd."""
-    return "dstc8" if key == "dstc8_sgd" else key
-
-
 def only_tasks(results, wanted):
     """A copy of one results object keeping only the tasks in `wanted` (DialoGLUE names).
     Raises ValueError naming a task it lacks."""
-    kept = {t: e for t, e in results["tasks"].items() if task_name(t) in wanted}
-    lacking = sorted(set(wanted) - {task_name(t) for t in kept})
+    kept = {t: e for t, e in results["tasks"].items() if dialoglue_name(t) in wanted}
+    lacking = sorted(set(wanted) - {dialoglue_name(t) for t in kept})
     if lacking:
         raise ValueError(f"has no {', '.join(lacking)} (it has "
-                         f"{', '.join(sorted(task_name(t) for t in results['tasks']))})")
+                         f"{', '.join(sorted(dialoglue_name(t) for t in results['tasks']))})")
     return dict(results, tasks=kept)
 
 
 def task_runs(results, task):
     """(seed, test, val) of each run of `task` in one results object, or None when not run."""
-    entry = next((e for key, e in results["tasks"].items() if task_name(key) == task), None)
+    entry = next((e for key, e in results["tasks"].items() if dialoglue_name(key) == task), None)
     if entry is None:
         return None
     runs = entry.get("runs") or [{"seed": None, "test": entry["mean"],
@@ -177,7 +174,7 @@ def submission_of(sources):
     sources, when a source has no submission file or when the file lacks one of its tasks."""
     merged, origin = {}, {}
     for path, results in sources:
-        tasks = [task_name(t) for t in results["tasks"]]
+        tasks = [dialoglue_name(t) for t in results["tasks"]]
         if not tasks:
             continue
         folder = path if os.path.isdir(path) else os.path.dirname(path)

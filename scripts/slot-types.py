@@ -42,12 +42,9 @@ import subprocess
 import sys
 import tempfile
 
+from dialoglue_tasks import dialoglue_name, words_of
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def submission_key(task):
-    """The task's key in DialoGLUE's submission and answer key (dstc8_sgd is "dstc8")."""
-    return "dstc8" if task == "dstc8_sgd" else task
 
 
 def submission_path(source):
@@ -95,7 +92,7 @@ def blanked(source, keep, task, work, tag):
         return [blank(r) for r in runs] if few else blank(runs)
 
     if isinstance(sub, dict):  # a submission object: the task's list under its key
-        key = submission_key(task)
+        key = dialoglue_name(task)
         if key not in sub:
             sys.exit(f"slot-types: {source}: no '{key}' in the submission")
         sub = dict(sub, **{key: blank_task_list(sub[key])})
@@ -172,18 +169,6 @@ def print_top(rows):
         print(f"| {name} | {cell([r['score'] for r in runs])} | "
               f"{cell([r['intent'] for r in runs])} | {cell([r['tags'] for r in runs])} | "
               + " | ".join(cell([r["by_slots"][b] for r in runs]) for b in sorted(counts)) + " |")
-
-
-def words_of(dialtree, task, split, data_dir, work):
-    """The records of `dialtree eval words` for task and split ({"words", "tags"} per example)."""
-    path = os.path.join(work, f"{task}.{split}.words.jsonl")
-    p = subprocess.run([dialtree, "eval", "words", "--task", task, "--split", split,
-                        "--data-dir", data_dir, "--out", path],
-                       capture_output=True, text=True, check=False)
-    if p.returncode != 0:
-        sys.exit(f"slot-types: dialtree eval words failed: {p.stderr.strip()}")
-    with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
 
 
 def print_label_counts(dialtree, task, data_dir):
@@ -281,7 +266,7 @@ def main():
         part = name_punct_examples(words)
         with open(args.gold, encoding="utf-8") as f:
             gold = json.load(f)
-        key = submission_key(args.task)
+        key = dialoglue_name(args.task)
         for label, keep in (
                 (f"{len(part)} examples with a punctuated word after a first name", part),
                 (f"the other {len(words) - len(part)} examples",

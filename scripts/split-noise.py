@@ -19,6 +19,8 @@ import subprocess
 import sys
 import tempfile
 
+from dialoglue_tasks import dialoglue_name
+
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 
@@ -54,7 +56,7 @@ def main():
         ROOT, "../shared/data/dialoglue")) + "/gt_test.json")
     parser.add_argument("--dialtree", default=os.path.join(ROOT, "build/cli/dialtree"))
     args = parser.parse_args()
-    task = "dstc8" if args.task == "dstc8_sgd" else args.task  # the answer key's name
+    task = dialoglue_name(args.task)
     if args.draws < 2:
         sys.exit("error: --draws must be at least 2 (a spread needs two draws)")
     preds = load_json(args.predictions, "--predictions")

@@ -28,6 +28,8 @@ import random
 import shutil
 import sys
 
+from dialoglue_tasks import folder_name
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TASKS = ("restaurant8k", "dstc8_sgd")
 
@@ -46,7 +48,7 @@ def main():
         ROOT, "..", "shared", "data", "dialoglue")))
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
-    task = "dstc8_sgd" if args.task == "dstc8" else args.task
+    task = folder_name(args.task)
     if task not in TASKS:
         ap.error(f"--task: '{args.task}' is not one of {', '.join(TASKS)}")
     src = os.path.abspath(os.path.join(args.data_dir, task))

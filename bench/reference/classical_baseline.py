@@ -49,6 +49,8 @@ from sklearn.linear_model import LogisticRegression
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tfidf_baseline as tb  # noqa: E402  (the intent recipe, one place)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../scripts"))
+from dialoglue_tasks import words_of  # noqa: E402  (dialtree eval words, one place)
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "../.."))
 INTENT_TASKS = ["banking", "clinc", "hwu"]
@@ -87,18 +89,6 @@ def fit(x, y):
     return model
 
 
-def read_jsonl(path):
-    with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
-
-
-def words_of(dialtree, data, task, split, work):
-    path = os.path.join(work, f"{task}.{split}.jsonl")
-    run_dialtree([dialtree, "eval", "words", "--task", task, "--split", split, "--data-dir", data,
-                  "--out", path])
-    return read_jsonl(path)
-
-
 def run_dialtree(command):
     """Runs a dialtree command; on failure exits with what dialtree said."""
     out = subprocess.run(command, capture_output=True, text=True)
@@ -112,8 +102,8 @@ def run_tagging(dialtree, data, task, train_split, work, keep=None):
     train examples, test examples, seconds). keep: a path the word-tag predictions are copied
     to (atomically), or None."""
     t0 = time.perf_counter()
-    train = words_of(dialtree, data, task, train_split, work)
-    test = words_of(dialtree, data, task, "test", work)
+    train = words_of(dialtree, task, train_split, data, work)
+    test = words_of(dialtree, task, "test", data, work)
     vec = DictVectorizer()
     x = vec.fit_transform([word_features(ex["words"], i) for ex in train
                            for i in range(len(ex["words"]))])
