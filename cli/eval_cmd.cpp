@@ -204,12 +204,14 @@ void run_dialoglue_cmd(const DialoglueArgs& a) {
   std::vector<std::string> overrides;
   if (!a.device.empty()) overrides.push_back("device=" + a.device);
   overrides.insert(overrides.end(), a.overrides.begin(), a.overrides.end());
-  run.options = a.config.empty() ? eval::parse_finetune_options("", "defaults", overrides)
-                                 : eval::load_finetune_options(a.config, overrides);
-  model::resolve_device(run.options.device, "device");  // before any data is read
+  run.recipe = a.config.empty() ? eval::parse_finetune_recipe("", "defaults", overrides)
+                                : eval::load_finetune_recipe(a.config, overrides);
+  run.recipe.for_each([](eval::FinetuneOptions& o) {  // before any data is read
+    model::resolve_device(o.device, "device");
+  });
   // The output folder must be a writable folder: checked before anything is trained.
   CreatedFolders out_folders = prepare_output_dir(a.out, "--out");
-  if (a.from_scratch) run.options.from_scratch = true;
+  if (a.from_scratch) run.recipe.for_each([](eval::FinetuneOptions& o) { o.from_scratch = true; });
   run.save_models = a.save_models;
   run.pseudo_label_dir = a.pseudo_labels;
   const bool tty = ::isatty(STDERR_FILENO);

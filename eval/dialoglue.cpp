@@ -102,12 +102,15 @@ json dialoglue_results_header(const DialoglueRun& run, const json& gold,
                    fingerprint_or_none((fs::path(run.model_dir) / model::kWeightsFile).string())},
                   {"setting", run.setting == Setting::Few ? "few" : "full"},
                   {"seeds", run.seeds},
-                  {"options", finetune_options_json(run.options)},
+                  {"options", finetune_options_json(run.recipe.options)},
                   {"gold", gold.is_null() ? "test files" : gold_path.string()},
                   {"gold_fingerprint",
                    gold.is_null() ? "test files" : file_fingerprint(gold_path.string())},
                   {"env", model::host_environment()},
                   {"tasks", json::object()}};
+  if (json per_task = task_options_json(run.recipe); !per_task.empty()) {
+    results["task_options"] = std::move(per_task);
+  }
   if (!run.pseudo_label_dir.empty()) {
     // Which labels self-training read: the files, not the folder, identify the run (a later
     // part may write new teachers' labels to the same folder).
@@ -183,7 +186,8 @@ SeedOutcome finetune_intent_seed(const DialoglueRun& run, const DialoglueTaskDat
                                  const std::string& save_dir) {
   SeedOutcome o;
   const IntentRunResult r =
-      finetune_intent(run.model_dir, d.intent_data, run.options, seed, on_epoch, save_dir);
+      finetune_intent(run.model_dir, d.intent_data, run.recipe.for_task(d.name), seed, on_epoch,
+                      save_dir);
   o.submission = intent_submission_json(r.test_predictions);
   o.val = r.best_val_accuracy, o.best_epoch = r.best_epoch, o.train_s = r.train_seconds;
   o.epochs_run = r.epochs_run, o.curve = r.curve;
@@ -208,7 +212,7 @@ SeedOutcome finetune_tagging_seed(const DialoglueRun& run, const DialoglueTaskDa
   };
   // classifier_init is the intent classifier's start; the tagging heads (TOP's intent
   // head too) start at random (docs/evaluation.md "Linear-probe initialisation").
-  FinetuneOptions tagging_options = run.options;
+  FinetuneOptions tagging_options = run.recipe.for_task(d.name);
   tagging_options.classifier_init = "random";
   const TaggingRunResult r = finetune_tagging(run.model_dir, d.tagging_data, tagging_options,
                                               seed, val_score, on_epoch, save_dir);
@@ -310,7 +314,8 @@ json run_dialoglue(const DialoglueRun& run,
       train_examples = o.train_examples;
       task_runs.push_back(write_and_score_seed(dir, d, gold_name, seed, o));
       ++index;
-      const std::string classifier_init = d.intent ? run.options.classifier_init : "random";
+      const std::string classifier_init =
+          d.intent ? run.recipe.for_task(name).classifier_init : "random";
       json entry = {{"metric", metric_name(d.task)},
                     {"classifier_init", classifier_init},
                     {"train_examples", train_examples},

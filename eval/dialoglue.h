@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "eval/eval_config.h"
 #include "eval/finetune.h"
 #include "eval/tasks.h"
 
@@ -23,7 +24,9 @@ struct DialoglueRun {
   std::vector<std::uint64_t> seeds = {1, 2, 3};
   std::string out_dir;   ///< created; one folder per task and seed inside
   std::string data_dir;  ///< resolved DialoGLUE folder (resolve_data_dir)
-  FinetuneOptions options;
+  /// The options, and per task (by data folder name) those its `tasks:` section changes
+  /// (docs/evaluation.md "Per-task options").
+  FinetuneRecipe recipe;
   /// Save each task's selected model as a bundle in `<task>/seed-<s>/model/`: intent tasks with
   /// their intent head (for `dialtree serve` /classify), tagging tasks with their tagger (and
   /// TOP's intent head) and tag names.
@@ -46,7 +49,8 @@ struct RunProgress {
 /// Runs every (task, seed) pair in order and writes, below out_dir:
 ///  - `<task>/seed-<s>/test_predictions.json` (the task's DialoGLUE submission list) and
 ///    `<task>/seed-<s>/run.json` (val accuracy, best epoch, test score, throughput);
-///  - `results.json` ({model, setting, seeds, options, tasks: {task: {metric, runs, mean, std}}})
+///  - `results.json` ({model, setting, seeds, options, task_options (where a task's differ),
+///    tasks: {task: {metric, runs, mean, std}}})
 ///    and `results.md` (the Markdown table);
 ///  - `submission.json`, DialoGLUE's EvalAI file for the tasks run, keyed as gt_test.json: in the
 ///    full setting each task's list of the first seed (dump_outputs.py's layout), in the few-shot
@@ -54,9 +58,10 @@ struct RunProgress {
 ///    `dialtree eval score` scores either back (docs/evaluation.md);
 /// all written atomically. The folder is added to (docs/evaluation.md "Adding to an output
 /// folder"): when out_dir already holds a results.json of the same run (run_identity_keys():
-/// model path and weights, setting, recipe, gold, pseudo-label folder), its tasks and seeds are
-/// kept, a seed run again replaces its run, and mean, std and submission.json cover every run
-/// kept; a results.json of another run is renamed to results.previous.json. `notice` gets one
+/// weights, setting, gold, pseudo-label files; and per task the recipe it ran with), its tasks
+/// and seeds are kept, a seed run again replaces its run, and mean, std and submission.json
+/// cover every run kept; a results.json of another run, or one holding a task that ran with
+/// another recipe, is renamed to results.previous.json (the tasks of this recipe carried over). `notice` gets one
 /// sentence per such event (for stderr).
 /// Test scores come from gt_test.json in data_dir when present (the official answer key), else
 /// from the test file's own labels. Mean and sample standard deviation (n - 1) are over seeds,

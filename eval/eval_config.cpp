@@ -4,9 +4,11 @@
 #include "eval/eval_config.h"
 
 #include "common/device_spec.h"
+#include "common/error.h"
 #include "common/settings_json.h"
 #include "common/settings_yaml.h"
 #include "common/strict_yaml.h"
+#include "readers/dialoglue_tasks.h"
 
 namespace dialtree::eval {
 namespace {
@@ -113,22 +115,167 @@ std::vector<std::string> finetune_option_keys() {
   return names;
 }
 
-FinetuneOptions parse_finetune_options(const std::string& yaml_text, const std::string& source,
-                                       const std::vector<std::string>& overrides) {
-  FinetuneOptions o;
+const FinetuneOptions& FinetuneRecipe::for_task(const std::string& task) const {
+  const readers::DialoglueTaskInfo* row = readers::find_dialoglue_task(task);
+  const auto it = task_options.find(row != nullptr ? std::string(row->folder) : task);
+  return it == task_options.end() ? options : it->second;
+}
+
+namespace {
+
+constexpr char kTasksKey[] = "tasks";
+
+/// The data folder name of a task section's key, or a DataError at `at` listing the tasks.
+std::string section_task(const sy::Origin& at, const std::string& name) {
+  const readers::DialoglueTaskInfo* row = readers::find_dialoglue_task(name);
+  if (row == nullptr || !readers::in_task_set(*row, readers::TaskSet::FineTune)) {
+    sy::fail(at, std::string(kTasksKey) + "." + name,
+             "unknown task '" + name + "'; a section names one of " +
+                 readers::join_dialoglue_task_names(readers::TaskSet::FineTune,
+                                                    readers::TaskSpelling::NameAndFolder));
+  }
+  return std::string(row->folder);
+}
+
+/// One task's section as read: its keys (a mapping node) and where they came from, in order.
+struct TaskSection {
+  sy::Source source;
+  YAML::Node keys;
+};
+
+/// Reads every option of one task: `common`, then its sections in order, then the problems.
+FinetuneOptions read_task(const FinetuneOptions& common, const settings::Origins& common_origins,
+                          const std::string& task, const std::vector<TaskSection>& sections) {
+  FinetuneOptions o = common;
+  settings::Origins origins = common_origins;
+  const settings::YamlTable table = recipe_table(o);
+  for (const TaskSection& section : sections) {
+    settings::read_document(table, section.source, section.keys, origins);
+  }
+  if (const auto p = settings::first_problem(table.rows)) {
+    const auto it = origins.find(p->name);
+    sy::fail(it != origins.end() ? it->second : sy::Origin{"", ""},
+             std::string(kTasksKey) + "." + task + "." + p->name, p->message);
+  }
+  return o;
+}
+
+}  // namespace
+
+FinetuneRecipe parse_finetune_recipe(const std::string& yaml_text, const std::string& source,
+                                     const std::vector<std::string>& overrides) {
+  FinetuneRecipe recipe;
+  FinetuneOptions& o = recipe.options;
   settings::Origins origins;
   const settings::YamlTable table = recipe_table(o);
-  if (const auto doc = sy::load_document(yaml_text, source)) {
+  std::map<std::string, std::vector<TaskSection>> sections;  // by data folder name
+  const auto add_sections = [&](const sy::Source& from, const sy::Origin& at,
+                                const YAML::Node& map) {
+    if (map.IsNull()) return;  // `tasks:` left empty
+    if (!map.IsMap()) {
+      sy::fail(at, kTasksKey,
+               "expected a mapping of task names to option keys, found " + sy::describe(map));
+    }
+    std::map<std::string, std::string> seen;  // folder -> the spelling that named it
+    for (const auto& kv : map) {
+      const sy::Origin key_at = from.at(kv.first);
+      if (!kv.first.IsScalar()) {
+        sy::fail(key_at, kTasksKey, "task names must be plain names, found " +
+                                        sy::describe(kv.first));
+      }
+      const std::string task = section_task(key_at, kv.first.Scalar());
+      if (const auto [it, fresh] = seen.emplace(task, kv.first.Scalar()); !fresh) {
+        sy::fail(key_at, std::string(kTasksKey) + "." + kv.first.Scalar(),
+                 "task '" + task + "' has two sections ('" + it->second + "' and '" +
+                     kv.first.Scalar() + "')");
+      }
+      if (!kv.second.IsNull() && !kv.second.IsMap()) {
+        sy::fail(key_at, std::string(kTasksKey) + "." + kv.first.Scalar(),
+                 "expected a mapping of option keys, found " + sy::describe(kv.second));
+      }
+      sections[task].push_back({from, kv.second});
+    }
+  };
+  if (auto doc = sy::load_document(yaml_text, source)) {
+    // The `tasks:` section is taken out before the common keys are read (it is not one of them).
+    if (doc->IsMap()) {
+      YAML::Node tasks_node;
+      int found = 0;
+      for (const auto& kv : *doc) {
+        if (kv.first.IsScalar() && kv.first.Scalar() == kTasksKey) {
+          if (++found > 1) {
+            sy::fail(sy::Source{source, ""}.at(kv.first), kTasksKey, "duplicate key 'tasks'");
+          }
+          add_sections(sy::Source{source, ""}, sy::Source{source, ""}.at(kv.first), kv.second);
+        }
+      }
+      if (found > 0) doc->remove(kTasksKey);
+    }
     settings::read_document(table, sy::Source{source, ""}, *doc, origins);
   }
   sy::check_utf8(yaml_text, source);  // comments and keys (values were checked above)
-  for (const auto& text : overrides) settings::apply_override(table, text, origins);
+  for (const auto& text : overrides) {
+    if (text.rfind(std::string(kTasksKey) + ".", 0) != 0) {
+      settings::apply_override(table, text, origins);
+      continue;
+    }
+    // tasks.<task>.<key>=value or tasks.<task>={key: value}
+    const sy::Source from{sy::kCommandLine, text};
+    const sy::Origin at{sy::kCommandLine, "override '" + text + "'"};
+    const auto [key, value] = sy::split_override(text, "tasks.<task>.<key>");
+    const std::string rest = key.substr(std::string(kTasksKey).size() + 1);
+    const auto dot = rest.find('.');
+    const std::string task = section_task(at, rest.substr(0, dot));
+    if (dot == std::string::npos) {
+      if (!value.IsMap()) {
+        sy::fail(at, key, "expected a mapping of option keys, found " + sy::describe(value));
+      }
+      sections[task].push_back({from, value});
+    } else {
+      YAML::Node one(YAML::NodeType::Map);
+      one[rest.substr(dot + 1)] = value;
+      sections[task].push_back({from, one});
+    }
+  }
   if (const auto p = settings::first_problem(table.rows)) {
     const auto it = origins.find(p->name);
     if (it != origins.end()) sy::fail(it->second, p->name, p->message);
     sy::fail(sy::Origin{source, ""}, p->name, p->message + " (the default value)");
   }
-  return o;
+  for (const auto& [task, list] : sections) {
+    recipe.task_options[task] = read_task(o, origins, task, list);
+  }
+  return recipe;
+}
+
+FinetuneRecipe load_finetune_recipe(const std::string& path,
+                                    const std::vector<std::string>& overrides) {
+  return parse_finetune_recipe(sy::read_file(path), path, overrides);
+}
+
+nlohmann::json task_options_json(const FinetuneRecipe& recipe) {
+  const nlohmann::json common = finetune_options_json(recipe.options);
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [task, o] : recipe.task_options) {
+    nlohmann::json differs = nlohmann::json::object();
+    const nlohmann::json mine = finetune_options_json(o);
+    for (const auto& [key, value] : mine.items()) {
+      if (common.at(key) != value) differs[key] = value;
+    }
+    if (!differs.empty()) out[task] = std::move(differs);
+  }
+  return out;
+}
+
+FinetuneOptions parse_finetune_options(const std::string& yaml_text, const std::string& source,
+                                       const std::vector<std::string>& overrides) {
+  FinetuneRecipe recipe = parse_finetune_recipe(yaml_text, source, overrides);
+  if (!recipe.task_options.empty()) {
+    throw DataError(source, "", kTasksKey,
+                    "per-task sections are read by `eval dialoglue` only; this command fine-tunes "
+                    "with one set of options");
+  }
+  return std::move(recipe.options);
 }
 
 FinetuneOptions load_finetune_options(const std::string& path,

@@ -5,6 +5,7 @@
 // Torch-free.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -17,8 +18,47 @@
 
 namespace dialtree::eval {
 
+/// A fine-tuning recipe with per-task sections (docs/evaluation.md "Per-task options"): the
+/// options every task uses, and for the tasks the config's `tasks:` section names, the options
+/// that task uses instead (the common ones with the section's keys on top).
+struct FinetuneRecipe {
+  FinetuneOptions options;
+  /// By data folder name (`dstc8_sgd`, never `dstc8`): every option of the task, not only those
+  /// its section sets.
+  std::map<std::string, FinetuneOptions> task_options;
+
+  /// The options `task` (either spelling) fine-tunes with.
+  const FinetuneOptions& for_task(const std::string& task) const;
+  /// Applies `change` to the common options and to every task's (a command-line flag such as
+  /// --from-scratch or --device, which holds for every task).
+  template <typename F>
+  void for_each(F change) {
+    change(options);
+    for (auto& [task, o] : task_options) change(o);
+  }
+};
+
+/// Reads a recipe whose YAML may hold, besides the option keys, a `tasks:` mapping from DialoGLUE
+/// task names (either spelling: `dstc8` or `dstc8_sgd`) to mappings of option keys; overrides
+/// "tasks.<task>.<key>=value" (or "tasks.<task>={key: value}") go to that task, the others to
+/// every task. A task's section is read on top of the common keys and overrides, whatever their
+/// order. @throws as load_finetune_options(), and DataError at the line (or override) for an
+/// unknown task name, a `tasks:` that is not a mapping of mappings, or a duplicate task.
+FinetuneRecipe parse_finetune_recipe(const std::string& yaml_text, const std::string& source,
+                                     const std::vector<std::string>& overrides = {});
+
+/// parse_finetune_recipe() of the file at `path`. @throws as parse_finetune_recipe().
+FinetuneRecipe load_finetune_recipe(const std::string& path,
+                                    const std::vector<std::string>& overrides = {});
+
+/// The options of `task_options` that differ from `options`, as {task: {key: value}} with the
+/// keys of finetune_option_keys() (results.json's "task_options"); tasks without a difference
+/// are left out, so an empty object means every task ran with `options`.
+nlohmann::json task_options_json(const FinetuneRecipe& recipe);
+
 /// Reads `path` (a YAML mapping of FinetuneOptions keys, all optional; missing keys keep their
-/// defaults) and then applies `overrides` ("key=value" strings, the YAML scalar syntax).
+/// defaults) and then applies `overrides` ("key=value" strings, the YAML scalar syntax). A
+/// `tasks:` section is refused (the callers of this form have no per-task runs).
 /// @throws DataError naming the file and line (or the override's text), the key, and: for an
 ///   unknown key the closest valid one ("did you mean 'learning_rate'?"); for a wrong type the
 ///   value found ("expected an integer, found the string \"3\""); for a value out of range the

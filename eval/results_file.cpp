@@ -20,8 +20,8 @@ namespace dialtree::eval {
 namespace fs = std::filesystem;
 
 const std::vector<std::string>& run_identity_keys() {
-  static const std::vector<std::string> keys = {"format",  "model_weights",    "setting",
-                                                "options", "gold_fingerprint", "pseudo_labels"};
+  static const std::vector<std::string> keys = {"format", "model_weights", "setting",
+                                                "gold_fingerprint", "pseudo_labels"};
   return keys;
 }
 
@@ -51,11 +51,23 @@ std::string fingerprint_or_none(const std::string& path) {
 
 namespace {
 
-/// The value of identity key `key` as compared: `options` without its `device`.
+/// The value of identity key `key` as compared.
 json identity_value(const json& header, const std::string& key) {
   if (!header.contains(key)) return json();  // null: "absent"
-  json v = header.at(key);
-  if (key == "options" && v.is_object()) v.erase("device");
+  return header.at(key);
+}
+
+/// The recipe `task` ran with by `header`: its `options` with the task's `task_options` on top,
+/// `device` aside (where a run ran is no part of what it is).
+json task_recipe(const json& header, const std::string& task) {
+  json v = header.contains("options") ? header.at("options") : json();
+  if (!v.is_object()) return v;
+  if (header.contains("task_options") && header.at("task_options").is_object() &&
+      header.at("task_options").contains(task) &&
+      header.at("task_options").at(task).is_object()) {
+    for (const auto& [key, value] : header.at("task_options").at(task).items()) v[key] = value;
+  }
+  v.erase("device");
   return v;
 }
 
@@ -123,9 +135,16 @@ EarlierResults read_earlier_results(const std::string& out_dir, const json& head
     }
   }
   const json& tasks = json_as_object(json_require(earlier, "tasks", place, ""), place, "tasks");
+  std::string first_difference;  // of the first task left out for its recipe
   for (const auto& [name, entry] : tasks.items()) {
     const std::string path = json_child_path("tasks", name);
     check_task_entry(entry, place, path);
+    if (const json was = task_recipe(earlier, name), now = task_recipe(header, name); was != now) {
+      const std::string why = difference("options", was, now);
+      if (first_difference.empty()) first_difference = why;
+      out.other_recipe.push_back(name + " (" + why + ")");
+      continue;
+    }
     json kept = entry;
     kept["runs"] = json::array();
     for (const json& r : entry.at("runs")) {
@@ -147,6 +166,10 @@ EarlierResults read_earlier_results(const std::string& out_dir, const json& head
     if (kept["runs"].empty()) continue;
     merge_task_runs(kept, json());  // mean, std and val_mean over the runs kept
     out.tasks[name] = std::move(kept);
+  }
+  if (!out.other_recipe.empty() && out.other_recipe.size() == tasks.size()) {
+    out.other_run = first_difference;  // no task of this recipe: another run, as a whole
+    out.other_recipe.clear();
   }
   return out;
 }
@@ -258,6 +281,7 @@ ResultsFolder::ResultsFolder(std::string out_dir, json header, bool few,
       results_(std::move(header)) {
   EarlierResults earlier = read_earlier_results(out_dir_, results_);
   other_run_ = std::move(earlier.other_run);
+  other_recipe_ = std::move(earlier.other_recipe);
   earlier_tasks_ = std::move(earlier.tasks);
   predictions_ = std::move(earlier.predictions);
   if (notice_) {
@@ -290,6 +314,17 @@ void ResultsFolder::record(const std::string& task, json entry, std::uint64_t se
                           out_dir_, other_run_, previous));
     }
     other_run_.clear();
+  }
+  if (!other_recipe_.empty()) {
+    const std::string previous = set_aside_results(out_dir_);
+    if (notice_) {
+      std::string tasks;
+      for (const std::string& t : other_recipe_) tasks += (tasks.empty() ? "" : "; ") + t;
+      notice_(fmt::format("{}/results.json held tasks run with another recipe: {}; renamed to {}, "
+                          "and its tasks of this recipe carried over into the new results.json",
+                          out_dir_, tasks, previous));
+    }
+    other_recipe_.clear();
   }
   predictions_[{task, seed}] = std::move(predictions);
   merge_task_runs(entry, earlier_tasks_.contains(task) ? earlier_tasks_.at(task) : json());

@@ -17,10 +17,11 @@ namespace dialtree::eval {
 
 /// The keys of a results.json header that say which run it describes; two calls add to one
 /// folder only when all of them are equal (a missing key counts as a value): the weights
-/// (`model_weights`), the setting, the recipe (`options`, its `device` aside: where a run ran is
-/// no part of what it is), the answer key (`gold_fingerprint`) and the pseudo-label files
+/// (`model_weights`), the setting, the answer key (`gold_fingerprint`) and the pseudo-label files
 /// (`pseudo_labels`). Paths (`model`, `gold`, `pseudo_label_dir`) are not compared: the same
-/// files may be spelt in several ways.
+/// files may be spelt in several ways. The recipe is compared per task (read_earlier_results):
+/// `options` with the task's `task_options` on top, `device` aside (where a run ran is no part
+/// of what it is).
 const std::vector<std::string>& run_identity_keys();
 
 /// "<bytes> bytes, fnv1a64 <16 hex digits>" of the file at `path` (a bundle's model.safetensors,
@@ -45,7 +46,12 @@ struct EarlierResults {
   /// Non-empty when a results.json is there but describes another run: why (the first key of
   /// run_identity_keys() that differs; for the recipe, the keys that differ, with both values).
   /// Nothing of it is kept; set_aside_results() moves it away before this run's first write.
+  /// Also set when every task it holds ran with another recipe than `header` gives that task.
   std::string other_run;
+  /// Its tasks that ran with another recipe than `header` gives them, while others match: each
+  /// as "task (options.key was X, is Y)". They are not kept; the file is set aside (whole)
+  /// before this run's first write, and the tasks kept are written anew.
+  std::vector<std::string> other_recipe;
   /// Runs left out because their test_predictions.json is gone ("banking seed 2: ..."), so the
   /// submission file could not hold them.
   std::vector<std::string> dropped;
@@ -54,8 +60,10 @@ struct EarlierResults {
 };
 
 /// Reads `<out_dir>/results.json` when present and keeps its tasks when its run identity (the
-/// keys of run_identity_keys()) equals `header`'s; otherwise says why in `other_run` and keeps
-/// nothing (the file stays where it is). A kept run whose
+/// keys of run_identity_keys()) equals `header`'s and the task's recipe is the one `header` gives
+/// it; a task of another recipe is listed in `other_recipe`; when the identity differs, or no
+/// task shares the recipe, says why in `other_run` and keeps nothing (the file stays where it
+/// is). A kept run whose
 /// `<task>/seed-<s>/test_predictions.json` is missing or not JSON is dropped and listed; the
 /// others' predictions are returned parsed.
 /// @throws DataError when the file is not JSON, SchemaError when it is not a results object (no
@@ -102,8 +110,8 @@ class ResultsFolder {
   /// Records this call's runs of `task` (`entry`: results.json's task entry, its "runs" this
   /// call's so far) and the test `predictions` of its newest run `seed`, merges the earlier runs
   /// of seeds not run again (merge_task_runs), and rewrites results.json, results.md and
-  /// submission.json atomically. An earlier results.json of another run is renamed
-  /// (set_aside_results) at the first call, and said.
+  /// submission.json atomically. An earlier results.json of another run, or holding tasks of
+  /// another recipe, is renamed (set_aside_results) at the first call, and said.
   /// @throws as set_aside_results and the atomic writers.
   void record(const std::string& task, json entry, std::uint64_t seed, json predictions);
 
@@ -117,6 +125,7 @@ class ResultsFolder {
   json results_;
   json earlier_tasks_;
   std::string other_run_;  ///< non-empty until the earlier file of another run is set aside
+  std::vector<std::string> other_recipe_;  ///< as other_run_, for tasks of another recipe
   RunPredictions predictions_;
 };
 

@@ -12,6 +12,7 @@
 
 #include "common/error.h"
 #include "eval/eval_config.h"
+#include "expect_error.h"
 #include "test_paths.h"
 
 namespace dialtree::eval {
@@ -165,6 +166,76 @@ TEST(FinetuneConfig, OneDocumentAndSyntaxErrorsWithTheirPlace) {
   EXPECT_THAT(error_of(",\n"), HasSubstr("',' cannot begin a YAML node"));
   EXPECT_THAT(error_of("num_train_epochs: [1\n"),
               AllOf(HasSubstr("YAML syntax error"), HasSubstr("line")));
+}
+
+std::string recipe_error_of(const std::string& yaml, const std::vector<std::string>& ov = {}) {
+  return testing::error_of<DataError>([&] { parse_finetune_recipe(yaml, "eval.yaml", ov); });
+}
+
+TEST(FinetuneConfig, PerTaskSectionsOnTopOfTheCommonKeys) {
+  // docs/evaluation.md "Per-task options". The section is read on top of every common key, the
+  // ones after it in the file and the command line's included.
+  const FinetuneRecipe r = parse_finetune_recipe(
+      "tasks:\n  dstc8:\n    num_train_epochs: 120\n  top:\n    learning_rate: 1.0e-4\n"
+      "num_train_epochs: 60\nlearning_rate: 3.0e-4\n",
+      "eval.yaml", {"dropout=0.3", "tasks.top.num_train_epochs=30"});
+  EXPECT_EQ(r.options.num_train_epochs, 60);
+  EXPECT_DOUBLE_EQ(r.options.dropout, 0.3);
+  ASSERT_EQ(r.task_options.size(), 2u);
+  const FinetuneOptions& dstc8 = r.for_task("dstc8");  // either spelling
+  EXPECT_EQ(&dstc8, &r.for_task("dstc8_sgd"));
+  EXPECT_EQ(dstc8.num_train_epochs, 120);
+  EXPECT_DOUBLE_EQ(dstc8.learning_rate, 3e-4);
+  EXPECT_DOUBLE_EQ(dstc8.dropout, 0.3);
+  EXPECT_EQ(r.for_task("top").num_train_epochs, 30);
+  EXPECT_DOUBLE_EQ(r.for_task("top").learning_rate, 1e-4);
+  EXPECT_EQ(&r.for_task("hwu"), &r.options);
+  EXPECT_EQ(task_options_json(r), nlohmann::json::parse(R"({"dstc8_sgd": {"num_train_epochs": 120},
+      "top": {"num_train_epochs": 30, "learning_rate": 0.0001}})"));
+  // A section that repeats the common values differs in nothing: no task_options entry.
+  EXPECT_TRUE(task_options_json(parse_finetune_recipe(
+                  "tasks:\n  hwu:\n    num_train_epochs: 60\nnum_train_epochs: 60\n", "eval.yaml"))
+                  .empty());
+  // A whole section on the command line; a later override of the same key wins.
+  const FinetuneRecipe o = parse_finetune_recipe(
+      "tasks:\n  hwu:\n    num_train_epochs: 5\n", "eval.yaml",
+      {"tasks.hwu={num_train_epochs: 7, dropout: 0.1}", "tasks.dstc8_sgd.bf16=false"});
+  EXPECT_EQ(o.for_task("hwu").num_train_epochs, 7);
+  EXPECT_DOUBLE_EQ(o.for_task("hwu").dropout, 0.1);
+  EXPECT_FALSE(o.for_task("dstc8").bf16);
+  EXPECT_TRUE(o.options.bf16);
+  // An empty `tasks:` is no section.
+  EXPECT_TRUE(parse_finetune_recipe("tasks:\n", "eval.yaml").task_options.empty());
+}
+
+TEST(FinetuneConfig, PerTaskSectionErrorsNameTheLineAndTask) {
+  EXPECT_THAT(recipe_error_of("tasks:\n  dstc9:\n    num_train_epochs: 1\n"),
+              AllOf(HasSubstr("line 2"), HasSubstr("unknown task 'dstc9'"),
+                    HasSubstr("banking, clinc, hwu, restaurant8k, dstc8, dstc8_sgd, top")));
+  EXPECT_THAT(recipe_error_of("tasks:\n  dstc8:\n    num_train_epochs: 0\n"),
+              AllOf(HasSubstr("line 3"), HasSubstr("tasks.dstc8_sgd.num_train_epochs"),
+                    HasSubstr("must be >= 1, got 0")));
+  EXPECT_THAT(recipe_error_of("tasks:\n  top:\n    epoch: 3\n"),
+              AllOf(HasSubstr("line 3"), HasSubstr("did you mean 'num_train_epochs'")));
+  EXPECT_THAT(recipe_error_of("tasks:\n  dstc8:\n    bf16: true\n  dstc8_sgd:\n    bf16: false\n"),
+              AllOf(HasSubstr("line 4"), HasSubstr("has two sections ('dstc8' and 'dstc8_sgd')")));
+  EXPECT_THAT(recipe_error_of("tasks: [dstc8]\n"),
+              AllOf(HasSubstr("line 1"), HasSubstr("mapping of task names"),
+                    HasSubstr("found a list")));
+  EXPECT_THAT(recipe_error_of("tasks:\n  top: 3\n"),
+              AllOf(HasSubstr("line 2"), HasSubstr("mapping of option keys")));
+  EXPECT_THAT(recipe_error_of("tasks:\n  top: {}\ntasks:\n  hwu: {}\n"),
+              AllOf(HasSubstr("line 3"), HasSubstr("duplicate key 'tasks'")));
+  EXPECT_THAT(recipe_error_of("", {"tasks.nope.num_train_epochs=3"}),
+              AllOf(HasSubstr("override 'tasks.nope.num_train_epochs=3'"),
+                    HasSubstr("unknown task 'nope'")));
+  EXPECT_THAT(recipe_error_of("", {"tasks.top.num_train_epochs=ten"}),
+              AllOf(HasSubstr("override 'tasks.top.num_train_epochs=ten'"),
+                    HasSubstr("an integer")));
+  EXPECT_THAT(recipe_error_of("", {"tasks.top=3"}), HasSubstr("mapping of option keys"));
+  // A command with one set of options refuses the sections instead of ignoring them.
+  EXPECT_THAT(error_of("tasks:\n  top:\n    num_train_epochs: 3\n"),
+              HasSubstr("per-task sections are read by `eval dialoglue` only"));
 }
 
 TEST(FinetuneConfig, TheShippedRecipeLoads) {

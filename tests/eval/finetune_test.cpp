@@ -401,7 +401,7 @@ TEST_F(TinyIntent, DialoglueRunWritesSubmissionsResultsAndTable) {
   run.seeds = {1, 2};
   run.out_dir = tmp_.file("out");
   run.data_dir = resolve_data_dir(data.string());
-  run.options = options_;
+  run.recipe.options = options_;
   std::size_t calls = 0;
   const nlohmann::json r = run_dialoglue(run, [&](const RunProgress& p) {
     EXPECT_EQ(p.runs, 2u);
@@ -490,7 +490,7 @@ TEST_F(TinyIntent, DialoglueRunWritesSubmissionsResultsAndTable) {
   // Another recipe into the same folder: the earlier results are set aside, not mixed in.
   notices.clear();
   run.seeds = {1};
-  run.options.num_train_epochs = 2;
+  run.recipe.options.num_train_epochs = 2;
   const nlohmann::json other = run_dialoglue(run, {}, note);
   ASSERT_EQ(notices.size(), 1u);
   EXPECT_THAT(notices[0], HasSubstr("described another run (options.num_train_epochs was 25, "
@@ -499,7 +499,19 @@ TEST_F(TinyIntent, DialoglueRunWritesSubmissionsResultsAndTable) {
   EXPECT_EQ(other.at("tasks").at("hwu").at("runs").size(), 1u);
   EXPECT_EQ(nlohmann::json::parse(std::ifstream(tmp_.path() / "out" / "results.previous.json")),
             added);
-  run.options.num_train_epochs = options_.num_train_epochs;
+  // A task's section (docs/evaluation.md "Per-task options"): hwu runs 3 epochs, results.json
+  // says so, and the folder's hwu runs of 2 epochs are another run's.
+  notices.clear();
+  run.recipe.task_options["hwu"] = run.recipe.options;
+  run.recipe.task_options["hwu"].num_train_epochs = 3;
+  const nlohmann::json per_task = run_dialoglue(run, {}, note);
+  EXPECT_EQ(per_task.at("task_options"), nlohmann::json::parse(R"({"hwu": {"num_train_epochs": 3}})"));
+  EXPECT_EQ(per_task.at("options").at("num_train_epochs"), 2);
+  EXPECT_EQ(per_task.at("tasks").at("hwu").at("runs")[0].at("epochs_run"), 3);
+  ASSERT_EQ(notices.size(), 1u);
+  EXPECT_THAT(notices[0], HasSubstr("described another run (options.num_train_epochs was 2, is 3)"));
+  run.recipe.task_options.clear();
+  run.recipe.options.num_train_epochs = options_.num_train_epochs;
 
   // Self-training: train_10 plus the pseudo-labelled records of <dir>/hwu.pseudo.jsonl.
   fs::create_directories(tmp_.path() / "pseudo");
@@ -512,7 +524,7 @@ TEST_F(TinyIntent, DialoglueRunWritesSubmissionsResultsAndTable) {
   }
   sts::write_jsonl((tmp_.path() / "pseudo" / "hwu.pseudo.jsonl").string(), records);
   run.seeds = {1};
-  run.options.num_train_epochs = 2;
+  run.recipe.options.num_train_epochs = 2;
   run.pseudo_label_dir = (tmp_.path() / "pseudo").string();
   run.out_dir = tmp_.file("out-st");
   const nlohmann::json st = run_dialoglue(run);

@@ -233,6 +233,75 @@ TEST(ResultsFile, AFolderAddsTheCallsRunsToTheEarlierOnesAndRewritesItsFiles) {
             json::parse(R"({"hwu": ["x", "y"]})"));  // full data: one run's list
 }
 
+TEST(ResultsFile, TheRecipeIsComparedPerTask) {
+  // docs/evaluation.md "Per-task options": a task's recipe is `options` with its `task_options`.
+  testing::TempDir tmp;
+  const fs::path out = tmp.path();
+  json earlier = header();
+  earlier["options"]["num_train_epochs"] = 60;
+  earlier["tasks"]["hwu"] = {{"metric", "accuracy"}, {"runs", {run(1, 40, 55)}}};
+  earlier["tasks"]["dstc8_sgd"] = {{"metric", "slot F1"}, {"runs", {run(1, 30, 45)}}};
+  write(out / "results.json", earlier.dump());
+  write(out / "hwu" / "seed-1" / "test_predictions.json", R"(["a", "b"])");
+  write(out / "dstc8_sgd" / "seed-1" / "test_predictions.json", R"([["time:1-2"], []])");
+
+  // dstc8 now runs 120 epochs: hwu is kept, dstc8_sgd's runs are of another recipe.
+  json now = header();
+  now["options"]["num_train_epochs"] = 60;
+  now["task_options"] = {{"dstc8_sgd", {{"num_train_epochs", 120}}}};
+  const EarlierResults kept = read_earlier_results(out.string(), now);
+  EXPECT_TRUE(kept.other_run.empty()) << kept.other_run;
+  EXPECT_EQ(kept.other_recipe, std::vector<std::string>{
+                                   "dstc8_sgd (options.num_train_epochs was 60, is 120)"});
+  EXPECT_TRUE(kept.tasks.contains("hwu"));
+  EXPECT_FALSE(kept.tasks.contains("dstc8_sgd"));
+  EXPECT_EQ(kept.predictions.count({"dstc8_sgd", 1}), 0u);
+  // A section that only names another task, or repeats the common value, changes nothing.
+  json same = now;
+  same["task_options"] = {{"top", {{"num_train_epochs", 30}}}};
+  EXPECT_EQ(read_earlier_results(out.string(), same).other_recipe.size(), 0u);
+  // Every task of another recipe: another run, as a whole, with the first difference.
+  json all_other = now;
+  all_other["options"]["num_train_epochs"] = 90;
+  const EarlierResults other = read_earlier_results(out.string(), all_other);
+  EXPECT_TRUE(other.tasks.empty());
+  EXPECT_TRUE(other.other_recipe.empty());
+  EXPECT_EQ(other.other_run, "options.num_train_epochs was 60, is 120");  // dstc8_sgd comes first
+
+  // The folder sets the earlier file aside at its first record and carries hwu over.
+  std::vector<std::string> said;
+  ResultsFolder folder(out.string(), now, /*few=*/true,
+                       [&](const std::string& s) { said.push_back(s); });
+  ASSERT_EQ(said.size(), 1u);
+  EXPECT_THAT(said[0], HasSubstr("adding to the results there: hwu (1 seeds)"));
+  EXPECT_TRUE(fs::exists(out / "results.json"));  // nothing moves before the first record
+  folder.record("dstc8_sgd", {{"metric", "slot F1"}, {"runs", {run(2, 35, 50)}}}, 2,
+                json{json::array(), json::array()});
+  ASSERT_EQ(said.size(), 2u);
+  EXPECT_THAT(said[1], HasSubstr("held tasks run with another recipe: dstc8_sgd "
+                                 "(options.num_train_epochs was 60, is 120); renamed to " +
+                                 (out / "results.previous.json").string()));
+  EXPECT_EQ(json::parse(std::ifstream(out / "results.previous.json")), earlier);
+  const json written = json::parse(std::ifstream(out / "results.json"));
+  EXPECT_EQ(written.at("task_options"), now.at("task_options"));
+  EXPECT_EQ(written.at("tasks").at("hwu").at("runs"), json::array({run(1, 40, 55)}));
+  EXPECT_EQ(written.at("tasks").at("dstc8_sgd").at("runs"), json::array({run(2, 35, 50)}));
+  EXPECT_EQ(json::parse(std::ifstream(out / "submission.json")),
+            json::parse(R"({"hwu": [["a", "b"]], "dstc8": [[[], []]]})"));
+
+  // A folder made with 120 epochs for every task keeps its dstc8 runs under the per-task recipe
+  // that gives dstc8 120 epochs (the recipe each task ran with is the same).
+  json e120 = header();
+  e120["options"]["num_train_epochs"] = 120;
+  e120["tasks"]["dstc8_sgd"] = {{"metric", "slot F1"}, {"runs", {run(2, 35, 50)}}};
+  write(out / "results.json", e120.dump());
+  write(out / "dstc8_sgd" / "seed-2" / "test_predictions.json", R"([[], []])");
+  const EarlierResults carried = read_earlier_results(out.string(), now);
+  EXPECT_TRUE(carried.other_run.empty()) << carried.other_run;
+  EXPECT_TRUE(carried.other_recipe.empty());
+  EXPECT_TRUE(carried.tasks.contains("dstc8_sgd"));
+}
+
 TEST(ResultsFile, MalformedEarlierResultsNameTheFileAndField) {
   testing::TempDir tmp;
   json bad = header();

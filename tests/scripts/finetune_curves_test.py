@@ -27,13 +27,16 @@ class FinetuneCurves(unittest.TestCase):
         self.tmp = tempfile.TemporaryDirectory()
         self.addCleanup(self.tmp.cleanup)
 
-    def write(self, folder, task, runs, epochs=6, patience=2, setting="few"):
+    def write(self, folder, task, runs, epochs=6, patience=2, setting="few", task_options=None):
         path = os.path.join(self.tmp.name, folder)
         os.makedirs(path, exist_ok=True)
+        results = {"setting": setting,
+                   "options": {"num_train_epochs": epochs, "early_stopping_patience": patience},
+                   "tasks": {task: {"runs": runs}}}
+        if task_options is not None:
+            results["task_options"] = task_options
         with open(os.path.join(path, "results.json"), "w", encoding="utf-8") as f:
-            json.dump({"setting": setting,
-                       "options": {"num_train_epochs": epochs, "early_stopping_patience": patience},
-                       "tasks": {task: {"runs": runs}}}, f)
+            json.dump(results, f)
         return path
 
     def curves(self, *args, ok=True):
@@ -86,6 +89,19 @@ class FinetuneCurves(unittest.TestCase):
         rows = self.rows(self.curves("--task", "hwu", "--epochs", "6", f"4={four}", f"5={five}"))
         self.assertEqual(rows[0][-1], "0 of 1")
         self.assertEqual(rows[1][-1], "1 of 1")
+
+    def test_a_task_section_sets_the_window(self):
+        # The same run, best epoch 5: past the window of 6 epochs (> 4), inside that of dstc8's
+        # section, 10 epochs (docs/evaluation.md "Per-task options"); another task's is ignored.
+        curve = [1, 2, 3, 4, 5, 5]
+        plain = self.write("plain", "dstc8_sgd", [run(1, curve)],
+                           task_options={"hwu": {"num_train_epochs": 10}})
+        section = self.write("section", "dstc8_sgd", [run(1, curve)],
+                             task_options={"dstc8_sgd": {"num_train_epochs": 10}})
+        rows = self.rows(self.curves("--task", "dstc8", "--epochs", "6", f"p={plain}",
+                                     f"s={section}"))
+        self.assertEqual(rows[0][-1], "1 of 1")
+        self.assertEqual(rows[1][-1], "0 of 1")
 
     def test_errors_name_the_row_or_file(self):
         a = self.write("a", "hwu", [run(1, [1, 2])])
