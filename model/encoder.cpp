@@ -457,12 +457,14 @@ torch::Tensor DialogEncoderImpl::forward_rows_packed(const torch::Tensor& x,
 
 torch::Tensor DialogEncoderImpl::packed_self_attention(const PackedLayout& lay,
                                                        const TransformerLayerWeights& w,
-                                                       const torch::Tensor& xp) {
+                                                       const torch::Tensor& xp, bool cls_only) {
   auto attend_fn = [this](const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                           const torch::Tensor& bias) { return attend(q, k, v, bias); };
   const auto [qkv_w, qkv_b] = fused_qkv(w);
-  const std::vector<torch::Tensor> qkv = project_qkv(xp, xp, qkv_w, qkv_b);  // 3 x [N, H]
-  return packed_attend(lay, qkv[0], qkv[1], qkv[2], /*cls_only=*/false, attend_fn);
+  // Keys and values for every row; queries for every row, or for [CLS] (row 0 of each input).
+  const torch::Tensor queries = cls_only ? xp.index_select(0, lay.first_rows) : xp;
+  const std::vector<torch::Tensor> qkv = project_qkv(queries, xp, qkv_w, qkv_b);
+  return packed_attend(lay, qkv[0], qkv[1], qkv[2], cls_only, attend_fn);
 }
 
 torch::Tensor DialogEncoderImpl::packed_blocks(const PackedLayout& lay, torch::Tensor xp,
@@ -491,15 +493,10 @@ torch::Tensor DialogEncoderImpl::forward_cls_packed(const torch::Tensor& x,
   const std::size_t n = layers_.size();
   const torch::Tensor xp =
       packed_blocks(lay, x.reshape({B * T, H}).index_select(0, lay.rows), n - 1);
-  // The last block: keys and values for every row, the rest for [CLS] (row 0 of each input).
+  // The last block for [CLS] alone (row 0 of each input), attending to every row.
   const TransformerLayerWeights& w = layers_[n - 1];
-  const auto [qkv_w, qkv_b] = fused_qkv(w);
   const torch::Tensor cls = xp.index_select(0, lay.first_rows);  // [B, H], sorted order
-  const std::vector<torch::Tensor> qkv = project_qkv(cls, xp, qkv_w, qkv_b);
-  auto attend_fn = [this](const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                          const torch::Tensor& bias) { return attend(q, k, v, bias); };
-  const torch::Tensor context =
-      packed_attend(lay, qkv[0], qkv[1], qkv[2], /*cls_only=*/true, attend_fn);
+  const torch::Tensor context = packed_self_attention(lay, w, xp, /*cls_only=*/true);
   return block_output(w, cls, context).index_select(0, lay.inverse);
 }
 

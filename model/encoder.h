@@ -164,10 +164,12 @@ class DialogEncoderImpl : public torch::nn::Module {
   /// visible rows of each input, `targets` bool [B, T]. -> [N, H] in row-major target order.
   torch::Tensor forward_rows_packed(const torch::Tensor& x, const std::vector<std::int64_t>& lengths,
                                     const torch::Tensor& targets);
-  /// Block `w`'s self-attention context of every packed row `xp` [N, H] of layout `lay`
-  /// (fused QKV, attention per length bucket) -> [N, H]; block_output() completes the block.
+  /// Block `w`'s self-attention context of the packed rows `xp` [N, H] of layout `lay` (fused
+  /// QKV, attention per length bucket): of every row -> [N, H], or with `cls_only` of each
+  /// input's first row ([CLS]) alone, in sorted order -> [B, H]; block_output() completes the
+  /// block.
   torch::Tensor packed_self_attention(const PackedLayout& lay, const TransformerLayerWeights& w,
-                                      const torch::Tensor& xp);
+                                      const torch::Tensor& xp, bool cls_only = false);
   /// Blocks [0, count) on the packed rows `xp` [N, H] of layout `lay` -> [N, H].
   torch::Tensor packed_blocks(const PackedLayout& lay, torch::Tensor xp, std::size_t count);
   /// forward() for right-padded inputs, padding-free: every block on the packed real rows of
