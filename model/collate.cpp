@@ -51,26 +51,34 @@ EncoderInputs collate(const std::vector<data::SerializedExample>& examples) {
   return in;
 }
 
-CollatedBatch collate(const std::vector<data::SerializedExample>& examples,
-                      const std::vector<std::vector<std::int32_t>>& labels) {
+torch::Tensor collate_labels(const std::vector<data::SerializedExample>& examples,
+                             const std::vector<std::vector<std::int32_t>>& labels) {
   if (labels.size() != examples.size()) {
     throw std::invalid_argument("collate: " + std::to_string(labels.size()) +
                                 " label vectors for " + std::to_string(examples.size()) +
                                 " examples");
   }
-  CollatedBatch out{collate(examples), {}};
-  const std::int64_t B = out.inputs.input_ids.size(0), L = out.inputs.input_ids.size(1);
-  out.mlm_labels = torch::full({B, L}, kIgnoreLabel, torch::TensorOptions().dtype(torch::kInt64));
+  std::size_t max_len = 0;
+  for (const auto& ex : examples) max_len = std::max(max_len, ex.input_ids.size());
+  const auto B = static_cast<std::int64_t>(examples.size());
+  const auto L = static_cast<std::int64_t>(max_len);
+  torch::Tensor out = torch::full({B, L}, kIgnoreLabel, torch::TensorOptions().dtype(torch::kInt64));
   for (std::int64_t b = 0; b < B; ++b) {
     const auto i = static_cast<std::size_t>(b);
     if (labels[i].size() != examples[i].input_ids.size()) {
       throw std::invalid_argument("collate: " + name_of(examples[i], i) + ": " +
-                                  std::to_string(labels[i].size()) + " MLM labels for " +
+                                  std::to_string(labels[i].size()) + " labels for " +
                                   std::to_string(examples[i].input_ids.size()) + " tokens");
     }
-    fill_row(out.mlm_labels, b, L, labels[i]);
+    fill_row(out, b, L, labels[i]);
   }
   return out;
+}
+
+CollatedBatch collate(const std::vector<data::SerializedExample>& examples,
+                      const std::vector<std::vector<std::int32_t>>& labels) {
+  torch::Tensor mlm_labels = collate_labels(examples, labels);  // checks the labels first
+  return {collate(examples), std::move(mlm_labels)};
 }
 
 }  // namespace dialtree::model

@@ -29,10 +29,16 @@ struct CollatedBatch {
 ///   arrays differ in length.
 EncoderInputs collate(const std::vector<data::SerializedExample>& examples);
 
-/// collate() plus MLM labels: `labels[b]` has one entry per token of example b (a target id,
-/// or kIgnoreLabel); padding gets kIgnoreLabel.
-/// @throws std::invalid_argument as collate(), or naming the example if labels.size() !=
-///   examples.size() or a label vector's length differs from its example's.
+/// Per-token labels padded as collate() pads `examples`: `labels[b]` has one entry per token of
+/// example b (a target id, or kIgnoreLabel); padding gets kIgnoreLabel. -> int64 [B, L] on the
+/// CPU, L as collate()'s (MLM targets, or the token-level tree term's slot ids).
+/// @throws std::invalid_argument naming the example if labels.size() != examples.size() or a
+///   label vector's length differs from its example's.
+torch::Tensor collate_labels(const std::vector<data::SerializedExample>& examples,
+                             const std::vector<std::vector<std::int32_t>>& labels);
+
+/// collate() plus MLM labels (collate_labels()).
+/// @throws std::invalid_argument as collate() and collate_labels().
 CollatedBatch collate(const std::vector<data::SerializedExample>& examples,
                       const std::vector<std::vector<std::int32_t>>& labels);
 

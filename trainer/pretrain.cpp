@@ -240,7 +240,7 @@ StreamBatch prepare_batch(const std::vector<const PretrainExample*>& batch, torc
       }
       slots.push_back(std::move(ids));
     }
-    out.token_slots = model::collate(tokens, slots).mlm_labels;
+    out.token_slots = model::collate_labels(tokens, slots);
   }
   out.masks = std::move(masks);
   std::vector<std::vector<std::int32_t>> labels;

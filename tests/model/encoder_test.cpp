@@ -148,6 +148,10 @@ TEST(Collate, PadsRightBuildsMaskAndLabelsKeepsBatchOfOne) {
                                                         torch::kInt64)
                                               .view({2, 6})));
   EXPECT_TRUE(torch::equal(lb.inputs.input_ids, in.input_ids));
+  // The labels alone, padded the same way (the token-level tree term's slot ids).
+  EXPECT_TRUE(torch::equal(collate_labels(batch, {{-100, 3, -100}, {-100, -100, -100, 4, -100, -100}}),
+                           lb.mlm_labels));
+  EXPECT_EQ(collate_labels({}, {}).sizes(), (std::vector<std::int64_t>{0, 0}));
 
   const EncoderInputs one = collate({example({5, 6})});
   EXPECT_EQ(one.input_ids.sizes(), (std::vector<std::int64_t>{1, 2}));
