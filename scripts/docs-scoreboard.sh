@@ -134,23 +134,32 @@ if [[ ,$parts, == *,today,* ]]; then
 # intent stages' rows by the commands of docs/results.md "A token-level tree term"; on that
 # machine runs/p2 is the Xeon's run, not the AMD run 2 of the part above). The
 # classical baseline is rerun on all six tasks (runs/baselines); no pretraining is the AMD
-# folders' row (amd-no-pretraining-few.json) plus its clinc cell (runs/scratch-few/clinc).
+# folders' row (amd-no-pretraining-few.json) with its clinc and dstc8 cells from the Xeon
+# (runs/scratch-few/clinc; runs/scratch-few/dstc8-e120, dstc8 at its 120 epochs).
 xeon=(runs/p1-xeon runs/p2 runs/p3-xeon)
 # Only the tagging tasks of each folder (@?: those it holds), so that an intent task fine-tuned
-# there later is never pooled with the transcribed intent columns.
+# there later is never pooled with the transcribed intent columns. These are the 60-epoch runs of
+# every tagging task (the table of the tagging columns below compares three encoders at 60).
 tagging=@?restaurant8k,dstc8,top
 tag_lm=$(join "${xeon[@]/%//eval-few-lm$tagging}")
 tag_intent=$(join "${xeon[@]/%//eval-few$tagging}")
 tag_tokens=$(join "${xeon[@]/%//eval-few-tokens$tagging}")
-# The intent tasks on the same three Xeon runs (fine-tuning seeds 1 and 2, 2026-12-07: the
+# The scoreboard's tagging columns as configs/eval-few.yaml fine-tunes them since 2026-12-07:
+# dstc8 for 120 epochs (its task section), from the cap-120 folders of the same encoders and seeds
+# (docs/results.md "Where fine-tuning erases the token stage's lead").
+board_lm=$(join "${xeon[@]/%//eval-few-lm@?restaurant8k,top}" "${xeon[@]/%//eval-few-lm-e120@dstc8}")
+board_tokens=$(join "${xeon[@]/%//eval-few-tokens@?restaurant8k,top}" \
+  "${xeon[@]/%//eval-few-tokens-e120@dstc8}")
+# The intent tasks on the same three Xeon runs (fine-tuning seeds 1-3, 2026-12-07: the
 # commands of docs/results.md "The DialoGLUE scoreboard", 11-19 minutes an encoder and seed),
 # pooled with the AMD runs' transcriptions: six encoders per intent cell.
 intents=@?banking,clinc,hwu
 xeon_lm=$(join "${xeon[@]/%//eval-few-lm$intents}")
 xeon_main=$(join "${xeon[@]/%//eval-few$intents}")
-board scoreboard-today today "$out/amd-no-pretraining-few.json+runs/scratch-few/clinc" \
-  "$(join "$out"/amd-run{1,2,3}-lm-intent-few.json)+$xeon_lm+$tag_lm" \
-  "$(join "$out"/amd-run{1,2,3}-main-intent-few.json)+$xeon_main+$tag_tokens"
+board scoreboard-today today \
+  "$out/amd-no-pretraining-few.json@banking,hwu,restaurant8k,top+runs/scratch-few/clinc+runs/scratch-few/dstc8-e120" \
+  "$(join "$out"/amd-run{1,2,3}-lm-intent-few.json)+$xeon_lm+$board_lm" \
+  "$(join "$out"/amd-run{1,2,3}-main-intent-few.json)+$xeon_main+$board_tokens"
 # The intent columns on each machine alone.
 scripts/scoreboard.py --settings few --out "$out/intent-machines" \
   --row "language stage alone, AMD EPYC runs 1-3=$(join "$out"/amd-run{1,2,3}-lm-intent-few.json)" \
