@@ -287,7 +287,9 @@ void register_eval_dialoglue(CLI::App& eval) {
                 "Re-initialise every weight (the from-scratch baseline: same architecture and "
                 "tokenizer, no pretraining)");
   add_device_option(cmd, a->device, "the recipe's device key; default auto");
-  cmd->add_option("overrides", a->overrides, "key=value overrides of the config's keys");
+  cmd->add_option("overrides", a->overrides,
+                  "key=value overrides of the config's keys, for every task; "
+                  "tasks.<task>.<key>=value for one (docs/evaluation.md \"Per-task options\")");
   cmd->callback([a] {
     a->config_given = a->config_option->count() > 0;
     run_dialoglue_cmd(*a);

@@ -108,8 +108,10 @@ json dialoglue_results_header(const DialoglueRun& run, const json& gold,
                    gold.is_null() ? "test files" : file_fingerprint(gold_path.string())},
                   {"env", model::host_environment()},
                   {"tasks", json::object()}};
-  if (json per_task = task_options_json(run.recipe); !per_task.empty()) {
-    results["task_options"] = std::move(per_task);
+  // The sections of the tasks this call runs (ResultsFolder adds the kept tasks' recipes).
+  json per_task = task_options_json(run.recipe);
+  for (const auto& t : run.tasks) {
+    if (per_task.contains(t)) results["task_options"][t] = per_task.at(t);
   }
   if (!run.pseudo_label_dir.empty()) {
     // Which labels self-training read: the files, not the folder, identify the run (a later
@@ -273,12 +275,14 @@ json write_and_score_seed(const fs::path& dir, const DialoglueTaskData& d,
 
 }  // namespace
 
-json run_dialoglue(const DialoglueRun& run,
+json run_dialoglue(const DialoglueRun& given,
                    const std::function<void(const RunProgress&)>& progress,
                    const std::function<void(const std::string&)>& notice) {
-  if (run.seeds.empty()) throw std::invalid_argument("eval dialoglue: no seeds");
-  if (run.tasks.empty()) throw std::invalid_argument("eval dialoglue: no tasks");
-  check_dialoglue_tasks(run.tasks);
+  if (given.seeds.empty()) throw std::invalid_argument("eval dialoglue: no seeds");
+  if (given.tasks.empty()) throw std::invalid_argument("eval dialoglue: no tasks");
+  check_dialoglue_tasks(given.tasks);
+  DialoglueRun run = given;  // tasks by data folder name ("dstc8" -> "dstc8_sgd"): one spelling
+  for (auto& t : run.tasks) t = std::string(readers::find_dialoglue_task(t)->folder);
   // Self-training: every task and pseudo-label file is read (and checked) before anything
   // trains; the records join the training split here, and the loop below uses these tasks.
   const SelfTraining self = load_self_training(run);
@@ -292,7 +296,7 @@ json run_dialoglue(const DialoglueRun& run,
   // are rewritten after every seed, so an interrupted call leaves them agreeing with the seed
   // folders.
   ResultsFolder folder(run.out_dir, dialoglue_results_header(run, gold, gold_path),
-                       run.setting == Setting::Few, notice);
+                       run.setting == Setting::Few, run.tasks, notice);
   const std::size_t runs = run.tasks.size() * run.seeds.size();
   std::size_t index = 0;
   for (const auto& name : run.tasks) {

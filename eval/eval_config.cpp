@@ -143,34 +143,33 @@ struct TaskSection {
   YAML::Node keys;
 };
 
-/// Reads every option of one task: `common`, then its sections in order, then the problems.
-FinetuneOptions read_task(const FinetuneOptions& common, const settings::Origins& common_origins,
-                          const std::string& task, const std::vector<TaskSection>& sections) {
-  FinetuneOptions o = common;
-  settings::Origins origins = common_origins;
-  const settings::YamlTable table = recipe_table(o);
+/// Reads the sections of `task` into `o` (bound by `table`), naming the key as
+/// `tasks.<task>.<key>` in an error.
+void read_sections(const settings::YamlTable& table, const std::string& task,
+                   const std::vector<TaskSection>& sections, settings::Origins& origins) {
   for (const TaskSection& section : sections) {
-    settings::read_document(table, section.source, section.keys, origins);
+    try {
+      settings::read_document(table, section.source, section.keys, origins);
+    } catch (const DataError& e) {
+      throw DataError(e.file(), e.where(), std::string(kTasksKey) + "." + task + "." + e.field(),
+                      e.detail());
+    }
   }
-  if (const auto p = settings::first_problem(table.rows)) {
-    const auto it = origins.find(p->name);
-    sy::fail(it != origins.end() ? it->second : sy::Origin{"", ""},
-             std::string(kTasksKey) + "." + task + "." + p->name, p->message);
-  }
-  return o;
 }
 
 }  // namespace
 
 FinetuneRecipe parse_finetune_recipe(const std::string& yaml_text, const std::string& source,
                                      const std::vector<std::string>& overrides) {
-  FinetuneRecipe recipe;
-  FinetuneOptions& o = recipe.options;
-  settings::Origins origins;
-  const settings::YamlTable table = recipe_table(o);
-  std::map<std::string, std::vector<TaskSection>> sections;  // by data folder name
-  const auto add_sections = [&](const sy::Source& from, const sy::Origin& at,
-                                const YAML::Node& map) {
+  // Precedence, low to high: the file's keys, the file's section of the task, the command
+  // line's key=value, the command line's tasks.<task>.<key>=value.
+  FinetuneOptions file_options;
+  settings::Origins file_origins;
+  std::map<std::string, std::vector<TaskSection>> file_sections, line_sections;  // by folder
+  std::vector<std::string> line_common;
+  const auto add_sections = [](std::map<std::string, std::vector<TaskSection>>& into,
+                               const sy::Source& from, const sy::Origin& at,
+                               const YAML::Node& map) {
     if (map.IsNull()) return;  // `tasks:` left empty
     if (!map.IsMap()) {
       sy::fail(at, kTasksKey,
@@ -193,57 +192,83 @@ FinetuneRecipe parse_finetune_recipe(const std::string& yaml_text, const std::st
         sy::fail(key_at, std::string(kTasksKey) + "." + kv.first.Scalar(),
                  "expected a mapping of option keys, found " + sy::describe(kv.second));
       }
-      sections[task].push_back({from, kv.second});
+      into[task].push_back({from, kv.second});
     }
   };
   if (auto doc = sy::load_document(yaml_text, source)) {
     // The `tasks:` section is taken out before the common keys are read (it is not one of them).
     if (doc->IsMap()) {
-      YAML::Node tasks_node;
       int found = 0;
       for (const auto& kv : *doc) {
         if (kv.first.IsScalar() && kv.first.Scalar() == kTasksKey) {
           if (++found > 1) {
             sy::fail(sy::Source{source, ""}.at(kv.first), kTasksKey, "duplicate key 'tasks'");
           }
-          add_sections(sy::Source{source, ""}, sy::Source{source, ""}.at(kv.first), kv.second);
+          add_sections(file_sections, sy::Source{source, ""}, sy::Source{source, ""}.at(kv.first),
+                       kv.second);
         }
       }
       if (found > 0) doc->remove(kTasksKey);
     }
-    settings::read_document(table, sy::Source{source, ""}, *doc, origins);
+    settings::read_document(recipe_table(file_options), sy::Source{source, ""}, *doc,
+                            file_origins);
   }
   sy::check_utf8(yaml_text, source);  // comments and keys (values were checked above)
   for (const auto& text : overrides) {
-    if (text.rfind(std::string(kTasksKey) + ".", 0) != 0) {
-      settings::apply_override(table, text, origins);
+    const std::string prefix = std::string(kTasksKey) + ".";
+    if (text.rfind(prefix, 0) != 0 && text.rfind(std::string(kTasksKey) + "=", 0) != 0) {
+      line_common.push_back(text);
       continue;
     }
-    // tasks.<task>.<key>=value or tasks.<task>={key: value}
+    // tasks={task: {key: value}}, tasks.<task>={key: value} or tasks.<task>.<key>=value
     const sy::Source from{sy::kCommandLine, text};
     const sy::Origin at{sy::kCommandLine, "override '" + text + "'"};
     const auto [key, value] = sy::split_override(text, "tasks.<task>.<key>");
-    const std::string rest = key.substr(std::string(kTasksKey).size() + 1);
+    if (key == kTasksKey) {
+      add_sections(line_sections, from, at, value);
+      continue;
+    }
+    const std::string rest = key.substr(prefix.size());
     const auto dot = rest.find('.');
     const std::string task = section_task(at, rest.substr(0, dot));
     if (dot == std::string::npos) {
-      if (!value.IsMap()) {
+      if (!value.IsNull() && !value.IsMap()) {
         sy::fail(at, key, "expected a mapping of option keys, found " + sy::describe(value));
       }
-      sections[task].push_back({from, value});
+      line_sections[task].push_back({from, value});
     } else {
       YAML::Node one(YAML::NodeType::Map);
       one[rest.substr(dot + 1)] = value;
-      sections[task].push_back({from, one});
+      line_sections[task].push_back({from, one});
     }
   }
-  if (const auto p = settings::first_problem(table.rows)) {
-    const auto it = origins.find(p->name);
-    if (it != origins.end()) sy::fail(it->second, p->name, p->message);
-    sy::fail(sy::Origin{source, ""}, p->name, p->message + " (the default value)");
-  }
-  for (const auto& [task, list] : sections) {
-    recipe.task_options[task] = read_task(o, origins, task, list);
+  // The options of every task, and of each task with a section.
+  const auto options_of = [&](const std::string& task) {
+    FinetuneOptions o = file_options;
+    settings::Origins origins = file_origins;
+    const settings::YamlTable table = recipe_table(o);
+    if (const auto it = file_sections.find(task); it != file_sections.end()) {
+      read_sections(table, task, it->second, origins);
+    }
+    for (const auto& text : line_common) settings::apply_override(table, text, origins);
+    if (const auto it = line_sections.find(task); it != line_sections.end()) {
+      read_sections(table, task, it->second, origins);
+    }
+    if (const auto p = settings::first_problem(table.rows)) {
+      const std::string key =
+          task.empty() ? p->name : std::string(kTasksKey) + "." + task + "." + p->name;
+      const auto it = origins.find(p->name);
+      if (it != origins.end()) sy::fail(it->second, key, p->message);
+      sy::fail(sy::Origin{source, ""}, key, p->message + " (the default value)");
+    }
+    return o;
+  };
+  FinetuneRecipe recipe;
+  recipe.options = options_of("");
+  for (const auto* sections : {&file_sections, &line_sections}) {
+    for (const auto& [task, list] : *sections) {
+      if (recipe.task_options.count(task) == 0) recipe.task_options[task] = options_of(task);
+    }
   }
   return recipe;
 }

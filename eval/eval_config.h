@@ -30,7 +30,7 @@ struct FinetuneRecipe {
   /// The options `task` (either spelling) fine-tunes with.
   const FinetuneOptions& for_task(const std::string& task) const;
   /// Applies `change` to the common options and to every task's (a command-line flag such as
-  /// --from-scratch or --device, which holds for every task).
+  /// --from-scratch, which holds for every task, or resolving each task's device).
   template <typename F>
   void for_each(F change) {
     change(options);
@@ -40,10 +40,12 @@ struct FinetuneRecipe {
 
 /// Reads a recipe whose YAML may hold, besides the option keys, a `tasks:` mapping from DialoGLUE
 /// task names (either spelling: `dstc8` or `dstc8_sgd`) to mappings of option keys; overrides
-/// "tasks.<task>.<key>=value" (or "tasks.<task>={key: value}") go to that task, the others to
-/// every task. A task's section is read on top of the common keys and overrides, whatever their
-/// order. @throws as load_finetune_options(), and DataError at the line (or override) for an
-/// unknown task name, a `tasks:` that is not a mapping of mappings, or a duplicate task.
+/// "tasks.<task>.<key>=value" (or "tasks.<task>={key: value}", "tasks={task: {...}}") go to that
+/// task, the others to every task. A task's options, lowest precedence first: the file's keys,
+/// the file's section of the task, the common overrides, the task's overrides
+/// (docs/evaluation.md "Per-task options"). @throws as load_finetune_options(), and DataError
+/// at the line (or override) for an unknown task name, a `tasks:` that is not a mapping of
+/// mappings, or a duplicate task; an error inside a section names its key `tasks.<task>.<key>`.
 FinetuneRecipe parse_finetune_recipe(const std::string& yaml_text, const std::string& source,
                                      const std::vector<std::string>& overrides = {});
 

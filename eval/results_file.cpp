@@ -14,6 +14,7 @@
 #include "common/error.h"
 #include "eval/metrics.h"
 #include "eval/submission.h"
+#include "readers/dialoglue_tasks.h"
 
 namespace dialtree::eval {
 
@@ -57,18 +58,46 @@ json identity_value(const json& header, const std::string& key) {
   return header.at(key);
 }
 
-/// The recipe `task` ran with by `header`: its `options` with the task's `task_options` on top,
-/// `device` aside (where a run ran is no part of what it is).
-json task_recipe(const json& header, const std::string& task) {
+/// The data folder name of a task given by either spelling ("dstc8" -> "dstc8_sgd").
+std::string folder_of(const std::string& task) {
+  const readers::DialoglueTaskInfo* row = readers::find_dialoglue_task(task);
+  return row != nullptr ? std::string(row->folder) : task;
+}
+
+/// `header`'s `options`, `device` aside (where a run ran is no part of what it is).
+json common_recipe(const json& header) {
   json v = header.contains("options") ? header.at("options") : json();
-  if (!v.is_object()) return v;
-  if (header.contains("task_options") && header.at("task_options").is_object() &&
-      header.at("task_options").contains(task) &&
-      header.at("task_options").at(task).is_object()) {
-    for (const auto& [key, value] : header.at("task_options").at(task).items()) v[key] = value;
+  if (v.is_object()) v.erase("device");
+  return v;
+}
+
+/// The recipe `task` ran with by `header`: its `options` with the task's `task_options` (by
+/// either spelling) on top, `device` aside.
+json task_recipe(const json& header, const std::string& task) {
+  json v = common_recipe(header);
+  if (!v.is_object() || !header.contains("task_options") ||
+      !header.at("task_options").is_object()) {
+    return v;
+  }
+  for (const auto& [name, keys] : header.at("task_options").items()) {
+    if (folder_of(name) != folder_of(task) || !keys.is_object()) continue;
+    for (const auto& [key, value] : keys.items()) v[key] = value;
   }
   v.erase("device");
   return v;
+}
+
+/// The keys of `recipe` whose value differs from `common`'s (null for a key `recipe` lacks).
+json recipe_difference(const json& recipe, const json& common) {
+  json out = json::object();
+  if (!recipe.is_object() || !common.is_object()) return out;
+  for (const auto& [key, value] : recipe.items()) {
+    if (!common.contains(key) || common.at(key) != value) out[key] = value;
+  }
+  for (const auto& [key, value] : common.items()) {
+    if (!recipe.contains(key)) out[key] = nullptr;
+  }
+  return out;
 }
 
 /// Why `was` and `now` (the values of identity key `key`) differ, for a message: for objects
@@ -119,7 +148,10 @@ fs::path predictions_path(const std::string& out_dir, const std::string& task,
 
 }  // namespace
 
-EarlierResults read_earlier_results(const std::string& out_dir, const json& header) {
+EarlierResults read_earlier_results(const std::string& out_dir, const json& header,
+                                    const std::vector<std::string>& running) {
+  std::set<std::string> runs_now;
+  for (const std::string& t : running) runs_now.insert(folder_of(t));
   EarlierResults out;
   const fs::path file = fs::path(out_dir) / "results.json";
   std::error_code ec;
@@ -139,7 +171,13 @@ EarlierResults read_earlier_results(const std::string& out_dir, const json& head
   for (const auto& [name, entry] : tasks.items()) {
     const std::string path = json_child_path("tasks", name);
     check_task_entry(entry, place, path);
-    if (const json was = task_recipe(earlier, name), now = task_recipe(header, name); was != now) {
+    const json was = task_recipe(earlier, name);
+    if (runs_now.count(folder_of(name)) == 0) {
+      // Not run now: kept with the recipe it ran with.
+      if (json keys = recipe_difference(was, common_recipe(header)); !keys.empty()) {
+        out.task_options[name] = std::move(keys);
+      }
+    } else if (const json now = task_recipe(header, name); was != now) {
       const std::string why = difference("options", was, now);
       if (first_difference.empty()) first_difference = why;
       out.other_recipe.push_back(name + " (" + why + ")");
@@ -166,6 +204,10 @@ EarlierResults read_earlier_results(const std::string& out_dir, const json& head
     if (kept["runs"].empty()) continue;
     merge_task_runs(kept, json());  // mean, std and val_mean over the runs kept
     out.tasks[name] = std::move(kept);
+  }
+  const json recorded = out.task_options;
+  for (const auto& [name, keys] : recorded.items()) {
+    if (!out.tasks.contains(name)) out.task_options.erase(name);  // every run of it was dropped
   }
   if (!out.other_recipe.empty() && out.other_recipe.size() == tasks.size()) {
     out.other_run = first_difference;  // no task of this recipe: another run, as a whole
@@ -276,10 +318,16 @@ std::string results_table(const json& results) {
 }
 
 ResultsFolder::ResultsFolder(std::string out_dir, json header, bool few,
+                             const std::vector<std::string>& running,
                              std::function<void(const std::string&)> notice)
     : out_dir_(std::move(out_dir)), few_(few), notice_(std::move(notice)),
       results_(std::move(header)) {
-  EarlierResults earlier = read_earlier_results(out_dir_, results_);
+  EarlierResults earlier = read_earlier_results(out_dir_, results_, running);
+  // The header describes every task the file holds: this call's by its recipe, the kept ones
+  // it does not run by theirs.
+  for (const auto& [name, keys] : earlier.task_options.items()) {
+    results_["task_options"][name] = keys;
+  }
   other_run_ = std::move(earlier.other_run);
   other_recipe_ = std::move(earlier.other_recipe);
   earlier_tasks_ = std::move(earlier.tasks);

@@ -48,10 +48,15 @@ struct EarlierResults {
   /// Nothing of it is kept; set_aside_results() moves it away before this run's first write.
   /// Also set when every task it holds ran with another recipe than `header` gives that task.
   std::string other_run;
-  /// Its tasks that ran with another recipe than `header` gives them, while others match: each
-  /// as "task (options.key was X, is Y)". They are not kept; the file is set aside (whole)
-  /// before this run's first write, and the tasks kept are written anew.
+  /// Its tasks that this call runs and that ran with another recipe than `header` gives them,
+  /// while other tasks are kept: each as "task (options.key was X, is Y)". They are not kept;
+  /// the file is set aside (whole) before this run's first write, and the tasks kept are
+  /// written anew.
   std::vector<std::string> other_recipe;
+  /// For the kept tasks this call does not run: the keys of their recipe that differ from
+  /// `header`'s options ({task: {key: value}}, results.json's "task_options"), so that the new
+  /// header still says how they ran.
+  json task_options = json::object();
   /// Runs left out because their test_predictions.json is gone ("banking seed 2: ..."), so the
   /// submission file could not hold them.
   std::vector<std::string> dropped;
@@ -60,15 +65,17 @@ struct EarlierResults {
 };
 
 /// Reads `<out_dir>/results.json` when present and keeps its tasks when its run identity (the
-/// keys of run_identity_keys()) equals `header`'s and the task's recipe is the one `header` gives
-/// it; a task of another recipe is listed in `other_recipe`; when the identity differs, or no
-/// task shares the recipe, says why in `other_run` and keeps nothing (the file stays where it
-/// is). A kept run whose
+/// keys of run_identity_keys()) equals `header`'s: a task this call does not run (`running`, by
+/// either spelling) as it is, its recipe in `task_options`; a task it runs when its recipe is the
+/// one `header` gives it, else listed in `other_recipe`. When the identity differs, or every
+/// task is run now with another recipe, says why in `other_run` and keeps nothing (the file
+/// stays where it is). A kept run whose
 /// `<task>/seed-<s>/test_predictions.json` is missing or not JSON is dropped and listed; the
 /// others' predictions are returned parsed.
 /// @throws DataError when the file is not JSON, SchemaError when it is not a results object (no
 /// "tasks" object, a run without an integer "seed" or a number "test").
-EarlierResults read_earlier_results(const std::string& out_dir, const json& header);
+EarlierResults read_earlier_results(const std::string& out_dir, const json& header,
+                                    const std::vector<std::string>& running);
 
 /// Renames `<out_dir>/results.json` to the first of results.previous.json,
 /// results.previous-2.json, ... that does not exist (an earlier set-aside file is never
@@ -101,10 +108,12 @@ std::string results_table(const json& results);
 class ResultsFolder {
  public:
   /// Reads `<out_dir>/results.json` (read_earlier_results against `header`, this call's results
-  /// object without "tasks") and says through `notice` (may be empty) what it keeps and what it
-  /// leaves out. `few`: the setting is few-shot (the submission's layout).
+  /// object without "tasks", and `running`, the tasks this call runs) and says through `notice`
+  /// (may be empty) what it keeps and what it leaves out; the kept tasks' recipes join the
+  /// header's "task_options". `few`: the setting is few-shot (the submission's layout).
   /// @throws as read_earlier_results.
   ResultsFolder(std::string out_dir, json header, bool few,
+                const std::vector<std::string>& running,
                 std::function<void(const std::string&)> notice);
 
   /// Records this call's runs of `task` (`entry`: results.json's task entry, its "runs" this

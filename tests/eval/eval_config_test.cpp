@@ -206,6 +206,22 @@ TEST(FinetuneConfig, PerTaskSectionsOnTopOfTheCommonKeys) {
   EXPECT_TRUE(o.options.bf16);
   // An empty `tasks:` is no section.
   EXPECT_TRUE(parse_finetune_recipe("tasks:\n", "eval.yaml").task_options.empty());
+  // The command line beats the file, sections included: a common key=value reaches a task whose
+  // file section sets the key (a quick 3-epoch check runs 3 epochs everywhere), a task override
+  // beats both.
+  const FinetuneRecipe line = parse_finetune_recipe(
+      "tasks:\n  dstc8:\n    num_train_epochs: 120\n    device: cuda\n", "eval.yaml",
+      {"num_train_epochs=3", "device=cpu", "tasks={top: {dropout: 0.2}}", "tasks.hwu="});
+  EXPECT_EQ(line.for_task("dstc8").num_train_epochs, 3);
+  EXPECT_EQ(line.for_task("dstc8").device, "cpu");
+  EXPECT_DOUBLE_EQ(line.for_task("top").dropout, 0.2);
+  EXPECT_EQ(line.for_task("top").num_train_epochs, 3);
+  EXPECT_EQ(line.for_task("hwu").num_train_epochs, 3);  // an empty section on the line
+  EXPECT_EQ(parse_finetune_recipe("tasks:\n  dstc8:\n    num_train_epochs: 120\n", "eval.yaml",
+                                  {"num_train_epochs=3", "tasks.dstc8.num_train_epochs=7"})
+                .for_task("dstc8_sgd")
+                .num_train_epochs,
+            7);
 }
 
 TEST(FinetuneConfig, PerTaskSectionErrorsNameTheLineAndTask) {
@@ -216,7 +232,11 @@ TEST(FinetuneConfig, PerTaskSectionErrorsNameTheLineAndTask) {
               AllOf(HasSubstr("line 3"), HasSubstr("tasks.dstc8_sgd.num_train_epochs"),
                     HasSubstr("must be >= 1, got 0")));
   EXPECT_THAT(recipe_error_of("tasks:\n  top:\n    epoch: 3\n"),
-              AllOf(HasSubstr("line 3"), HasSubstr("did you mean 'num_train_epochs'")));
+              AllOf(HasSubstr("line 3"), HasSubstr("tasks.top.epoch"),
+                    HasSubstr("did you mean 'num_train_epochs'")));
+  EXPECT_THAT(recipe_error_of("tasks:\n  top:\n    num_train_epochs: ten\n"),
+              AllOf(HasSubstr("line 3"), HasSubstr("tasks.top.num_train_epochs"),
+                    HasSubstr("an integer")));
   EXPECT_THAT(recipe_error_of("tasks:\n  dstc8:\n    bf16: true\n  dstc8_sgd:\n    bf16: false\n"),
               AllOf(HasSubstr("line 4"), HasSubstr("has two sections ('dstc8' and 'dstc8_sgd')")));
   EXPECT_THAT(recipe_error_of("tasks: [dstc8]\n"),

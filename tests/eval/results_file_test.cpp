@@ -30,6 +30,10 @@ void write(const fs::path& path, const std::string& text) {
   std::ofstream(path, std::ios::binary) << text;
 }
 
+/// Every task, as the tasks a call runs (each earlier task's recipe is compared).
+const std::vector<std::string> kEvery = {"banking", "clinc", "hwu", "restaurant8k", "dstc8_sgd",
+                                         "top"};
+
 json run(int seed, double test, double val) {
   return {{"seed", seed}, {"test", test}, {"val", val}, {"best_epoch", 3}};
 }
@@ -100,7 +104,7 @@ TEST(ResultsFile, MergeKeepsEarlierSeedsAndRecomputesMeanStd) {
 TEST(ResultsFile, EarlierResultsOfTheSameRunAreKeptAndOfAnotherRunSetAside) {
   testing::TempDir tmp;
   const fs::path out = tmp.path();
-  EXPECT_TRUE(read_earlier_results(out.string(), header()).tasks.empty());  // no file yet
+  EXPECT_TRUE(read_earlier_results(out.string(), header(), kEvery).tasks.empty());  // no file yet
 
   json earlier = header();
   earlier["tasks"]["hwu"] = {{"mean", 45}, {"std", 7.07}, {"val_mean", 57.5},
@@ -118,7 +122,7 @@ TEST(ResultsFile, EarlierResultsOfTheSameRunAreKeptAndOfAnotherRunSetAside) {
   now["env"] = {{"cpu_model", "B"}};
   now["seeds"] = {7};
   now["options"]["device"] = "cuda";
-  const EarlierResults kept = read_earlier_results(out.string(), now);
+  const EarlierResults kept = read_earlier_results(out.string(), now, kEvery);
   EXPECT_TRUE(kept.other_run.empty()) << kept.other_run;
   ASSERT_EQ(kept.dropped.size(), 2u);
   EXPECT_THAT(kept.dropped[0], HasSubstr("hwu seed 2: "));
@@ -142,7 +146,7 @@ TEST(ResultsFile, EarlierResultsOfTheSameRunAreKeptAndOfAnotherRunSetAside) {
   // Another model's weights at the same path: another run. Reading moves nothing.
   json retrained = header();
   retrained["model_weights"] = "10 bytes, fnv1a64 0000000000000002";
-  const EarlierResults other = read_earlier_results(out.string(), retrained);
+  const EarlierResults other = read_earlier_results(out.string(), retrained, kEvery);
   EXPECT_TRUE(other.tasks.empty());
   EXPECT_EQ(other.other_run,
             "model_weights was \"10 bytes, fnv1a64 0000000000000001\", is \"10 bytes, fnv1a64 "
@@ -152,13 +156,13 @@ TEST(ResultsFile, EarlierResultsOfTheSameRunAreKeptAndOfAnotherRunSetAside) {
   json recipe = header();
   recipe["options"]["learning_rate"] = 1e-4;
   recipe["options"]["rdrop_weight"] = 5.0;
-  EXPECT_EQ(read_earlier_results(out.string(), recipe).other_run,
+  EXPECT_EQ(read_earlier_results(out.string(), recipe, kEvery).other_run,
             "options.learning_rate was 0.0003, is 0.0001; options.rdrop_weight was absent, is "
             "5.0");
   // Other pseudo-label files (self-training with new teachers' labels): another run.
   json relabelled = header();
   relabelled["pseudo_labels"] = {{"hwu", "5 bytes, fnv1a64 0000000000000009"}};
-  EXPECT_THAT(read_earlier_results(out.string(), relabelled).other_run,
+  EXPECT_THAT(read_earlier_results(out.string(), relabelled, kEvery).other_run,
               HasSubstr("pseudo_labels was absent"));
 
   // Setting aside never overwrites an earlier set-aside file.
@@ -175,7 +179,7 @@ TEST(ResultsFile, EarlierResultsOfTheSameRunAreKeptAndOfAnotherRunSetAside) {
   json old = header();
   old.erase("model_weights");
   write(out / "results.json", old.dump());
-  EXPECT_THAT(read_earlier_results(out.string(), header()).other_run,
+  EXPECT_THAT(read_earlier_results(out.string(), header(), kEvery).other_run,
               HasSubstr("model_weights was absent"));
 }
 
@@ -189,7 +193,7 @@ TEST(ResultsFile, AFolderAddsTheCallsRunsToTheEarlierOnesAndRewritesItsFiles) {
   write(out / "hwu" / "seed-1" / "test_predictions.json", R"(["a", "b"])");
   write(out / "hwu" / "seed-2" / "test_predictions.json", R"(["c", "d"])");
   std::vector<std::string> said;
-  ResultsFolder folder(out.string(), header(), /*few=*/true,
+  ResultsFolder folder(out.string(), header(), /*few=*/true, kEvery,
                        [&](const std::string& s) { said.push_back(s); });
   ASSERT_EQ(said.size(), 1u);
   EXPECT_THAT(said[0], HasSubstr("adding to the results there: hwu (2 seeds)"));
@@ -220,7 +224,7 @@ TEST(ResultsFile, AFolderAddsTheCallsRunsToTheEarlierOnesAndRewritesItsFiles) {
   json other = header();
   other["model_weights"] = "10 bytes, fnv1a64 0000000000000003";
   said.clear();
-  ResultsFolder another(out.string(), other, /*few=*/false,
+  ResultsFolder another(out.string(), other, /*few=*/false, kEvery,
                         [&](const std::string& s) { said.push_back(s); });
   EXPECT_TRUE(said.empty());
   EXPECT_TRUE(fs::exists(out / "results.json"));  // nothing moves before the first record
@@ -249,7 +253,7 @@ TEST(ResultsFile, TheRecipeIsComparedPerTask) {
   json now = header();
   now["options"]["num_train_epochs"] = 60;
   now["task_options"] = {{"dstc8_sgd", {{"num_train_epochs", 120}}}};
-  const EarlierResults kept = read_earlier_results(out.string(), now);
+  const EarlierResults kept = read_earlier_results(out.string(), now, kEvery);
   EXPECT_TRUE(kept.other_run.empty()) << kept.other_run;
   EXPECT_EQ(kept.other_recipe, std::vector<std::string>{
                                    "dstc8_sgd (options.num_train_epochs was 60, is 120)"});
@@ -259,18 +263,18 @@ TEST(ResultsFile, TheRecipeIsComparedPerTask) {
   // A section that only names another task, or repeats the common value, changes nothing.
   json same = now;
   same["task_options"] = {{"top", {{"num_train_epochs", 30}}}};
-  EXPECT_EQ(read_earlier_results(out.string(), same).other_recipe.size(), 0u);
+  EXPECT_EQ(read_earlier_results(out.string(), same, kEvery).other_recipe.size(), 0u);
   // Every task of another recipe: another run, as a whole, with the first difference.
   json all_other = now;
   all_other["options"]["num_train_epochs"] = 90;
-  const EarlierResults other = read_earlier_results(out.string(), all_other);
+  const EarlierResults other = read_earlier_results(out.string(), all_other, kEvery);
   EXPECT_TRUE(other.tasks.empty());
   EXPECT_TRUE(other.other_recipe.empty());
   EXPECT_EQ(other.other_run, "options.num_train_epochs was 60, is 120");  // dstc8_sgd comes first
 
   // The folder sets the earlier file aside at its first record and carries hwu over.
   std::vector<std::string> said;
-  ResultsFolder folder(out.string(), now, /*few=*/true,
+  ResultsFolder folder(out.string(), now, /*few=*/true, kEvery,
                        [&](const std::string& s) { said.push_back(s); });
   ASSERT_EQ(said.size(), 1u);
   EXPECT_THAT(said[0], HasSubstr("adding to the results there: hwu (1 seeds)"));
@@ -296,10 +300,36 @@ TEST(ResultsFile, TheRecipeIsComparedPerTask) {
   e120["tasks"]["dstc8_sgd"] = {{"metric", "slot F1"}, {"runs", {run(2, 35, 50)}}};
   write(out / "results.json", e120.dump());
   write(out / "dstc8_sgd" / "seed-2" / "test_predictions.json", R"([[], []])");
-  const EarlierResults carried = read_earlier_results(out.string(), now);
+  const EarlierResults carried = read_earlier_results(out.string(), now, kEvery);
   EXPECT_TRUE(carried.other_run.empty()) << carried.other_run;
   EXPECT_TRUE(carried.other_recipe.empty());
   EXPECT_TRUE(carried.tasks.contains("dstc8_sgd"));
+  // A section spelt "dstc8" describes the task results.json keys as "dstc8_sgd".
+  json spelt = now;
+  spelt["task_options"] = {{"dstc8", {{"num_train_epochs", 120}}}};
+  EXPECT_TRUE(read_earlier_results(out.string(), spelt, kEvery).tasks.contains("dstc8_sgd"));
+
+  // A call judges only the tasks it runs: hwu alone keeps the 120-epoch dstc8 runs, whatever
+  // its recipe would give dstc8, and the new header says how they ran.
+  json hwu_only = header();
+  hwu_only["options"]["num_train_epochs"] = 60;
+  const EarlierResults other_tasks = read_earlier_results(out.string(), hwu_only, {"hwu"});
+  EXPECT_TRUE(other_tasks.other_run.empty()) << other_tasks.other_run;
+  EXPECT_TRUE(other_tasks.other_recipe.empty());
+  EXPECT_TRUE(other_tasks.tasks.contains("dstc8_sgd"));
+  EXPECT_EQ(other_tasks.task_options, json::parse(R"({"dstc8_sgd": {"num_train_epochs": 120}})"));
+  said.clear();
+  ResultsFolder hwu_folder(out.string(), hwu_only, /*few=*/true, {"hwu"},
+                           [&](const std::string& s) { said.push_back(s); });
+  hwu_folder.record("hwu", {{"metric", "accuracy"}, {"runs", {run(1, 41, 56)}}}, 1,
+                    json{"a", "b"});
+  ASSERT_EQ(said.size(), 1u);  // only "adding to the results there"
+  const json mixed = json::parse(std::ifstream(out / "results.json"));
+  EXPECT_EQ(mixed.at("options").at("num_train_epochs"), 60);
+  EXPECT_EQ(mixed.at("task_options"), json::parse(R"({"dstc8_sgd": {"num_train_epochs": 120}})"));
+  EXPECT_EQ(mixed.at("tasks").at("dstc8_sgd").at("runs"), json::array({run(2, 35, 50)}));
+  // Read back, each task's recipe is the one it ran with: a 120-epoch dstc8 call keeps both.
+  EXPECT_TRUE(read_earlier_results(out.string(), now, kEvery).other_recipe.empty());
 }
 
 TEST(ResultsFile, MalformedEarlierResultsNameTheFileAndField) {
@@ -308,14 +338,14 @@ TEST(ResultsFile, MalformedEarlierResultsNameTheFileAndField) {
   bad["tasks"]["hwu"] = {{"runs", {{{"seed", 1}, {"test", "high"}}}}};
   write(tmp.path() / "results.json", bad.dump());
   const std::string e = testing::error_of<SchemaError>(
-      [&] { read_earlier_results(tmp.path().string(), header()); });
+      [&] { read_earlier_results(tmp.path().string(), header(), kEvery); });
   EXPECT_THAT(e, HasSubstr("results.json"));
   EXPECT_THAT(e, HasSubstr("tasks.hwu.runs[0].test"));
   EXPECT_THAT(e, HasSubstr("must be a number, got string"));
 
   write(tmp.path() / "results.json", "{\"tasks\": ");
   EXPECT_THAT(testing::error_of<DataError>(
-                  [&] { read_earlier_results(tmp.path().string(), header()); }),
+                  [&] { read_earlier_results(tmp.path().string(), header(), kEvery); }),
               HasSubstr("results.json"));
 }
 
