@@ -201,17 +201,21 @@ void run_dialoglue_cmd(const DialoglueArgs& a) {
   // --device / DIALTREE_DEVICE (its spelling checked at parse time) sets the recipe's device key
   // before the key=value overrides, so that a device=... typed on the command line wins and is
   // checked like any other value.
+  // --from-scratch the same way: both hold for every task, below a task's own override
+  // (docs/evaluation.md "Per-task options").
   std::vector<std::string> overrides;
   if (!a.device.empty()) overrides.push_back("device=" + a.device);
+  if (a.from_scratch) overrides.emplace_back("from_scratch=true");
   overrides.insert(overrides.end(), a.overrides.begin(), a.overrides.end());
   run.recipe = a.config.empty() ? eval::parse_finetune_recipe("", "defaults", overrides)
                                 : eval::load_finetune_recipe(a.config, overrides);
-  run.recipe.for_each([](eval::FinetuneOptions& o) {  // before any data is read
-    model::resolve_device(o.device, "device");
-  });
+  // Every device is resolved before any data is read; a task's error names its section.
+  model::resolve_device(run.recipe.options.device, "device");
+  for (auto& [task, o] : run.recipe.task_options) {
+    model::resolve_device(o.device, "tasks." + task + ".device");
+  }
   // The output folder must be a writable folder: checked before anything is trained.
   CreatedFolders out_folders = prepare_output_dir(a.out, "--out");
-  if (a.from_scratch) run.recipe.for_each([](eval::FinetuneOptions& o) { o.from_scratch = true; });
   run.save_models = a.save_models;
   run.pseudo_label_dir = a.pseudo_labels;
   const bool tty = ::isatty(STDERR_FILENO);
@@ -272,7 +276,7 @@ void register_eval_dialoglue(CLI::App& eval) {
           [] {
             std::string k;
             for (const auto& s : eval::finetune_option_keys()) k += (k.empty() ? "" : ", ") + s;
-            return k;
+            return k + "; and tasks: {<task>: {<key>: value}} for one task (\"Per-task options\")";
           }());
   cmd->add_flag(
       "--save-models", a->save_models,

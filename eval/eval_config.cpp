@@ -129,8 +129,8 @@ constexpr char kTasksKey[] = "tasks";
 std::string section_task(const sy::Origin& at, const std::string& name) {
   const readers::DialoglueTaskInfo* row = readers::find_dialoglue_task(name);
   if (row == nullptr || !readers::in_task_set(*row, readers::TaskSet::FineTune)) {
-    sy::fail(at, std::string(kTasksKey) + "." + name,
-             "unknown task '" + name + "'; a section names one of " +
+    sy::fail(at, std::string(kTasksKey) + "." + escape_for_message(name, 64),
+             "unknown task " + quote_for_message(name, 64) + "; a section names one of " +
                  readers::join_dialoglue_task_names(readers::TaskSet::FineTune,
                                                     readers::TaskSpelling::NameAndFolder));
   }
@@ -185,8 +185,10 @@ FinetuneRecipe parse_finetune_recipe(const std::string& yaml_text, const std::st
       const std::string task = section_task(key_at, kv.first.Scalar());
       if (const auto [it, fresh] = seen.emplace(task, kv.first.Scalar()); !fresh) {
         sy::fail(key_at, std::string(kTasksKey) + "." + kv.first.Scalar(),
-                 "task '" + task + "' has two sections ('" + it->second + "' and '" +
-                     kv.first.Scalar() + "')");
+                 it->second == kv.first.Scalar()
+                     ? "duplicate key '" + it->second + "'"
+                     : "task '" + task + "' has two sections ('" + it->second + "' and '" +
+                           kv.first.Scalar() + "')");
       }
       if (!kv.second.IsNull() && !kv.second.IsMap()) {
         sy::fail(key_at, std::string(kTasksKey) + "." + kv.first.Scalar(),
@@ -222,7 +224,7 @@ FinetuneRecipe parse_finetune_recipe(const std::string& yaml_text, const std::st
     }
     // tasks={task: {key: value}}, tasks.<task>={key: value} or tasks.<task>.<key>=value
     const sy::Source from{sy::kCommandLine, text};
-    const sy::Origin at{sy::kCommandLine, "override '" + text + "'"};
+    const sy::Origin at{sy::kCommandLine, "override " + quote_for_message(text, 200)};
     const auto [key, value] = sy::split_override(text, "tasks.<task>.<key>");
     if (key == kTasksKey) {
       add_sections(line_sections, from, at, value);

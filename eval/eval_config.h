@@ -29,13 +29,6 @@ struct FinetuneRecipe {
 
   /// The options `task` (either spelling) fine-tunes with.
   const FinetuneOptions& for_task(const std::string& task) const;
-  /// Applies `change` to the common options and to every task's (a command-line flag such as
-  /// --from-scratch, which holds for every task, or resolving each task's device).
-  template <typename F>
-  void for_each(F change) {
-    change(options);
-    for (auto& [task, o] : task_options) change(o);
-  }
 };
 
 /// Reads a recipe whose YAML may hold, besides the option keys, a `tasks:` mapping from DialoGLUE

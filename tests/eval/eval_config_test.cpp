@@ -239,6 +239,14 @@ TEST(FinetuneConfig, PerTaskSectionErrorsNameTheLineAndTask) {
                     HasSubstr("an integer")));
   EXPECT_THAT(recipe_error_of("tasks:\n  dstc8:\n    bf16: true\n  dstc8_sgd:\n    bf16: false\n"),
               AllOf(HasSubstr("line 4"), HasSubstr("has two sections ('dstc8' and 'dstc8_sgd')")));
+  EXPECT_THAT(recipe_error_of("tasks:\n  top: {}\n  top: {}\n"),
+              AllOf(HasSubstr("line 3"), HasSubstr("duplicate key 'top'")));
+  // A task name's bad bytes are escaped and a long one cut, never echoed raw.
+  EXPECT_THAT(recipe_error_of("", {"tasks.dst\xff.num_train_epochs=3"}),
+              AllOf(HasSubstr("unknown task 'dst\\xFF'"), Not(HasSubstr("\xff"))));
+  EXPECT_LT(recipe_error_of("", {"tasks." + std::string(100000, 'x') + ".num_train_epochs=3"})
+                .size(),
+            2000u);
   EXPECT_THAT(recipe_error_of("tasks: [dstc8]\n"),
               AllOf(HasSubstr("line 1"), HasSubstr("mapping of task names"),
                     HasSubstr("found a list")));
