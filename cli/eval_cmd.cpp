@@ -185,12 +185,7 @@ std::vector<std::uint64_t> parse_seeds(const std::string& text) {
 void run_dialoglue_cmd(const DialoglueArgs& a) {
   eval::DialoglueRun run;
   run.model_dir = a.model;
-  run.tasks = split_list(a.tasks);
-  for (auto& t : run.tasks) {  // by data folder ("dstc8" -> "dstc8_sgd"); unknown names stay
-    if (const readers::DialoglueTaskInfo* row = readers::find_dialoglue_task(t)) {
-      t = std::string(row->folder);
-    }
-  }
+  run.tasks = split_list(a.tasks);  // either spelling: run_dialoglue takes each by data folder
   run.setting = eval::parse_setting(a.setting);
   run.seeds = parse_seeds(a.seeds);
   run.out_dir = a.out;

@@ -282,7 +282,7 @@ json run_dialoglue(const DialoglueRun& given,
   if (given.tasks.empty()) throw std::invalid_argument("eval dialoglue: no tasks");
   check_dialoglue_tasks(given.tasks);
   DialoglueRun run = given;  // tasks by data folder name ("dstc8" -> "dstc8_sgd"): one spelling
-  for (auto& t : run.tasks) t = std::string(readers::find_dialoglue_task(t)->folder);
+  for (auto& t : run.tasks) t = readers::dialoglue_task_folder(t);
   // Self-training: every task and pseudo-label file is read (and checked) before anything
   // trains; the records join the training split here, and the loop below uses these tasks.
   const SelfTraining self = load_self_training(run);

@@ -58,11 +58,11 @@ struct RunProgress {
 ///    `dialtree eval score` scores either back (docs/evaluation.md);
 /// all written atomically. The folder is added to (docs/evaluation.md "Adding to an output
 /// folder"): when out_dir already holds a results.json of the same run (run_identity_keys():
-/// weights, setting, gold, pseudo-label files; and per task the recipe it ran with), its tasks
-/// and seeds are kept, a seed run again replaces its run, and mean, std and submission.json
-/// cover every run kept; a results.json of another run, or one holding a task that ran with
-/// another recipe, is renamed to results.previous.json (the tasks of this recipe carried over). `notice` gets one
-/// sentence per such event (for stderr).
+/// weights, setting, gold, pseudo-label files; and, for each task this call runs, the recipe it
+/// ran with), its tasks and seeds are kept, a seed run again replaces its run, and mean, std and
+/// submission.json cover every run kept; a results.json of another run, or one where a task this
+/// call runs ran with another recipe, is renamed to results.previous.json (the other tasks
+/// carried over). `notice` gets one sentence per such event (for stderr).
 /// Test scores come from gt_test.json in data_dir when present (the official answer key), else
 /// from the test file's own labels. Mean and sample standard deviation (n - 1) are over seeds,
 /// in percent. Returns results.json's object.

@@ -116,8 +116,7 @@ std::vector<std::string> finetune_option_keys() {
 }
 
 const FinetuneOptions& FinetuneRecipe::for_task(const std::string& task) const {
-  const readers::DialoglueTaskInfo* row = readers::find_dialoglue_task(task);
-  const auto it = task_options.find(row != nullptr ? std::string(row->folder) : task);
+  const auto it = task_options.find(readers::dialoglue_task_folder(task));
   return it == task_options.end() ? options : it->second;
 }
 
@@ -157,6 +156,68 @@ void read_sections(const settings::YamlTable& table, const std::string& task,
   }
 }
 
+/// Task sections by data folder name, each task's in the order read.
+using SectionsByTask = std::map<std::string, std::vector<TaskSection>>;
+
+/// Adds the sections of `map` (a `tasks:` mapping read from `from`, the key at `at`) to `into`.
+/// @throws DataError at the line: not a mapping, a task name that is not plain or unknown, a task
+///   named twice, a section that is not a mapping.
+void add_sections(SectionsByTask& into, const sy::Source& from, const sy::Origin& at,
+                  const YAML::Node& map) {
+  if (map.IsNull()) return;  // `tasks:` left empty
+  if (!map.IsMap()) {
+    sy::fail(at, kTasksKey,
+             "expected a mapping of task names to option keys, found " + sy::describe(map));
+  }
+  std::map<std::string, std::string> seen;  // folder -> the spelling that named it
+  for (const auto& kv : map) {
+    const sy::Origin key_at = from.at(kv.first);
+    if (!kv.first.IsScalar()) {
+      sy::fail(key_at, kTasksKey, "task names must be plain names, found " +
+                                      sy::describe(kv.first));
+    }
+    const std::string task = section_task(key_at, kv.first.Scalar());
+    if (const auto [it, fresh] = seen.emplace(task, kv.first.Scalar()); !fresh) {
+      sy::fail(key_at, std::string(kTasksKey) + "." + kv.first.Scalar(),
+               it->second == kv.first.Scalar()
+                   ? "duplicate key '" + it->second + "'"
+                   : "task '" + task + "' has two sections ('" + it->second + "' and '" +
+                         kv.first.Scalar() + "')");
+    }
+    if (!kv.second.IsNull() && !kv.second.IsMap()) {
+      sy::fail(key_at, std::string(kTasksKey) + "." + kv.first.Scalar(),
+               "expected a mapping of option keys, found " + sy::describe(kv.second));
+    }
+    into[task].push_back({from, kv.second});
+  }
+}
+
+/// Adds a command-line task override (tasks={task: {key: value}}, tasks.<task>={key: value} or
+/// tasks.<task>.<key>=value) to `into`. @throws DataError naming the override, as add_sections.
+void add_task_override(SectionsByTask& into, const std::string& text) {
+  const std::string prefix = std::string(kTasksKey) + ".";
+  const sy::Source from{sy::kCommandLine, text};
+  const sy::Origin at{sy::kCommandLine, "override " + quote_for_message(text, 200)};
+  const auto [key, value] = sy::split_override(text, "tasks.<task>.<key>");
+  if (key == kTasksKey) {
+    add_sections(into, from, at, value);
+    return;
+  }
+  const std::string rest = key.substr(prefix.size());
+  const auto dot = rest.find('.');
+  const std::string task = section_task(at, rest.substr(0, dot));
+  if (dot == std::string::npos) {
+    if (!value.IsNull() && !value.IsMap()) {
+      sy::fail(at, key, "expected a mapping of option keys, found " + sy::describe(value));
+    }
+    into[task].push_back({from, value});
+  } else {
+    YAML::Node one(YAML::NodeType::Map);
+    one[rest.substr(dot + 1)] = value;
+    into[task].push_back({from, one});
+  }
+}
+
 }  // namespace
 
 FinetuneRecipe parse_finetune_recipe(const std::string& yaml_text, const std::string& source,
@@ -165,38 +226,8 @@ FinetuneRecipe parse_finetune_recipe(const std::string& yaml_text, const std::st
   // line's key=value, the command line's tasks.<task>.<key>=value.
   FinetuneOptions file_options;
   settings::Origins file_origins;
-  std::map<std::string, std::vector<TaskSection>> file_sections, line_sections;  // by folder
+  SectionsByTask file_sections, line_sections;
   std::vector<std::string> line_common;
-  const auto add_sections = [](std::map<std::string, std::vector<TaskSection>>& into,
-                               const sy::Source& from, const sy::Origin& at,
-                               const YAML::Node& map) {
-    if (map.IsNull()) return;  // `tasks:` left empty
-    if (!map.IsMap()) {
-      sy::fail(at, kTasksKey,
-               "expected a mapping of task names to option keys, found " + sy::describe(map));
-    }
-    std::map<std::string, std::string> seen;  // folder -> the spelling that named it
-    for (const auto& kv : map) {
-      const sy::Origin key_at = from.at(kv.first);
-      if (!kv.first.IsScalar()) {
-        sy::fail(key_at, kTasksKey, "task names must be plain names, found " +
-                                        sy::describe(kv.first));
-      }
-      const std::string task = section_task(key_at, kv.first.Scalar());
-      if (const auto [it, fresh] = seen.emplace(task, kv.first.Scalar()); !fresh) {
-        sy::fail(key_at, std::string(kTasksKey) + "." + kv.first.Scalar(),
-                 it->second == kv.first.Scalar()
-                     ? "duplicate key '" + it->second + "'"
-                     : "task '" + task + "' has two sections ('" + it->second + "' and '" +
-                           kv.first.Scalar() + "')");
-      }
-      if (!kv.second.IsNull() && !kv.second.IsMap()) {
-        sy::fail(key_at, std::string(kTasksKey) + "." + kv.first.Scalar(),
-                 "expected a mapping of option keys, found " + sy::describe(kv.second));
-      }
-      into[task].push_back({from, kv.second});
-    }
-  };
   if (auto doc = sy::load_document(yaml_text, source)) {
     // The `tasks:` section is taken out before the common keys are read (it is not one of them).
     if (doc->IsMap()) {
@@ -217,31 +248,11 @@ FinetuneRecipe parse_finetune_recipe(const std::string& yaml_text, const std::st
   }
   sy::check_utf8(yaml_text, source);  // comments and keys (values were checked above)
   for (const auto& text : overrides) {
-    const std::string prefix = std::string(kTasksKey) + ".";
-    if (text.rfind(prefix, 0) != 0 && text.rfind(std::string(kTasksKey) + "=", 0) != 0) {
-      line_common.push_back(text);
-      continue;
-    }
-    // tasks={task: {key: value}}, tasks.<task>={key: value} or tasks.<task>.<key>=value
-    const sy::Source from{sy::kCommandLine, text};
-    const sy::Origin at{sy::kCommandLine, "override " + quote_for_message(text, 200)};
-    const auto [key, value] = sy::split_override(text, "tasks.<task>.<key>");
-    if (key == kTasksKey) {
-      add_sections(line_sections, from, at, value);
-      continue;
-    }
-    const std::string rest = key.substr(prefix.size());
-    const auto dot = rest.find('.');
-    const std::string task = section_task(at, rest.substr(0, dot));
-    if (dot == std::string::npos) {
-      if (!value.IsNull() && !value.IsMap()) {
-        sy::fail(at, key, "expected a mapping of option keys, found " + sy::describe(value));
-      }
-      line_sections[task].push_back({from, value});
+    const std::string tasks(kTasksKey);
+    if (text.rfind(tasks + ".", 0) == 0 || text.rfind(tasks + "=", 0) == 0) {
+      add_task_override(line_sections, text);
     } else {
-      YAML::Node one(YAML::NodeType::Map);
-      one[rest.substr(dot + 1)] = value;
-      line_sections[task].push_back({from, one});
+      line_common.push_back(text);
     }
   }
   // The options of every task, and of each task with a section.

@@ -58,12 +58,6 @@ json identity_value(const json& header, const std::string& key) {
   return header.at(key);
 }
 
-/// The data folder name of a task given by either spelling ("dstc8" -> "dstc8_sgd").
-std::string folder_of(const std::string& task) {
-  const readers::DialoglueTaskInfo* row = readers::find_dialoglue_task(task);
-  return row != nullptr ? std::string(row->folder) : task;
-}
-
 /// `header`'s `options`, `device` aside (where a run ran is no part of what it is).
 json common_recipe(const json& header) {
   json v = header.contains("options") ? header.at("options") : json();
@@ -80,7 +74,7 @@ json task_recipe(const json& header, const std::string& task) {
     return v;
   }
   for (const auto& [name, keys] : header.at("task_options").items()) {
-    if (folder_of(name) != folder_of(task) || !keys.is_object()) continue;
+    if (readers::dialoglue_task_folder(name) != readers::dialoglue_task_folder(task) || !keys.is_object()) continue;
     for (const auto& [key, value] : keys.items()) v[key] = value;
   }
   v.erase("device");
@@ -151,7 +145,7 @@ fs::path predictions_path(const std::string& out_dir, const std::string& task,
 EarlierResults read_earlier_results(const std::string& out_dir, const json& header,
                                     const std::vector<std::string>& running) {
   std::set<std::string> runs_now;
-  for (const std::string& t : running) runs_now.insert(folder_of(t));
+  for (const std::string& t : running) runs_now.insert(readers::dialoglue_task_folder(t));
   EarlierResults out;
   const fs::path file = fs::path(out_dir) / "results.json";
   std::error_code ec;
@@ -172,7 +166,7 @@ EarlierResults read_earlier_results(const std::string& out_dir, const json& head
     const std::string path = json_child_path("tasks", name);
     check_task_entry(entry, place, path);
     const json was = task_recipe(earlier, name);
-    if (runs_now.count(folder_of(name)) == 0) {
+    if (runs_now.count(readers::dialoglue_task_folder(name)) == 0) {
       // Not run now: kept with the recipe it ran with.
       if (json keys = recipe_difference(was, common_recipe(header)); !keys.empty()) {
         out.task_options[name] = std::move(keys);
@@ -353,25 +347,21 @@ ResultsFolder::ResultsFolder(std::string out_dir, json header, bool few,
 
 void ResultsFolder::record(const std::string& task, json entry, std::uint64_t seed,
                            json predictions) {
-  if (!other_run_.empty()) {
+  if (!other_run_.empty() || !other_recipe_.empty()) {  // set aside once, at the first record
     const std::string previous = set_aside_results(out_dir_);
-    if (notice_) {
+    if (notice_ && !other_run_.empty()) {
       notice_(fmt::format("{}/results.json described another run ({}): renamed to {}; this "
                           "folder's results start anew (its seed folders are overwritten as "
                           "this run reaches them)",
                           out_dir_, other_run_, previous));
-    }
-    other_run_.clear();
-  }
-  if (!other_recipe_.empty()) {
-    const std::string previous = set_aside_results(out_dir_);
-    if (notice_) {
+    } else if (notice_) {
       std::string tasks;
       for (const std::string& t : other_recipe_) tasks += (tasks.empty() ? "" : "; ") + t;
       notice_(fmt::format("{}/results.json held tasks run with another recipe: {}; renamed to {}, "
                           "and its tasks of this recipe carried over into the new results.json",
                           out_dir_, tasks, previous));
     }
+    other_run_.clear();
     other_recipe_.clear();
   }
   predictions_[{task, seed}] = std::move(predictions);

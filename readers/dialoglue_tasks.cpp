@@ -52,6 +52,11 @@ bool in_task_set(const DialoglueTaskInfo& row, TaskSet set) {
   DIALTREE_UNREACHABLE("unknown TaskSet " + std::to_string(static_cast<int>(set)));
 }
 
+std::string dialoglue_task_folder(std::string_view name) {
+  const DialoglueTaskInfo* row = find_dialoglue_task(name);
+  return std::string(row != nullptr ? row->folder : name);
+}
+
 bool is_dialoglue_task(std::string_view name, TaskSet set) {
   const DialoglueTaskInfo* row = find_dialoglue_task(name);
   return row != nullptr && in_task_set(*row, set);

@@ -45,6 +45,10 @@ const DialoglueTaskInfo& dialoglue_task(DialoglueTask task);
 /// nullptr for any other string. Case-sensitive, as DialoGLUE's keys are.
 const DialoglueTaskInfo* find_dialoglue_task(std::string_view name);
 
+/// The data folder of the task named `name` by either spelling ("dstc8" -> "dstc8_sgd"); any
+/// other string unchanged (a caller that must know checks with find_dialoglue_task()).
+std::string dialoglue_task_folder(std::string_view name);
+
 /// A subset of the table.
 enum class TaskSet {
   All,       ///< every task

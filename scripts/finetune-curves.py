@@ -43,7 +43,7 @@ def task_runs(folder, task):
         sys.exit(f"finetune-curves: {path}: no task '{task}' (it has "
                  f"{', '.join(sorted(results.get('tasks', {}))) or 'none'})")
     runs = {r["seed"]: r for r in results["tasks"][key]["runs"]}
-    # The task's recipe: the common options with its section's (docs/evaluation.md "Per-task options").
+    # The task's recipe: options with its task_options (docs/evaluation.md "Per-task options").
     options = dict(results.get("options", {}), **results.get("task_options", {}).get(key, {}))
     return runs, dict(options, setting=results.get("setting"))
 
