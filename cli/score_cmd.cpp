@@ -212,7 +212,7 @@ void run_words(const WordsArgs& a) {
   if (eval::is_tagging_task(a.task)) {
     std::error_code ec;
     for (const auto& e :
-         fs::directory_iterator(fs::path(data_dir) / eval::tagging_task_folder(a.task), ec)) {
+         fs::directory_iterator(fs::path(data_dir) / readers::dialoglue_task_folder(a.task), ec)) {
       refuse_overwriting_input("--out", a.out, "a file of the task's data folder",
                                e.path().string());
     }

@@ -95,7 +95,7 @@ void read_document(const YamlTable& table, const Source& source, const YAML::Nod
 
 void apply_override(const YamlTable& table, const std::string& text, Origins& origins) {
   const Source source{strict_yaml::kCommandLine, text};
-  const Origin at{strict_yaml::kCommandLine, "override '" + text + "'"};
+  const Origin at = strict_yaml::override_origin(text);
   const auto [key, value] = strict_yaml::split_override(text, table.key_example);
   if (sections(infos_of(table.rows)).empty()) {  // no sections: the key is one name
     read_row(source, row_or_fail(table, at, "", key), value, value, origins);

@@ -26,7 +26,7 @@ namespace dialtree::strict_yaml {
 namespace fs = std::filesystem;
 
 Origin Source::at(const YAML::Node& node, const YAML::Node* key_node) const {
-  if (!override_text.empty()) return {file, "override '" + override_text + "'"};
+  if (!override_text.empty()) return {file, override_origin(override_text).where};
   const bool use_key = key_node != nullptr && (node.IsNull() || node.Mark().line < 0);
   const int line = use_key ? key_node->Mark().line : node.Mark().line;
   return {file, line < 0 ? std::string() : at_line(static_cast<std::size_t>(line) + 1)};
@@ -180,7 +180,7 @@ void require_text(const ValueContext& ctx, const YAML::Node& node) {
   if (found != nullptr) {
     fail(ctx.source.at(node, &ctx.key_node), ctx.key,
          std::string("expected a string, found ") + found + " " + quote_for_message(text) +
-             " (quote it to mean the text: '" + text + "')");
+             " (quote it to mean the text: " + quote_for_message(text) + ")");
   }
 }
 
@@ -373,9 +373,13 @@ std::string read_file(const std::string& path) {
   return text;
 }
 
+Origin override_origin(const std::string& text) {
+  return Origin{kCommandLine, "override " + quote_for_message(text, 200)};
+}
+
 std::pair<std::string, YAML::Node> split_override(const std::string& text,
                                                   const std::string& key_example) {
-  const Origin at{kCommandLine, "override '" + text + "'"};
+  const Origin at = override_origin(text);
   const auto eq = text.find('=');
   const std::string key = eq == std::string::npos ? std::string() : trim(text.substr(0, eq));
   if (key.empty()) fail(at, "", "an override must look like " + key_example + "=value");

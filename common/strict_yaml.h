@@ -91,6 +91,11 @@ inline constexpr std::size_t kMaxConfigBytes = std::size_t{4} << 20;
 /// than kMaxConfigBytes (read only that far: /dev/zero is refused at once).
 std::string read_file(const std::string& path);
 
+/// Where an override came from, for errors: {kCommandLine, "override 'k=v'"}, the text escaped
+/// and cut after 200 code points as quote_for_message() (common/error.h) does, so a long or
+/// binary override cannot flood the terminal.
+Origin override_origin(const std::string& text);
+
 /// An override "key=value" split into its trimmed key and its value parsed as YAML (so
 /// `lr=1e-4` reads as the number and `views=[I, D]` as a list).
 /// @throws DataError against kCommandLine: no '=' or an empty key ("must look like

@@ -197,7 +197,7 @@ void add_sections(SectionsByTask& into, const sy::Source& from, const sy::Origin
 void add_task_override(SectionsByTask& into, const std::string& text) {
   const std::string prefix = std::string(kTasksKey) + ".";
   const sy::Source from{sy::kCommandLine, text};
-  const sy::Origin at{sy::kCommandLine, "override " + quote_for_message(text, 200)};
+  const sy::Origin at = sy::override_origin(text);
   const auto [key, value] = sy::split_override(text, "tasks.<task>.<key>");
   if (key == kTasksKey) {
     add_sections(into, from, at, value);

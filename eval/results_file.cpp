@@ -333,8 +333,9 @@ ResultsFolder::ResultsFolder(std::string out_dir, json header, bool few,
     if (!earlier_tasks_.empty()) {
       std::string kept;
       for (const auto& [name, entry] : earlier_tasks_.items()) {
-        kept += fmt::format("{}{} ({} seeds)", kept.empty() ? "" : ", ", name,
-                            entry.at("runs").size());
+        const std::size_t n = entry.at("runs").size();
+        kept += fmt::format("{}{} ({} seed{})", kept.empty() ? "" : ", ", name, n,
+                            n == 1 ? "" : "s");
       }
       notice_(fmt::format("{}/results.json: adding to the results there: {} (a seed run again "
                           "replaces its earlier run)",

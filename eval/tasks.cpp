@@ -69,13 +69,6 @@ bool is_tagging_task(const std::string& task) {
   return readers::is_dialoglue_task(task, readers::TaskSet::Tagging);
 }
 
-std::string tagging_task_folder(const std::string& task) {
-  const readers::DialoglueTaskInfo* row = readers::find_dialoglue_task(task);
-  return row != nullptr && readers::in_task_set(*row, readers::TaskSet::Tagging)
-             ? std::string(row->folder)
-             : task;
-}
-
 TaggingTask load_tagging_task(const std::string& data_dir, const std::string& task,
                               Setting setting) {
   if (!is_tagging_task(task)) {
@@ -85,7 +78,7 @@ TaggingTask load_tagging_task(const std::string& data_dir, const std::string& ta
                                 ")");
   }
   TaggingTask t;
-  t.name = tagging_task_folder(task);
+  t.name = readers::dialoglue_task_folder(task);
   const fs::path dir = fs::path(data_dir) / t.name;
   const bool few = setting == Setting::Few;
   if (t.name == "top") {

@@ -52,10 +52,6 @@ bool is_intent_task(const std::string& task);
 /// (alias dstc8_sgd) and top.
 bool is_tagging_task(const std::string& task);
 
-/// The data folder of a tagging task (the task table's): "dstc8_sgd" for "dstc8"; any other
-/// string is returned as it is.
-std::string tagging_task_folder(const std::string& task);
-
 /// One example of a tagging task at DialoGLUE's word level: the words the gold labels are
 /// defined on (slot tasks: the requested slot names prefixed, docs/dialoglue.md §4 steps 1-3; TOP:
 /// the file's words, §5) and their BIO tags.

@@ -93,6 +93,12 @@ TEST(FinetuneConfig, StrictScalarsAsTheTrainerConfig) {
               AllOf(HasSubstr("<command line>"), HasSubstr("override 'bf16=on'")));
   EXPECT_THAT(error_of("", {"dropout"}), HasSubstr("key=value"));
   EXPECT_THAT(error_of("", {"num_train_epoch=3"}), HasSubstr("did you mean 'num_train_epochs'"));
+  // An override is named escaped and cut, as a task override is: never echoed whole or raw.
+  const std::string long_override = error_of("", {"dropout=" + std::string(100000, 'x')});
+  EXPECT_THAT(long_override, AllOf(HasSubstr("override 'dropout=xxx"), HasSubstr("...'")));
+  EXPECT_LT(long_override.size(), 2000u);
+  EXPECT_THAT(error_of("", {"bf16=o\xffn"}),
+              AllOf(HasSubstr("override 'bf16=o\\xFFn'"), Not(HasSubstr("\xff"))));
 }
 
 TEST(FinetuneConfig, RangesAreCheckedAtLoadTimeWithTheLine) {

@@ -277,7 +277,7 @@ TEST(ResultsFile, TheRecipeIsComparedPerTask) {
   ResultsFolder folder(out.string(), now, /*few=*/true, kEvery,
                        [&](const std::string& s) { said.push_back(s); });
   ASSERT_EQ(said.size(), 1u);
-  EXPECT_THAT(said[0], HasSubstr("adding to the results there: hwu (1 seeds)"));
+  EXPECT_THAT(said[0], HasSubstr("adding to the results there: hwu (1 seed)"));
   EXPECT_TRUE(fs::exists(out / "results.json"));  // nothing moves before the first record
   folder.record("dstc8_sgd", {{"metric", "slot F1"}, {"runs", {run(2, 35, 50)}}}, 2,
                 json{json::array(), json::array()});
