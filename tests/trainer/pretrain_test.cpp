@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -112,14 +113,20 @@ class TinyPretraining : public ::testing::Test {
            "]\n  max_len: 48\n  max_utt_len: 30\n  contrastive_shard_size: 0\n";
   }
 
-  // Runs one step of yaml() with `overrides` into `name` and returns its metrics line's `key`.
-  double first_step_metric(const std::string& name, const std::vector<std::string>& overrides,
-                           const std::string& key) const {
+  // Runs one step of yaml() with `overrides` into `name` and returns its metrics line.
+  nlohmann::json first_step_record(const std::string& name,
+                                   const std::vector<std::string>& overrides) const {
     run_pretraining(parse_config(yaml(tmp_.file(name), 1), name + ".yaml", overrides), nullptr,
                     {});
     const auto metrics = read_metrics(tmp_.path() / name / "metrics.jsonl");
     EXPECT_EQ(metrics.size(), 1u);
-    return metrics.empty() ? 0.0 : metrics[0].at(key).get<double>();
+    return metrics.empty() ? nlohmann::json::object() : metrics[0];
+  }
+
+  // first_step_record()'s `key`.
+  double first_step_metric(const std::string& name, const std::vector<std::string>& overrides,
+                           const std::string& key) const {
+    return first_step_record(name, overrides).value(key, 0.0);
   }
 
   testing::TempDir tmp_;
@@ -940,6 +947,33 @@ TEST_F(TinyPretraining, BatchesGroupedByValueChangeTheLabelledBatchReproducibly)
   EXPECT_GT(grouped, 0.0);
   EXPECT_NE(random, grouped);
   EXPECT_EQ(first_contrastive("grouped-again", true), grouped);
+}
+
+// loss.token_contrastive_weight (docs/training.md "A token-level tree term") reaches the run:
+// prepare_batch gives the labelled stream's value-mention tokens their slot ids, the term is
+// logged and enters the loss with its weight, and nothing else of the first step changes (the
+// same batch, masks and weights: the term is computed on the unmasked pass and draws no random
+// numbers).
+TEST_F(TinyPretraining, TheTokenTermEntersTheFirstStepsLossWithItsWeight) {
+  const std::vector<std::string> base = {"data.unlabelled=[]", "save_steps=0"};
+  auto with_weight = base;
+  with_weight.push_back("loss.token_contrastive_weight=0.5");
+  const nlohmann::json on = first_step_record("token", with_weight);
+  const nlohmann::json off = first_step_record("plain", base);
+  const double token = on.at("token_contrastive").get<double>();
+  // Supervised contrastive loss over the batch's mention tokens: positive, and below the log of
+  // the batch's token count (4 utterances of at most 48 tokens) that a uniform guess would give.
+  EXPECT_GT(token, 0.1);
+  EXPECT_LT(token, std::log(4.0 * 48.0));
+  EXPECT_FALSE(off.contains("token_contrastive"));  // weight 0: not computed, not logged
+  // The MLM pass comes first and is the same; the [CLS] loss then reads the full forward's
+  // [CLS] row instead of forward_cls's (another dropout draw in the last block): close, not equal.
+  EXPECT_EQ(on.at("mlm_labelled").get<double>(), off.at("mlm_labelled").get<double>());
+  const double dc = on.at("contrastive").get<double>() - off.at("contrastive").get<double>();
+  EXPECT_LT(std::abs(dc), 1e-3);
+  // So the loss rises by the weighted term (the contrastive weight is 1), to that closeness.
+  EXPECT_NEAR(on.at("loss").get<double>() - off.at("loss").get<double>(), 0.5 * token + dc, 1e-5);
+  EXPECT_EQ(first_step_metric("token-again", with_weight, "token_contrastive"), token);
 }
 
 // Data-parallel replaced-token detection: 2 ranks x accumulation 1 train the encoder and the
