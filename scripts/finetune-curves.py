@@ -17,6 +17,13 @@ With two rows of as many FOLDERs, a second table gives the first row minus the s
 of FOLDERs (the k-th of each, over their common seeds), then the mean over the pairs: each
 pretraining run weighed once.
 
+With --patience P[,P...], a last table replays early stopping on each run's curve as `dialtree
+eval dialoglue` applies it (docs/evaluation.md "Early stopping": stop once P epochs after the
+warm-up's have not beaten the best; 0 = off) and gives, per row and P, the val score and the
+epochs the run would have delivered, mean over the runs whose curve decides it. A curve decides P
+when the replay stops inside it or the run reached num_train_epochs; a run stopped earlier by a
+smaller patience cannot say what a larger one would have done, and is counted as undecided.
+
 Exits 1 naming the row or file on a malformed row, a FOLDER without results.json or without the
 task, or rows of different settings (2 on bad options, as argparse does).
 """
@@ -59,13 +66,41 @@ def capped(run, options):
     return run["best_epoch"] > options["num_train_epochs"] - options["early_stopping_patience"]
 
 
+def replay(run, options, patience):
+    """(best val, epochs run) had `run` been early-stopped with `patience` (0 = off), or None
+    where its curve ends before that is decided (it stopped earlier, by a smaller patience).
+    Epochs that end inside the warm-up (epoch <= warmup_ratio x num_train_epochs) do not count
+    towards the patience, as in eval/finetune.cpp."""
+    cap = options["num_train_epochs"]
+    warm = options.get("warmup_ratio", 0.0) * cap
+    best, since = None, 0
+    for point in run["curve"]:
+        if best is None or point["val"] > best:
+            best, since = point["val"], 0
+        elif point["epoch"] > warm:
+            since += 1
+        if patience > 0 and since >= patience:
+            return best, point["epoch"]
+    last = run["curve"][-1]["epoch"] if run["curve"] else 0
+    return (best, last) if last >= cap else None
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--task", required=True)
     ap.add_argument("--epochs", default="1,5,10,20,40,60",
                     help="the epochs of the columns, comma-separated (default 1,5,10,20,40,60)")
+    ap.add_argument("--patience", default="",
+                    help="early-stopping patiences to replay on the curves, comma-separated "
+                         "(0 = off); default none")
     ap.add_argument("rows", nargs="+", metavar="NAME=FOLDER[+FOLDER...]")
     args = ap.parse_args()
+    try:
+        patiences = [int(p) for p in args.patience.split(",")] if args.patience else []
+    except ValueError:
+        sys.exit(f"finetune-curves: --patience {args.patience!r}: not a list of integers")
+    if any(p < 0 for p in patiences):
+        sys.exit(f"finetune-curves: --patience {args.patience!r}: a patience is >= 0 (0 = off)")
     try:
         epochs = [int(e) for e in args.epochs.split(",")]
     except ValueError:
@@ -114,6 +149,20 @@ def main():
                 gaps.append(statistics.mean(best_by(ra[s], e) - best_by(rb[s], e) for s in seeds))
             print(f"| ≤ {e} | " + " | ".join(f"{g:+.2f}" for g in gaps) +
                   f" | {statistics.mean(gaps):+.2f} |")
+
+    if patiences:
+        print(f"\n**{args.task}: early stopping replayed on the curves** (mean over the runs the "
+              "curve decides)\n")
+        print("| row | patience | runs decided | best val | epochs run |")
+        print("|---|---|---|---|---|")
+        for name, loaded in rows:
+            runs = [(r, o) for runs, o in loaded for r in runs.values()]
+            for p in patiences:
+                got = [g for g in (replay(r, o, p) for r, o in runs) if g is not None]
+                cells = ([f"{statistics.mean(v for v, _ in got):.2f}",
+                          f"{statistics.mean(e for _, e in got):.1f}"] if got else ["–", "–"])
+                print(f"| {name} | {p if p > 0 else 'off'} | {len(got)} of {len(runs)} | " +
+                      " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":

@@ -103,6 +103,38 @@ class FinetuneCurves(unittest.TestCase):
         self.assertEqual(rows[0][-1], "1 of 1")
         self.assertEqual(rows[1][-1], "0 of 1")
 
+    def test_patience_replayed_on_the_curves(self):
+        # 10 epochs, warm-up 0.2 (epochs 1-2 do not count), patience 2 in the run's recipe.
+        # Run 1 ran to the cap: best 3 at epoch 1, then 3 flat epochs (2 inside the warm-up),
+        # best 5 at epoch 5, flat to 8, best 9 at epoch 9.
+        # Run 2 was stopped at epoch 6 by patience 2 (best 4 at epoch 4).
+        full = run(1, [3, 3, 3, 3, 5, 5, 5, 5, 9, 9])
+        stopped = run(2, [1, 2, 3, 4, 4, 4])
+        a = self.write("a", "hwu", [full, stopped], epochs=10, patience=2)
+        with open(os.path.join(a, "results.json"), encoding="utf-8") as f:
+            results = json.load(f)
+        results["options"]["warmup_ratio"] = 0.2
+        with open(os.path.join(a, "results.json"), "w", encoding="utf-8") as f:
+            json.dump(results, f)
+        out = self.curves("--task", "hwu", "--epochs", "10", "--patience", "1,2,3,0", f"a={a}")
+        self.assertIn("**hwu: early stopping replayed on the curves**", out)
+        rows = self.rows(out.split("replayed")[1])
+        self.assertEqual(len(rows), 4)
+        # Patience 1: run 1's first counted flat epoch is 3 (epoch 2 is in the warm-up): it
+        # stops there with 3; run 2 stops at 5 with 4.
+        self.assertEqual(rows[0], ["a", "1", "2 of 2", "3.50", "4.0"])
+        # Patience 2: run 1 stops at 4 with 3; run 2 at 6 with 4 (as it did).
+        self.assertEqual(rows[1], ["a", "2", "2 of 2", "3.50", "5.0"])
+        # Patience 3: run 1 flat 6-8 after best 5 at 5: stops at 8 with 5; run 2's curve ends at 6
+        # before a third flat epoch: undecided.
+        self.assertEqual(rows[2], ["a", "3", "1 of 2", "5.00", "8.0"])
+        # Off: run 1 delivers its best, 9, after all 10 epochs; run 2 undecided.
+        self.assertEqual(rows[3], ["a", "off", "1 of 2", "9.00", "10.0"])
+        self.assertIn("not a list of integers",
+                      self.curves("--task", "hwu", "--patience", "x", f"a={a}", ok=False))
+        self.assertIn(">= 0", self.curves("--task", "hwu", "--patience", "-1", f"a={a}",
+                                          ok=False))
+
     def test_errors_name_the_row_or_file(self):
         a = self.write("a", "hwu", [run(1, [1, 2])])
         full = self.write("full", "hwu", [run(1, [1, 2])], setting="full")
