@@ -22,7 +22,9 @@ eval dialoglue` applies it (docs/evaluation.md "Early stopping": stop once P epo
 warm-up's have not beaten the best; 0 = off) and gives, per row and P, the val score and the
 epochs the run would have delivered, mean over the runs whose curve decides it. A curve decides P
 when the replay stops inside it or the run reached num_train_epochs; a run stopped earlier by a
-smaller patience cannot say what a larger one would have done, and is counted as undecided.
+smaller patience cannot say what a larger one would have done, and is counted as undecided. The
+test score is known only where the replay keeps the run's own best epoch (the model test was
+scored with): its mean is over those runs, their number in brackets.
 
 Exits 1 naming the row or file on a malformed row, a FOLDER without results.json or without the
 task, or rows of different settings (2 on bad options, as argparse does).
@@ -67,22 +69,23 @@ def capped(run, options):
 
 
 def replay(run, options, patience):
-    """(best val, epochs run) had `run` been early-stopped with `patience` (0 = off), or None
+    """(best val, epochs run, best epoch) had `run` been early-stopped with `patience` (0 = off),
+    or None
     where its curve ends before that is decided (it stopped earlier, by a smaller patience).
     Epochs that end inside the warm-up (epoch <= warmup_ratio x num_train_epochs) do not count
     towards the patience, as in eval/finetune.cpp."""
     cap = options["num_train_epochs"]
     warm = options.get("warmup_ratio", 0.0) * cap
-    best, since = None, 0
+    best, best_epoch, since = None, 0, 0
     for point in run["curve"]:
         if best is None or point["val"] > best:
-            best, since = point["val"], 0
+            best, best_epoch, since = point["val"], point["epoch"], 0
         elif point["epoch"] > warm:
             since += 1
         if patience > 0 and since >= patience:
-            return best, point["epoch"]
+            return best, point["epoch"], best_epoch
     last = run["curve"][-1]["epoch"] if run["curve"] else 0
-    return (best, last) if last >= cap else None
+    return (best, last, best_epoch) if last >= cap else None
 
 
 def main():
@@ -153,14 +156,16 @@ def main():
     if patiences:
         print(f"\n**{args.task}: early stopping replayed on the curves** (mean over the runs the "
               "curve decides)\n")
-        print("| row | patience | runs decided | best val | epochs run |")
-        print("|---|---|---|---|---|")
+        print("| row | patience | runs decided | best val | epochs run | test (runs) |")
+        print("|---|---|---|---|---|---|")
         for name, loaded in rows:
             runs = [(r, o) for runs, o in loaded for r in runs.values()]
             for p in patiences:
-                got = [g for g in (replay(r, o, p) for r, o in runs) if g is not None]
-                cells = ([f"{statistics.mean(v for v, _ in got):.2f}",
-                          f"{statistics.mean(e for _, e in got):.1f}"] if got else ["–", "–"])
+                got = [(r, g) for r, g in ((r, replay(r, o, p)) for r, o in runs) if g is not None]
+                tests = [r["test"] for r, g in got if g[2] == r["best_epoch"] and "test" in r]
+                cells = ([f"{statistics.mean(g[0] for _, g in got):.2f}",
+                          f"{statistics.mean(g[1] for _, g in got):.1f}"] if got else ["–", "–"])
+                cells.append(f"{statistics.mean(tests):.2f} ({len(tests)})" if tests else "–")
                 print(f"| {name} | {p if p > 0 else 'off'} | {len(got)} of {len(runs)} | " +
                       " | ".join(cells) + " |")
 

@@ -15,11 +15,14 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 SCRIPT = os.path.join(ROOT, "scripts", "finetune-curves.py")
 
 
-def run(seed, vals):
+def run(seed, vals, test=None):
     """A run.json entry whose val curve is vals (epochs 1, 2, ...); best epoch the first best."""
     best = max(range(len(vals)), key=lambda i: (vals[i], -i))
-    return {"seed": seed, "best_epoch": best + 1, "val": vals[best],
-            "curve": [{"epoch": i + 1, "val": v} for i, v in enumerate(vals)]}
+    out = {"seed": seed, "best_epoch": best + 1, "val": vals[best],
+           "curve": [{"epoch": i + 1, "val": v} for i, v in enumerate(vals)]}
+    if test is not None:
+        out["test"] = test
+    return out
 
 
 class FinetuneCurves(unittest.TestCase):
@@ -108,8 +111,8 @@ class FinetuneCurves(unittest.TestCase):
         # Run 1 ran to the cap: best 3 at epoch 1, then 3 flat epochs (2 inside the warm-up),
         # best 5 at epoch 5, flat to 8, best 9 at epoch 9.
         # Run 2 was stopped at epoch 6 by patience 2 (best 4 at epoch 4).
-        full = run(1, [3, 3, 3, 3, 5, 5, 5, 5, 9, 9])
-        stopped = run(2, [1, 2, 3, 4, 4, 4])
+        full = run(1, [3, 3, 3, 3, 5, 5, 5, 5, 9, 9], test=90)
+        stopped = run(2, [1, 2, 3, 4, 4, 4], test=40)
         a = self.write("a", "hwu", [full, stopped], epochs=10, patience=2)
         with open(os.path.join(a, "results.json"), encoding="utf-8") as f:
             results = json.load(f)
@@ -122,14 +125,16 @@ class FinetuneCurves(unittest.TestCase):
         self.assertEqual(len(rows), 4)
         # Patience 1: run 1's first counted flat epoch is 3 (epoch 2 is in the warm-up): it
         # stops there with 3; run 2 stops at 5 with 4.
-        self.assertEqual(rows[0], ["a", "1", "2 of 2", "3.50", "4.0"])
+        # The test score is known where the replay keeps the run's own best epoch: run 2's
+        # (epoch 4) at patience 1 and 2, run 1's (epoch 9) only with the patience off.
+        self.assertEqual(rows[0], ["a", "1", "2 of 2", "3.50", "4.0", "40.00 (1)"])
         # Patience 2: run 1 stops at 4 with 3; run 2 at 6 with 4 (as it did).
-        self.assertEqual(rows[1], ["a", "2", "2 of 2", "3.50", "5.0"])
+        self.assertEqual(rows[1], ["a", "2", "2 of 2", "3.50", "5.0", "40.00 (1)"])
         # Patience 3: run 1 flat 6-8 after best 5 at 5: stops at 8 with 5; run 2's curve ends at 6
         # before a third flat epoch: undecided.
-        self.assertEqual(rows[2], ["a", "3", "1 of 2", "5.00", "8.0"])
+        self.assertEqual(rows[2], ["a", "3", "1 of 2", "5.00", "8.0", "–"])
         # Off: run 1 delivers its best, 9, after all 10 epochs; run 2 undecided.
-        self.assertEqual(rows[3], ["a", "off", "1 of 2", "9.00", "10.0"])
+        self.assertEqual(rows[3], ["a", "off", "1 of 2", "9.00", "10.0", "90.00 (1)"])
         self.assertIn("not a list of integers",
                       self.curves("--task", "hwu", "--patience", "x", f"a={a}", ok=False))
         self.assertIn(">= 0", self.curves("--task", "hwu", "--patience", "-1", f"a={a}",
