@@ -70,8 +70,8 @@ def capped(run, options):
 
 def replay(run, options, patience):
     """(best val, epochs run, best epoch) had `run` been early-stopped with `patience` (0 = off),
-    or None
-    where its curve ends before that is decided (it stopped earlier, by a smaller patience).
+    or None where its curve ends before that is decided (it stopped earlier, by a smaller
+    patience).
     Epochs that end inside the warm-up (epoch <= warmup_ratio x num_train_epochs) do not count
     towards the patience, as in eval/finetune.cpp."""
     cap = options["num_train_epochs"]
@@ -88,6 +88,36 @@ def replay(run, options, patience):
     return (best, last, best_epoch) if last >= cap else None
 
 
+def int_list(flag, text, minimum, rule):
+    """The comma-separated integers of option `flag` (none for ""), each >= minimum; exits 1
+    naming the option, with `rule` when one is too small."""
+    try:
+        values = [int(v) for v in text.split(",")] if text else []
+    except ValueError:
+        sys.exit(f"finetune-curves: {flag} {text!r}: not a list of integers")
+    if any(v < minimum for v in values):
+        sys.exit(f"finetune-curves: {flag} {text!r}: {rule}")
+    return values
+
+
+def print_replay(task, rows, patiences):
+    """The --patience table: per row and patience, replay() over the row's runs."""
+    print(f"\n**{task}: early stopping replayed on the curves** (mean over the runs the "
+          "curve decides)\n")
+    print("| row | patience | runs decided | best val | epochs run | test (runs) |")
+    print("|---|---|---|---|---|---|")
+    for name, loaded in rows:
+        runs = [(r, o) for runs, o in loaded for r in runs.values()]
+        for p in patiences:
+            got = [(r, g) for r, g in ((r, replay(r, o, p)) for r, o in runs) if g is not None]
+            tests = [r["test"] for r, g in got if g[2] == r["best_epoch"] and "test" in r]
+            cells = ([f"{statistics.mean(g[0] for _, g in got):.2f}",
+                      f"{statistics.mean(g[1] for _, g in got):.1f}"] if got else ["–", "–"])
+            cells.append(f"{statistics.mean(tests):.2f} ({len(tests)})" if tests else "–")
+            print(f"| {name} | {p if p > 0 else 'off'} | {len(got)} of {len(runs)} | " +
+                  " | ".join(cells) + " |")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--task", required=True)
@@ -98,18 +128,10 @@ def main():
                          "(0 = off); default none")
     ap.add_argument("rows", nargs="+", metavar="NAME=FOLDER[+FOLDER...]")
     args = ap.parse_args()
-    try:
-        patiences = [int(p) for p in args.patience.split(",")] if args.patience else []
-    except ValueError:
-        sys.exit(f"finetune-curves: --patience {args.patience!r}: not a list of integers")
-    if any(p < 0 for p in patiences):
-        sys.exit(f"finetune-curves: --patience {args.patience!r}: a patience is >= 0 (0 = off)")
-    try:
-        epochs = [int(e) for e in args.epochs.split(",")]
-    except ValueError:
-        sys.exit(f"finetune-curves: --epochs {args.epochs!r}: not a list of integers")
-    if any(e < 1 for e in epochs):
-        sys.exit(f"finetune-curves: --epochs {args.epochs!r}: epochs count from 1")
+    patiences = int_list("--patience", args.patience, 0, "a patience is >= 0 (0 = off)")
+    epochs = int_list("--epochs", args.epochs, 1, "epochs count from 1")
+    if not epochs:
+        sys.exit("finetune-curves: --epochs '': not a list of integers")
 
     rows, settings = [], {}
     for spec in args.rows:
@@ -154,21 +176,7 @@ def main():
                   f" | {statistics.mean(gaps):+.2f} |")
 
     if patiences:
-        print(f"\n**{args.task}: early stopping replayed on the curves** (mean over the runs the "
-              "curve decides)\n")
-        print("| row | patience | runs decided | best val | epochs run | test (runs) |")
-        print("|---|---|---|---|---|---|")
-        for name, loaded in rows:
-            runs = [(r, o) for runs, o in loaded for r in runs.values()]
-            for p in patiences:
-                got = [(r, g) for r, g in ((r, replay(r, o, p)) for r, o in runs) if g is not None]
-                tests = [r["test"] for r, g in got if g[2] == r["best_epoch"] and "test" in r]
-                cells = ([f"{statistics.mean(g[0] for _, g in got):.2f}",
-                          f"{statistics.mean(g[1] for _, g in got):.1f}"] if got else ["–", "–"])
-                cells.append(f"{statistics.mean(tests):.2f} ({len(tests)})" if tests else "–")
-                print(f"| {name} | {p if p > 0 else 'off'} | {len(got)} of {len(runs)} | " +
-                      " | ".join(cells) + " |")
-
+        print_replay(args.task, rows, patiences)
 
 if __name__ == "__main__":
     main()

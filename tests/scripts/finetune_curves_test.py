@@ -30,11 +30,14 @@ class FinetuneCurves(unittest.TestCase):
         self.tmp = tempfile.TemporaryDirectory()
         self.addCleanup(self.tmp.cleanup)
 
-    def write(self, folder, task, runs, epochs=6, patience=2, setting="few", task_options=None):
+    def write(self, folder, task, runs, epochs=6, patience=2, setting="few", task_options=None,
+              warmup_ratio=None):
         path = os.path.join(self.tmp.name, folder)
         os.makedirs(path, exist_ok=True)
-        results = {"setting": setting,
-                   "options": {"num_train_epochs": epochs, "early_stopping_patience": patience},
+        options = {"num_train_epochs": epochs, "early_stopping_patience": patience}
+        if warmup_ratio is not None:
+            options["warmup_ratio"] = warmup_ratio
+        results = {"setting": setting, "options": options,
                    "tasks": {task: {"runs": runs}}}
         if task_options is not None:
             results["task_options"] = task_options
@@ -113,12 +116,7 @@ class FinetuneCurves(unittest.TestCase):
         # Run 2 was stopped at epoch 6 by patience 2 (best 4 at epoch 4).
         full = run(1, [3, 3, 3, 3, 5, 5, 5, 5, 9, 9], test=90)
         stopped = run(2, [1, 2, 3, 4, 4, 4], test=40)
-        a = self.write("a", "hwu", [full, stopped], epochs=10, patience=2)
-        with open(os.path.join(a, "results.json"), encoding="utf-8") as f:
-            results = json.load(f)
-        results["options"]["warmup_ratio"] = 0.2
-        with open(os.path.join(a, "results.json"), "w", encoding="utf-8") as f:
-            json.dump(results, f)
+        a = self.write("a", "hwu", [full, stopped], epochs=10, patience=2, warmup_ratio=0.2)
         out = self.curves("--task", "hwu", "--epochs", "10", "--patience", "1,2,3,0", f"a={a}")
         self.assertIn("**hwu: early stopping replayed on the curves**", out)
         rows = self.rows(out.split("replayed")[1])

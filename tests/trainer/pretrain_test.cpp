@@ -7,9 +7,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -126,7 +126,7 @@ class TinyPretraining : public ::testing::Test {
   // first_step_record()'s `key`.
   double first_step_metric(const std::string& name, const std::vector<std::string>& overrides,
                            const std::string& key) const {
-    return first_step_record(name, overrides).value(key, 0.0);
+    return first_step_record(name, overrides).at(key).get<double>();
   }
 
   testing::TempDir tmp_;
