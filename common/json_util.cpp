@@ -142,6 +142,45 @@ std::string json_error_text(const json::exception& e, const std::string& column 
 }
 }  // namespace
 
+namespace {
+// A SAX handler that builds nothing and keeps where the first error starts.
+class FirstError : public json::json_sax_t {
+ public:
+  std::optional<std::size_t> offset;
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(json::number_integer_t) override { return true; }
+  bool number_unsigned(json::number_unsigned_t) override { return true; }
+  bool number_float(json::number_float_t, const json::string_t&) override { return true; }
+  bool string(json::string_t&) override { return true; }
+  bool binary(json::binary_t&) override { return true; }
+  bool start_object(std::size_t) override { return true; }
+  bool key(json::string_t&) override { return true; }
+  bool end_object() override { return true; }
+  bool start_array(std::size_t) override { return true; }
+  bool end_array() override { return true; }
+  // `position` is the count of bytes read. A number beyond double's range (out_of_range 406) is
+  // the whole `last_token`, its lookahead byte given back: it starts `last_token` bytes before.
+  // For a syntax error `last_token` runs from the last string or number scanned, so the place
+  // is the byte the parser stopped at, as json::parse_error's `byte` names it.
+  bool parse_error(std::size_t position, const std::string& last_token,
+                   const json::exception& e) override {
+    if (e.id == 406 && position >= last_token.size()) {
+      offset = position - last_token.size();
+    } else {
+      offset = position > 0 ? position - 1 : 0;
+    }
+    return false;
+  }
+};
+}  // namespace
+
+std::optional<std::size_t> json_error_offset(std::string_view text) {
+  FirstError handler;
+  json::sax_parse(text.begin(), text.end(), &handler);
+  return handler.offset;
+}
+
 std::string json_exception_message(const json::exception& e) {
   return escape_for_message(without_exception_tag(e), 400, /*escape_quotes=*/false);
 }
@@ -156,8 +195,9 @@ json json_parse_text(const std::string& text, const std::string& path) {
   } catch (const json::parse_error& e) {
     std::size_t pos = e.byte > 0 ? e.byte - 1 : 0;
     throw DataError(path, line_col(text, pos), "", json_error_text(e));
-  } catch (const json::exception& e) {  // e.g. a number out of range (1e400)
-    throw DataError(path, "", "", json_error_text(e));
+  } catch (const json::exception& e) {  // e.g. a number out of range (1e400): no place in `e`
+    const auto at = json_error_offset(text);
+    throw DataError(path, at ? line_col(text, *at) : std::string(), "", json_error_text(e));
   }
 }
 
@@ -183,8 +223,10 @@ void json_for_each_line(const std::string& path,
         break;
       }
       throw DataError(path, at_line(no), "", json_error_text(e, std::to_string(e.byte)));
-    } catch (const json::exception& e) {
-      throw DataError(path, at_line(no), "", json_error_text(e));
+    } catch (const json::exception& e) {  // e.g. a number out of range (1e400): no place in `e`
+      const auto at = json_error_offset(line);
+      throw DataError(path, at_line(no), "",
+                      json_error_text(e, at ? std::to_string(*at + 1) : std::string()));
     }
     fn(no, v);
   }

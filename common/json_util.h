@@ -54,6 +54,13 @@ json json_parse_file(const std::string& path);
 /// @throws DataError with the line and column of a syntax error, as json_parse_file does.
 json json_parse_text(const std::string& text, const std::string& path);
 
+/// The 0-based byte offset in `text` where parsing it as JSON fails, or nullopt when `text`
+/// parses: for a number beyond double's range its first byte, for a syntax error the byte the
+/// parser stopped at. It parses `text` again (SAX, nothing built), so
+/// call it on the error path only: for errors whose exception carries no place, such as a
+/// number beyond double's range ("1e400", json::out_of_range 406).
+std::optional<std::size_t> json_error_offset(std::string_view text);
+
 /// nlohmann's message of `e` without its "[json.exception.parse_error.101] " tag, input bytes
 /// escaped, for a message that a user reads (the HTTP server's invalid_json errors).
 std::string json_exception_message(const json::exception& e);

@@ -383,6 +383,13 @@ std::pair<std::string, YAML::Node> split_override(const std::string& text,
   const auto eq = text.find('=');
   const std::string key = eq == std::string::npos ? std::string() : trim(text.substr(0, eq));
   if (key.empty()) fail(at, "", "an override must look like " + key_example + "=value");
+  // No key is that long; refused here, so that no later message echoes a flood of key text.
+  if (key.size() > kMaxOverrideKeyBytes) {
+    fail(at, "",
+         "the key is " + std::to_string(key.size()) + " bytes long: no key is longer than " +
+             std::to_string(kMaxOverrideKeyBytes) + " (an override must look like " +
+             key_example + "=value)");
+  }
   try {
     return {key, YAML::Load(text.substr(eq + 1))};
   } catch (const YAML::Exception& e) {

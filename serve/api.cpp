@@ -290,9 +290,14 @@ json parse_body(std::string_view body) {
   json parsed;
   try {
     parsed = json::parse(body.begin(), body.end());
-  } catch (const json::exception& e) {  // syntax errors, and numbers out of range (1e400)
+  } catch (const json::parse_error& e) {  // syntax errors: nlohmann names the line and column
     throw ApiError(ErrorKind::kInvalidJson,
                    "request body is not JSON: " + json_exception_message(e));
+  } catch (const json::exception& e) {  // numbers out of range (1e400): `e` names no place
+    const auto at = json_error_offset(body);
+    throw ApiError(ErrorKind::kInvalidJson,
+                   "request body is not JSON: " + json_exception_message(e) +
+                       (at ? " (at offset " + std::to_string(*at) + ")" : std::string()));
   }
   require_object(parsed);
   return parsed;

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <memory>
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "common/atomic_file.h"
@@ -17,6 +18,7 @@
 #include "common/malloc_info.h"
 #include "common/text_distance.h"
 #include "common/utf8.h"
+#include "expect_error.h"
 #include "test_paths.h"
 
 namespace dialtree {
@@ -108,16 +110,24 @@ TEST(JsonUtil, SyntaxErrorsNameLineAndColumn) {
     std::ofstream f(tmp.file("bad.json"));
     f << "[\n  {\"a\": 1},\n  {\"a\": }\n]\n";
     std::ofstream g(tmp.file("big.json"));
-    g << "[1e400]";
+    g << "[\n  1,\n  1e400]";
+    std::ofstream h(tmp.file("big.jsonl"));
+    h << "[1]\n[2, -1e400]\n";
   }
-  try {
-    json_parse_file(tmp.file("bad.json"));
-    FAIL();
-  } catch (const DataError& e) {
-    EXPECT_NE(std::string(e.what()).find("bad.json: line 3, column"), std::string::npos)
-        << e.what();
-  }
-  EXPECT_THROW(json_parse_file(tmp.file("big.json")), DataError);
+  using dialtree::testing::error_of;
+  using ::testing::HasSubstr;
+  EXPECT_THAT(error_of<DataError>([&] { json_parse_file(tmp.file("bad.json")); }),
+              HasSubstr("bad.json: line 3, column"));
+  // A number beyond double's range: nlohmann's exception has no place, the error still has one.
+  EXPECT_THAT(error_of<DataError>([&] { json_parse_file(tmp.file("big.json")); }),
+              HasSubstr("big.json: line 3, column 3: invalid JSON: number overflow"));
+  EXPECT_THAT(error_of<DataError>([&] {
+                json_for_each_line(tmp.file("big.jsonl"), [](std::size_t, const json&) {});
+              }),
+              HasSubstr("big.jsonl: line 2: invalid JSON at column 5: number overflow"));
+  EXPECT_EQ(json_error_offset("[1e400]"), std::optional<std::size_t>(1));
+  EXPECT_EQ(json_error_offset("{\"a\": }"), std::optional<std::size_t>(6));
+  EXPECT_EQ(json_error_offset("[1, 2]"), std::nullopt);
   EXPECT_THROW(json_parse_file(tmp.file("missing.json")), DataError);
 }
 

@@ -97,6 +97,11 @@ TEST(FinetuneConfig, StrictScalarsAsTheTrainerConfig) {
   const std::string long_override = error_of("", {"dropout=" + std::string(100000, 'x')});
   EXPECT_THAT(long_override, AllOf(HasSubstr("override 'dropout=xxx"), HasSubstr("...'")));
   EXPECT_LT(long_override.size(), 2000u);
+  // So is a long key: refused by its length before any message could echo it.
+  const std::string long_key = error_of("", {std::string(100000, 'k') + "=1"});
+  EXPECT_THAT(long_key, AllOf(HasSubstr("the key is 100000 bytes long"),
+                              HasSubstr("no key is longer than 200")));
+  EXPECT_LT(long_key.size(), 2000u);
   EXPECT_THAT(error_of("", {"bf16=o\xffn"}),
               AllOf(HasSubstr("override 'bf16=o\\xFFn'"), Not(HasSubstr("\xff"))));
 }

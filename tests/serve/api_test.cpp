@@ -15,6 +15,7 @@ namespace dialtree::serve {
 namespace {
 
 using json = nlohmann::json;
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 /// The ApiError a call throws (kind, message, param), or fails the test.
@@ -105,8 +106,10 @@ TEST(ParseBody, SyntaxErrorsInvalidUtf8AndNonObjects) {
   // An escaped lone surrogate is invalid UTF-16 inside valid UTF-8 bytes: a JSON error.
   EXPECT_EQ(error_of([] { parse_body(R"({"inputs":"\udc00"})"); }).kind(), ErrorKind::kInvalidJson);
   // A number beyond double's range is a JSON error too (400), not an internal one (500).
-  EXPECT_EQ(error_of([] { parse_body(R"({"inputs":[[1e400]]})"); }).kind(),
-            ErrorKind::kInvalidJson);
+  const ApiError overflow = error_of([] { parse_body(R"({"inputs":[[1e400]]})"); });
+  EXPECT_EQ(overflow.kind(), ErrorKind::kInvalidJson);
+  // Its exception names no place: the offset of the number's first byte is added.
+  EXPECT_THAT(overflow.what(), AllOf(HasSubstr("1e400"), HasSubstr("(at offset 12)")));
 }
 
 TEST(Inputs, StringsDialogsAndTokenIdsInEveryShape) {
