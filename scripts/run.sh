@@ -42,7 +42,12 @@
 #        LM_OPTIONS (key=value overrides of the language stage, space-separated, e.g.
 #        "loss.mlm_probability=0.3"), LM_FROM (a finished language stage's run folder, e.g.
 #        runs/pretrain-lm: the stages after it start from its final/ and the language stage is
-#        not trained; PRETRAIN_SEED then seeds the later stages only)
+#        not trained; PRETRAIN_SEED then seeds the later stages only), PRETRAIN_OPTIONS
+#        (key=value overrides of every pretraining stage, the language stage too, e.g.
+#        "bf16=false" on a CPU where bf16 runs slower: docs/performance.md "bf16 autocast"; a
+#        finished stage trained otherwise stops the job, so a new precision needs a new RUNS),
+#        EVAL_OPTIONS (key=value overrides of every `eval dialoglue` fine-tuning, e.g.
+#        "bf16=false"; the probes and pseudo-labelling keep their own --bf16)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -59,18 +64,35 @@ runs=${runs%/}
 # (+ and @ join and select a scoreboard row's sources, | separates the fine-tuning parts.)
 [[ -n $runs && $runs != *[[:space:]+@\|]* ]] ||
   { echo "run: RUNS='${RUNS:-}': expected a folder name without spaces, +, @ or |" >&2; exit 2; }
-# Overrides of every pretraining stage (a pretraining seed) and of the language stage alone.
+# Overrides of every pretraining stage (a pretraining seed, PRETRAIN_OPTIONS), of the language
+# stage alone (LM_OPTIONS, given after them: it wins) and of every fine-tuning (EVAL_OPTIONS).
+# They come after the script's own keys, so the keys that place a stage's folders and its start
+# are the script's alone.
 pretrain_options=()
 if [[ -n ${PRETRAIN_SEED:-} ]]; then
   [[ $PRETRAIN_SEED =~ ^[0-9]+$ ]] ||
     { echo "run: PRETRAIN_SEED='$PRETRAIN_SEED': expected a non-negative integer" >&2; exit 2; }
   pretrain_options=("seed=$PRETRAIN_SEED" "data_seed=$PRETRAIN_SEED")
 fi
-read -r -a lm_options <<<"${LM_OPTIONS:-}"
-for option in "${lm_options[@]}"; do
-  [[ $option == ?*=* ]] ||
-    { echo "run: LM_OPTIONS: '$option': expected key=value" >&2; exit 2; }
-done
+read_options() {  # VAR ARRAY: the space-separated key=value list in $VAR into the array ARRAY
+  local -n into=$2
+  local option
+  read -r -a into <<<"${!1:-}"
+  for option in ${into[@]+"${into[@]}"}; do
+    [[ $option == ?*=* ]] || { echo "run: $1: '$option': expected key=value" >&2; exit 2; }
+    case ${option%%=*} in
+      output_dir | model_name_or_path | resume_from_checkpoint)
+        echo "run: $1: '${option%%=*}' is set by this script (RUNS, LM_FROM and its own" \
+          "resuming choose it)" >&2
+        exit 2
+        ;;
+    esac
+  done
+}
+read_options LM_OPTIONS lm_options
+read_options PRETRAIN_OPTIONS more_pretrain_options
+read_options EVAL_OPTIONS eval_options
+pretrain_options+=(${more_pretrain_options[@]+"${more_pretrain_options[@]}"})
 # The language stage: trained into RUNS/pretrain-lm, or an earlier one (LM_FROM) reused as it is.
 lm=$runs/pretrain-lm
 if [[ -n ${LM_FROM:-} ]]; then
@@ -338,7 +360,8 @@ if [[ ${EVAL:-1} != 0 ]]; then
       [[ -n $part_tasks ]] || continue
       "$bin" eval dialoglue --model "$part_model" --tasks "$part_tasks" --setting "$setting" \
         --seeds "$s" --config "configs/eval-$setting.yaml" --data-dir "$data/dialoglue" \
-        --out "$runs/eval-$setting$suffix" --save-models ${init[@]+"${init[@]}"}
+        --out "$runs/eval-$setting$suffix" --save-models ${init[@]+"${init[@]}"} \
+        ${eval_options[@]+"${eval_options[@]}"}
       figures+=("$runs/eval-$setting$suffix")
     done
     if [[ ${LM_ROW:-0} != 0 ]]; then  # the scoreboard's "language stage alone" row
@@ -349,7 +372,7 @@ if [[ ${EVAL:-1} != 0 ]]; then
       # against 72.40 from the linear probe, banking seed 1).
       "$bin" eval dialoglue --model $lm/final --tasks "$tasks" --setting "$setting" \
         --seeds "$s" --config "configs/eval-$setting.yaml" --data-dir "$data/dialoglue" \
-        --out "$runs/eval-$setting-lm"
+        --out "$runs/eval-$setting-lm" ${eval_options[@]+"${eval_options[@]}"}
     fi
   done
   if [[ ${SELF_TRAIN:-0} != 0 && ,$settings, == *,few,* && ${#intent_tasks[@]} -gt 0 ]]; then
@@ -369,7 +392,7 @@ if [[ ${EVAL:-1} != 0 ]]; then
     "$bin" eval dialoglue --model "$model" --tasks "$itasks" --setting few --seeds "$seeds" \
       --config configs/eval-few.yaml --data-dir "$data/dialoglue" --out $runs/eval-few-self \
       --save-models --pseudo-labels "$pseudo_teacher" classifier_init=linear_probe \
-      num_train_epochs=25 early_stopping_patience=6
+      num_train_epochs=25 early_stopping_patience=6 ${eval_options[@]+"${eval_options[@]}"}
     figures+=($runs/eval-few-self)
   fi
   # The classical baselines of the same tasks and settings (no pretraining; scikit-learn), then
