@@ -46,19 +46,21 @@ const json& json_as_object(const json& v, const JsonPlace& place, const std::str
 std::string json_child_path(const std::string& parent, std::string_view key);
 std::string json_index_path(const std::string& parent, std::size_t index);
 
-/// Parses a whole JSON file. @throws DataError with the line and column of a syntax error, or
-/// when the file cannot be read.
+/// Parses a whole JSON file. @throws DataError with the line and column of a syntax error or of
+/// a number beyond double's range, or when the file cannot be read.
 json json_parse_file(const std::string& path);
 
 /// Parses `text`, the contents of the file `path` (named in errors only).
-/// @throws DataError with the line and column of a syntax error, as json_parse_file does.
+/// @throws DataError with the line and column of a syntax error or of a number beyond double's
+///   range, as json_parse_file does.
 json json_parse_text(const std::string& text, const std::string& path);
 
 /// The 0-based byte offset in `text` where parsing it as JSON fails, or nullopt when `text`
-/// parses: for a number beyond double's range its first byte, for a syntax error the byte the
-/// parser stopped at. It parses `text` again (SAX, nothing built), so
-/// call it on the error path only: for errors whose exception carries no place, such as a
-/// number beyond double's range ("1e400", json::out_of_range 406).
+/// parses: for a number beyond double's range its first byte; for a syntax error the byte the
+/// parser stopped at, json::parse_error::byte - 1 (`text.size()` when the text ends early, the
+/// last byte of a multi-byte token). It parses `text` again (SAX, nothing built), so call it on
+/// the error path only: for errors whose exception carries no place, such as a number beyond
+/// double's range ("1e400", json::out_of_range 406).
 std::optional<std::size_t> json_error_offset(std::string_view text);
 
 /// nlohmann's message of `e` without its "[json.exception.parse_error.101] " tag, input bytes
@@ -69,7 +71,8 @@ std::string json_exception_message(const json::exception& e);
 /// numbers). With `unfinished_last_line` set, a last line that has no newline and is not valid
 /// JSON (a writer stopped mid-line: a running or killed training) is skipped and its number
 /// stored there (0 when there is none); without it, that line is an error like any other.
-/// @throws DataError naming the line of a syntax error or a read failure.
+/// @throws DataError naming the line of a syntax error (and its column) or of a number beyond
+///   double's range (and its column), or a read failure.
 void json_for_each_line(const std::string& path,
                         const std::function<void(std::size_t, const json&)>& fn,
                         std::size_t* unfinished_last_line = nullptr);

@@ -103,8 +103,8 @@ inline constexpr std::size_t kMaxOverrideKeyBytes = 200;
 /// An override "key=value" split into its trimmed key and its value parsed as YAML (so
 /// `lr=1e-4` reads as the number and `views=[I, D]` as a list).
 /// @throws DataError against kCommandLine: no '=' or an empty key ("must look like
-///   `key_example`=value"), a key longer than kMaxOverrideKeyBytes (its length is named, the
-///   key is not echoed), or a value that is not valid YAML.
+///   `key_example`=value"), a key longer than kMaxOverrideKeyBytes (its length is named; the key
+///   shows only in the override's 200-character excerpt), or a value that is not valid YAML.
 std::pair<std::string, YAML::Node> split_override(const std::string& text,
                                                   const std::string& key_example);
 

@@ -49,12 +49,8 @@ void write_embeddings(const std::string& stem, const ProbeMatrix& x, const std::
 
 EmbeddingFile read_embeddings(const std::string& stem) {
   const std::string header_path = stem + ".json";
-  nlohmann::json h;
-  try {
-    h = nlohmann::json::parse(read_file_bytes(header_path));
-  } catch (const nlohmann::json::exception& e) {
-    throw DataError(header_path, "", "", std::string("not JSON: ") + e.what());
-  }
+  // Errors name the line and column, the input escaped and cut (json_util.h).
+  const nlohmann::json h = json_parse_text(read_file_bytes(header_path), header_path);
   auto field = [&](const char* name) -> const nlohmann::json& {
     if (!h.is_object() || !h.contains(name)) throw DataError(header_path, "", name, "missing");
     return h.at(name);

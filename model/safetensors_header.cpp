@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "common/json_util.h"
 
 namespace dialtree::model {
 namespace {
@@ -118,8 +119,14 @@ SafetensorsHeader parse_safetensors_header(std::string_view text, std::uint64_t 
   nlohmann::json header;
   try {
     header = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    fail(path, "", std::string("header is not valid JSON: ") + e.what());
+  } catch (const nlohmann::json::parse_error& e) {  // nlohmann names the line and column
+    // Escaped and cut: a header may be up to 100 MB of anything.
+    fail(path, "", "header is not valid JSON: " + json_exception_message(e));
+  } catch (const nlohmann::json::exception& e) {  // a number beyond double's range: no place in `e`
+    const auto at = json_error_offset(text);
+    fail(path, "",
+         "header is not valid JSON: " + json_exception_message(e) +
+             (at ? " (at header byte " + std::to_string(*at) + ")" : std::string()));
   }
   if (!header.is_object()) fail(path, "", "header must be a JSON object");
 

@@ -136,7 +136,8 @@ struct TokenizeRequest {
 Input parse_input(const nlohmann::json& value, const std::string& param);
 
 /// Parses a request body into JSON. @throws ApiError kInvalidUtf8 if `body` is not valid UTF-8
-/// (C25), kInvalidJson on a syntax error (with line/column), kValidation if it is not an object.
+/// (C25), kInvalidJson on a syntax error (with line/column) or a number beyond double's range
+/// (with the 0-based byte offset of its first byte), kValidation if it is not an object.
 nlohmann::json parse_body(std::string_view body);
 
 /// OpenAI request: `input` (string | array of strings | array of token ids | array of token-id

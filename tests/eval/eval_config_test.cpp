@@ -102,6 +102,10 @@ TEST(FinetuneConfig, StrictScalarsAsTheTrainerConfig) {
   EXPECT_THAT(long_key, AllOf(HasSubstr("the key is 100000 bytes long"),
                               HasSubstr("no key is longer than 200")));
   EXPECT_LT(long_key.size(), 2000u);
+  // At the limit: 200 bytes are a key (an unknown one), 201 are refused by their length.
+  EXPECT_THAT(error_of("", {std::string(200, 'k') + "=1"}), HasSubstr("unknown key"));
+  EXPECT_THAT(error_of("", {std::string(201, 'k') + "=1"}),
+              HasSubstr("the key is 201 bytes long"));
   EXPECT_THAT(error_of("", {"bf16=o\xffn"}),
               AllOf(HasSubstr("override 'bf16=o\\xFFn'"), Not(HasSubstr("\xff"))));
 }

@@ -43,6 +43,17 @@ TEST(SafetensorsHeader, LengthPrefixIsLittleEndianAndBoundedByTheFile) {
   }
 }
 
+TEST(SafetensorsHeader, BadJsonIsNamedWithItsPlaceAndNeverEchoedWhole) {
+  EXPECT_THAT(header_error(R"({"a": 1e400})", 0),
+              AllOf(HasSubstr("m.safetensors"), HasSubstr("header is not valid JSON"),
+                    HasSubstr("number overflow"), HasSubstr("(at header byte 6)")));
+  EXPECT_THAT(header_error("{\"a\": }", 0), HasSubstr("line 1, column 7"));
+  // An unterminated string of a megabyte: nlohmann quotes what it read; the message cuts it.
+  const std::string flood = header_error("{\"" + std::string(1 << 20, 'x'), 0);
+  EXPECT_THAT(flood, HasSubstr("header is not valid JSON"));
+  EXPECT_LT(flood.size(), 2000u);
+}
+
 TEST(SafetensorsHeader, ValidHeaderGivesEntriesInOffsetOrderAndMetadata) {
   const SafetensorsHeader h =
       parse_safetensors_header(R"({"__metadata__":{"format":"pt"},)"
