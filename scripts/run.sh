@@ -428,6 +428,10 @@ fi
 "$bin" plot "${figures[@]}" --out $runs/figures
 if [[ ${EVAL:-1} != 0 ]]; then
   first_seed=${seeds%%,*}
+  serve_bf16=true  # as the models were fine-tuned: EVAL_OPTIONS="bf16=false" serves in fp32
+  for option in ${eval_options[@]+"${eval_options[@]}"}; do
+    [[ $option == bf16=false ]] && serve_bf16=false
+  done
   for setting in ${settings//,/ }; do
     for task in ${tasks//,/ }; do
       folder=${task/#dstc8/dstc8_sgd}  # eval dialoglue's folder of a task
@@ -435,7 +439,7 @@ if [[ ${EVAL:-1} != 0 ]]; then
       [[ ,$tagging_family, == *,$task,* ]] && route=/parse suffix=$tagging_suffix
       saved=$runs/eval-$setting$suffix/$folder/seed-$first_seed/model
       [[ -d $saved ]] || continue
-      echo "run: serve $task: $bin serve --model $saved --bf16 true   (answers $route)"
+      echo "run: serve $task: $bin serve --model $saved --bf16 $serve_bf16   (answers $route)"
     done
   done
 fi
